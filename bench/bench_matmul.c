@@ -1,0 +1,214 @@
+/*
+ * bench_matmul.c — throughput of cpu_matmul per weight type.
+ *
+ * Decode is memory-bound: one token streams the whole weight matrix, so the
+ * figure of merit is weight bytes per second. The default shape is Gemma 3
+ * 270M's LM head (n_embd 640 x n_vocab 262144; 167 MB in Q8_0), far larger
+ * than any cache. A plain read of an equally large buffer is timed first
+ * as the machine's ceiling. Weights are random with sane scales.
+ *
+ *   bench_matmul [-r rows] [-c cols] [-n reps] [-k tokens] [-t max_threads] [TYPE...]
+ *   e.g. bench_matmul -t 2 Q8_0 Q4_K Q6_K Q5_0
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "quant/half.h"
+#include "quant/types.h"
+
+typedef struct bench_opts {
+    uint64_t rows, cols;
+    int reps, max_threads;
+    uint32_t tokens;
+} bench_opts;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t rng_next(void) {
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Offsets of f16 scale fields in a block, so random bytes stay finite. */
+static void fix_scales(uint32_t type, uint8_t *b) {
+    static const struct { uint32_t type; int off[2]; } tab[] = {
+        {SW_TYPE_Q4_0, {0, -1}}, {SW_TYPE_Q4_1, {0, 2}},   {SW_TYPE_Q5_0, {0, -1}},
+        {SW_TYPE_Q5_1, {0, 2}},  {SW_TYPE_Q8_0, {0, -1}},  {SW_TYPE_Q2_K, {80, 82}},
+        {SW_TYPE_Q3_K, {108, -1}}, {SW_TYPE_Q4_K, {0, 2}}, {SW_TYPE_Q5_K, {0, 2}},
+        {SW_TYPE_Q6_K, {208, -1}},
+    };
+    uint16_t h = half_f32_to_f16(0.01f);
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        for (int k = 0; k < 2 && tab[i].type == type; k++)
+            if (tab[i].off[k] >= 0)
+                memcpy(b + tab[i].off[k], &h, 2);
+    if (type == SW_TYPE_Q8_K) {
+        float d = 0.01f;
+        memcpy(b, &d, 4);
+    }
+}
+
+static uint8_t *make_weights(uint32_t type, uint64_t n_elems, uint64_t n_bytes) {
+    const type_traits *t = type_get_traits(type);
+    uint8_t *w = malloc(n_bytes);
+    if (w == NULL)
+        return NULL;
+    for (uint64_t i = 0; i + 8 <= n_bytes; i += 8) {
+        uint64_t r = rng_next();
+        memcpy(w + i, &r, 8);
+    }
+    if (type == SW_TYPE_F32 || type == SW_TYPE_F16 || type == SW_TYPE_BF16) {
+        for (uint64_t i = 0; i < n_elems; i++) { /* finite values */
+            float v = (float)(rng_next() >> 40) / 16777216.0f - 0.5f;
+            if (type == SW_TYPE_F32)
+                memcpy(w + 4 * i, &v, 4);
+            else {
+                uint16_t h = type == SW_TYPE_F16 ? half_f32_to_f16(v) : half_f32_to_bf16(v);
+                memcpy(w + 2 * i, &h, 2);
+            }
+        }
+        return w;
+    }
+    for (uint64_t b = 0; b < n_elems / t->block_elems; b++)
+        fix_scales(type, w + b * t->block_bytes);
+    return w;
+}
+
+/* The best time of `reps` calls of cpu_matmul. */
+static double time_matmul(cpu_pool *pool, const tensor_view *v, const float *x, float *y,
+                          uint32_t tokens, int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (cpu_matmul(pool, v, x, y, tokens) != SW_OK) {
+            fprintf(stderr, "bench_matmul: %s\n", sw_last_error());
+            return -1.0;
+        }
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best;
+}
+
+/* A plain read of n_bytes (sum of 64-bit words): the bandwidth ceiling. */
+static void bench_read(uint64_t n_bytes, int reps) {
+    uint64_t n = n_bytes / 8, *buf = malloc(n * 8);
+    if (buf == NULL)
+        return;
+    for (uint64_t i = 0; i < n; i++)
+        buf[i] = i;
+    double best = 1e30;
+    volatile uint64_t sink = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        uint64_t s[4] = {0, 0, 0, 0};
+        for (uint64_t i = 0; i + 4 <= n; i += 4)
+            for (int k = 0; k < 4; k++)
+                s[k] += buf[i + k];
+        sink += s[0] + s[1] + s[2] + s[3];
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    printf("%-6s %10.1f MB  read ceiling, 1 thread: %6.2f GB/s\n", "read",
+           (double)n_bytes / 1e6, (double)n_bytes / best / 1e9);
+    free(buf);
+}
+
+static int bench_type(uint32_t type, const bench_opts *o, cpu_pool **pools) {
+    uint64_t row_bytes;
+    if (!type_row_bytes(type, o->cols, &row_bytes)) {
+        fprintf(stderr, "bench_matmul: %s rows of %llu are not whole blocks\n", type_name(type),
+                (unsigned long long)o->cols);
+        return 1;
+    }
+    uint64_t n_bytes = row_bytes * o->rows;
+    uint8_t *w = make_weights(type, o->cols * o->rows, n_bytes);
+    float *x = malloc(o->cols * o->tokens * sizeof(float));
+    float *y = malloc(o->rows * o->tokens * sizeof(float));
+    if (w == NULL || x == NULL || y == NULL) {
+        fprintf(stderr, "bench_matmul: out of memory for %s\n", type_name(type));
+        free(w), free(x), free(y);
+        return 1;
+    }
+    for (uint64_t i = 0; i < o->cols * o->tokens; i++)
+        x[i] = (float)(rng_next() >> 40) / 16777216.0f - 0.5f;
+    tensor_view v = {.name = "bench", .type = type, .n_dims = 2, .ne = {o->cols, o->rows, 1, 1},
+                     .n_bytes = n_bytes, .data = w};
+    printf("%-6s %10.1f MB ", type_name(type), (double)n_bytes / 1e6);
+    for (int t = 0; t < o->max_threads; t++) {
+        double dt = time_matmul(pools[t], &v, x, y, o->tokens, o->reps);
+        if (dt < 0)
+            break;
+        double gflops = 2.0 * (double)o->cols * (double)o->rows * o->tokens / dt / 1e9;
+        printf(" | %dT %7.2f ms %6.2f GB/s %6.2f GFLOP/s", t + 1, dt * 1e3,
+               (double)n_bytes / dt / 1e9, gflops);
+    }
+    printf("\n");
+    free(w), free(x), free(y);
+    return 0;
+}
+
+static uint32_t parse_type(const char *name) {
+    for (uint32_t t = 0; t < SW_TYPE_COUNT; t++) {
+        const type_traits *tr = type_get_traits(t);
+        if (tr != NULL && strcmp(tr->name, name) == 0)
+            return t;
+    }
+    return UINT32_MAX;
+}
+
+int main(int argc, char **argv) {
+    bench_opts o = {.rows = 262144, .cols = 640, .reps = 5, .max_threads = 2, .tokens = 1};
+    uint32_t types[32];
+    int n_types = 0;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "-r") == 0) o.rows = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && strcmp(argv[i], "-c") == 0) o.cols = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && strcmp(argv[i], "-n") == 0) o.reps = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "-k") == 0) o.tokens = (uint32_t)atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "-t") == 0) o.max_threads = atoi(argv[++i]);
+        else if (n_types < 32 && parse_type(argv[i]) != UINT32_MAX) types[n_types++] = parse_type(argv[i]);
+        else {
+            fprintf(stderr, "usage: bench_matmul [-r rows] [-c cols] [-n reps] [-k tokens] "
+                            "[-t max_threads] [TYPE...]\nunknown argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (o.max_threads < 1 || o.max_threads > 64 || o.reps < 1 || o.tokens < 1) {
+        fprintf(stderr, "bench_matmul: bad -t, -n or -k\n");
+        return 2;
+    }
+    if (n_types == 0) {
+        const uint32_t def[4] = {SW_TYPE_Q8_0, SW_TYPE_Q4_K, SW_TYPE_Q6_K, SW_TYPE_Q5_0};
+        memcpy(types, def, sizeof def);
+        n_types = 4;
+    }
+    cpu_pool *pools[64] = {NULL};
+    for (int t = 0; t < o.max_threads; t++)
+        if (cpu_pool_create(t + 1, &pools[t]) != SW_OK) {
+            fprintf(stderr, "bench_matmul: %s\n", sw_last_error());
+            return 1;
+        }
+    printf("matmul %llu x %llu, %u token(s), best of %d\n", (unsigned long long)o.rows,
+           (unsigned long long)o.cols, o.tokens, o.reps);
+    bench_read(o.rows * o.cols, o.reps);
+    int rc = 0;
+    for (int i = 0; i < n_types; i++)
+        rc |= bench_type(types[i], &o, pools);
+    for (int t = 0; t < o.max_threads; t++)
+        cpu_pool_destroy(pools[t]);
+    return rc;
+}

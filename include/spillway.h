@@ -1,0 +1,286 @@
+/*
+ * spillway.h — the public C API of Spillway, an inference engine for Gemma
+ * models that plans where every byte lives (accelerator, pinned host, host,
+ * disk) before anything is allocated.
+ *
+ * Overview
+ *   sw_model    an opened, validated model file (GGUF today). Weights stay
+ *               memory-mapped; nothing is copied at open.
+ *   devices     what accelerators the build can see (sw_devices_query).
+ *   errors      every fallible call returns sw_status; on failure one
+ *               message for the calling thread is kept by sw_last_error().
+ *
+ * Example
+ *   sw_model *m = NULL;
+ *   if (sw_model_open("gemma-3-270m-q4_k_m.gguf", &m) != SW_OK) {
+ *       fprintf(stderr, "spillway: %s\n", sw_last_error());
+ *       return 1;
+ *   }
+ *   sw_model_summary s;
+ *   sw_model_get_summary(m, &s);
+ *   printf("%s, %u layers\n", s.architecture, s.n_layer);
+ *   sw_model_close(m);
+ *
+ * Thread-safety: a handle may be used from one thread at a time; distinct
+ * handles are independent. sw_last_error() is per thread.
+ * Ownership: whoever opens/creates closes/destroys; closers accept NULL.
+ * Strings returned inside structs are borrowed from the handle and stay
+ * valid until it is closed.
+ */
+#ifndef SPILLWAY_H
+#define SPILLWAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SW_VERSION_STRING "0.1.0"
+
+/* ---- errors ------------------------------------------------------------ */
+
+typedef enum sw_status {
+    SW_OK = 0,
+    SW_ERR_IO,          /* a file could not be opened, read or mapped */
+    SW_ERR_FORMAT,      /* a model file is malformed (message names offset) */
+    SW_ERR_UNSUPPORTED, /* valid input that this build cannot handle */
+    SW_ERR_NO_DEVICE,   /* no accelerator is visible (never "out of memory") */
+    SW_ERR_OOM_DEVICE,  /* accelerator memory is short */
+    SW_ERR_OOM_HOST,    /* host memory is short */
+    SW_ERR_ARG,         /* a caller-supplied argument is invalid */
+    SW_ERR_DEVICE       /* the accelerator runtime reported an error */
+} sw_status;
+
+/* The calling thread's message for its most recent failure ("" if none).
+ * Valid until the thread's next failing call. */
+const char *sw_last_error(void);
+
+/* A short fixed name for a status ("bad model file"). Never NULL. */
+const char *sw_status_name(sw_status status);
+
+/* ---- models -------------------------------------------------------------- */
+
+typedef struct sw_model sw_model;
+
+/* Opens and validates the model file at `path` (GGUF v2/v3). Every count,
+ * length, offset and type is checked against the file before use; a bad
+ * file gives SW_ERR_FORMAT with a message naming the problem and byte
+ * offset. On success *out owns a read-only mapping of the file.
+ * Errors: SW_ERR_ARG, SW_ERR_IO, SW_ERR_FORMAT, SW_ERR_OOM_HOST. */
+sw_status sw_model_open(const char *path, sw_model **out);
+
+/* Unmaps and frees. Accepts NULL. */
+void sw_model_close(sw_model *model);
+
+/* File name of the default model (real Gemma 3 270M, Q4_K_M). */
+#define SW_DEFAULT_MODEL_FILE "gemma-3-270m-q4_k_m.gguf"
+
+/* Where `spillway fetch` puts the default model and where -m points when
+ * not given: ${XDG_CACHE_HOME:-$HOME/.cache}/spillway/SW_DEFAULT_MODEL_FILE.
+ * Errors: SW_ERR_ARG (neither variable set, or buf too small). */
+sw_status sw_default_model_path(char *buf, size_t cap);
+
+/* The directory part of the above (the cache folder). */
+sw_status sw_cache_dir(char *buf, size_t cap);
+
+typedef struct sw_model_summary {
+    const char *path;            /* as given to sw_model_open */
+    const char *container;       /* "gguf" */
+    uint32_t container_version;  /* GGUF version: 2 or 3 */
+    uint64_t file_bytes;
+    const char *architecture;    /* general.architecture, "" if absent */
+    const char *name;            /* general.name, "" if absent */
+    uint32_t file_type;          /* general.file_type, UINT32_MAX if absent */
+    uint64_t n_meta;             /* metadata key/value pairs */
+    uint64_t n_tensors;
+    uint64_t n_params;           /* sum of tensor element counts */
+    uint64_t tensor_bytes;       /* sum of tensor data sizes */
+    /* Architecture sizes from ARCH.* keys; 0 when absent. */
+    uint32_t n_layer, n_embd, n_ff, n_head, n_head_kv, n_embd_head, n_ctx_train;
+    uint32_t sliding_window;
+    const char *tokenizer_model; /* tokenizer.ggml.model, "" if absent */
+    uint64_t n_vocab;            /* entries in tokenizer.ggml.tokens, 0 if absent */
+} sw_model_summary;
+
+/* Fills *out. Strings are borrowed from `model`. Errors: SW_ERR_ARG. */
+sw_status sw_model_get_summary(const sw_model *model, sw_model_summary *out);
+
+typedef struct sw_tensor_info {
+    const char *name;
+    const char *type_name;   /* "Q4_K", "F32", ... */
+    uint32_t type;           /* ggml type id */
+    uint32_t n_dims;         /* 1..4 */
+    uint64_t ne[4];          /* ne[0] is the contiguous dimension; unused = 1 */
+    uint64_t n_elements;
+    uint64_t n_bytes;
+    uint64_t file_offset;    /* absolute byte offset of the data in the file */
+} sw_tensor_info;
+
+size_t sw_model_tensor_count(const sw_model *model);
+
+/* Describes tensor `index` (file order). Errors: SW_ERR_ARG (out of range). */
+sw_status sw_model_tensor_at(const sw_model *model, size_t index, sw_tensor_info *out);
+
+typedef struct sw_meta_info {
+    const char *key;
+    const char *type_name;   /* "u32", "string", "array" ... */
+    const char *elem_type_name; /* arrays: element type name; else "" */
+    uint64_t n_items;        /* arrays: element count; else 1 */
+} sw_meta_info;
+
+size_t sw_model_meta_count(const sw_model *model);
+
+/* Describes metadata entry `index` (file order). Errors: SW_ERR_ARG. */
+sw_status sw_model_meta_at(const sw_model *model, size_t index, sw_meta_info *out);
+
+/* Writes metadata entry `index`'s value as JSON text into buf (always
+ * NUL-terminated when cap > 0). Arrays longer than max_items are cut and
+ * end with the string "...". Returns SW_ERR_ARG on a bad index/buffer; text
+ * that does not fit is truncated at a character boundary (not an error). */
+sw_status sw_model_meta_json(const sw_model *model, size_t index, size_t max_items,
+                             char *buf, size_t cap);
+
+/* Dequantizes the whole tensor `index` to f32 into dst (n_elements floats).
+ * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED ("unsupported tensor type N in
+ * tensor X"). */
+sw_status sw_model_tensor_to_f32(const sw_model *model, size_t index, float *dst);
+
+/* ---- tokenizer ------------------------------------------------------------ */
+
+#define SW_TOK_ADD_BOS 1u        /* prepend BOS when the model asks for it */
+#define SW_TOK_PARSE_SPECIAL 2u  /* recognise control tokens in the text */
+
+/* Encodes `len` bytes of text (any bytes; invalid UTF-8 is byte-encoded)
+ * into token ids using the model's own vocabulary. Writes at most `cap`
+ * ids; *n_ids receives the full count (retry with a larger buffer when it
+ * exceeds cap). len + 2 ids always suffice. Linear-time in len.
+ * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED (no or unknown tokenizer). */
+sw_status sw_tokenize(const sw_model *model, const char *text, size_t len,
+                      unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
+
+/* The bytes token `id` stands for when printed: U+2581 becomes a space,
+ * byte tokens <0xXX> their byte, control tokens nothing. Writes at most cap
+ * bytes (no NUL); *len receives the full length.
+ * Errors: SW_ERR_ARG (id out of range), SW_ERR_UNSUPPORTED. */
+sw_status sw_token_to_piece(const sw_model *model, int32_t id, char *buf, size_t cap,
+                            size_t *len);
+
+/* The vocabulary entry as stored ("▁the", "<0x0A>", "<start_of_turn>"), or
+ * NULL when id is out of range. Borrowed from the model. */
+const char *sw_token_text(const sw_model *model, int32_t id);
+
+/* Number of tokens in the vocabulary (0 without a tokenizer). */
+size_t sw_vocab_size(const sw_model *model);
+
+/* Special token ids (-1 when the model has none). */
+typedef struct sw_special_tokens {
+    int32_t bos, eos, unk, pad;
+    int32_t start_of_turn, end_of_turn;
+    int add_bos;                 /* the model asks for BOS */
+} sw_special_tokens;
+sw_status sw_model_special_tokens(const sw_model *model, sw_special_tokens *out);
+
+/* ---- engine and sessions -------------------------------------------------- */
+
+typedef struct sw_engine sw_engine;
+typedef struct sw_session sw_session;
+
+typedef struct sw_engine_options {
+    int n_threads;       /* CPU threads; 0 = all cores */
+    uint32_t n_ctx;      /* context length; 0 = min(model's, 4096) */
+    uint32_t n_batch;    /* prefill chunk (tokens per forward pass); 0 = 64 */
+} sw_engine_options;
+
+sw_engine_options sw_engine_options_default(void);
+
+/* Prepares `model` for inference: reads the configuration, binds every
+ * weight (kept in its stored type, memory-mapped) and starts the threads.
+ * `model` must outlive the engine. Errors: SW_ERR_UNSUPPORTED (architecture
+ * or tensor type), SW_ERR_FORMAT (missing/misshapen tensor), SW_ERR_ARG,
+ * SW_ERR_OOM_HOST. */
+sw_status sw_engine_create(const sw_model *model, const sw_engine_options *opt,
+                           sw_engine **out);
+void sw_engine_destroy(sw_engine *engine);
+
+/* The context length and vocabulary size the engine was built with. */
+uint32_t sw_engine_n_ctx(const sw_engine *engine);
+uint32_t sw_engine_n_vocab(const sw_engine *engine);
+
+/* A conversation's state: the KV cache and activations, sized at creation.
+ * Several sessions may share one engine but must not run concurrently. */
+sw_status sw_session_create(sw_engine *engine, sw_session **out);
+void sw_session_destroy(sw_session *session);
+
+/* Progress of a long evaluation: done of total tokens. */
+typedef void (*sw_progress_fn)(void *user, size_t done, size_t total);
+void sw_session_set_progress(sw_session *session, sw_progress_fn fn, void *user);
+
+/* Appends n tokens to the session (in prefill chunks) and computes logits:
+ * none when logits is NULL; the last token's (n_vocab floats) when
+ * all_logits is 0; every token's (n * n_vocab floats) when 1.
+ * Errors: SW_ERR_ARG (context full: message says by how much; bad id). */
+sw_status sw_session_eval(sw_session *session, const int32_t *ids, size_t n,
+                          float *logits, int all_logits);
+
+/* Tokens evaluated so far (the next position). */
+uint32_t sw_session_pos(const sw_session *session);
+
+/* Forgets everything from position pos on (pos <= current). */
+sw_status sw_session_truncate(sw_session *session, uint32_t pos);
+
+/* ---- sampling -------------------------------------------------------------- */
+
+typedef struct sw_sampler_options {
+    float temp;          /* 0: greedy (argmax; lowest id wins ties) */
+    int top_k;           /* 0: off */
+    float top_p;         /* 1: off */
+    float min_p;         /* 0: off */
+    uint64_t seed;       /* same seed + same logits = same choice */
+} sw_sampler_options;
+
+sw_sampler_options sw_sampler_options_default(void);
+
+typedef struct sw_sampler sw_sampler;
+/* Errors: SW_ERR_ARG (temp < 0, top_p outside (0,1], min_p outside [0,1)),
+ * SW_ERR_OOM_HOST. n_vocab sizes the scratch. */
+sw_status sw_sampler_create(const sw_sampler_options *opt, uint32_t n_vocab, sw_sampler **out);
+void sw_sampler_destroy(sw_sampler *sampler);
+/* Picks the next token from logits (n_vocab floats; not modified). */
+int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
+
+/* ---- devices ------------------------------------------------------------- */
+
+#define SW_MAX_DEVICES 16
+
+typedef struct sw_device_info {
+    int index;                   /* backend-local ordinal, e.g. cuda:0 */
+    char name[128];
+    uint64_t total_bytes;
+    uint64_t free_bytes;
+    int cc_major, cc_minor;      /* compute capability */
+    int n_multiprocessors;
+} sw_device_info;
+
+typedef struct sw_device_report {
+    int cuda_compiled;           /* 1 if this build has the CUDA backend */
+    int driver_version;          /* e.g. 13000 for 13.0; 0 if unknown */
+    int runtime_version;         /* CUDA runtime linked in; 0 if none */
+    size_t n_devices;
+    sw_device_info devices[SW_MAX_DEVICES];
+    char message[512];           /* why none are visible, when n_devices==0 */
+} sw_device_report;
+
+/* Discovers accelerators. Returns SW_OK with n_devices >= 1, or
+ * SW_ERR_NO_DEVICE with report->message (also sw_last_error()) naming the
+ * likely cause: backend not compiled in, no driver, CUDA_VISIBLE_DEVICES
+ * hiding all devices. A missing device is never reported as out of memory.
+ * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_DEVICE. */
+sw_status sw_devices_query(sw_device_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPILLWAY_H */

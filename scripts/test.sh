@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README and CI run it:
+#   1. release build (CUDA when nvcc is present), warnings as errors, ctest;
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, ctest;
+#   3. a bounded libFuzzer run of the GGUF reader (SW_FUZZ_SECONDS, default 60).
+# Tests read the real default model; it is fetched first if missing.
+# Every stage runs even if an earlier one failed; the last line sums up.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0
+failed=0
+
+# stage NAME CMD... — runs one stage, counting it.
+stage() {
+    local name=$1; shift
+    echo "=== $name"
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "=== $name FAILED"; fi
+}
+
+build() { # build DIR CMAKE_ARGS...
+    local dir=$1; shift
+    cmake -S . -B "$dir" -DSPILLWAY_WERROR=ON "$@" >/dev/null && cmake --build "$dir" -j"$jobs"
+}
+
+stage "release build" build build
+stage "default model" ./build/spillway fetch
+stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
+stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
+stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs"
+stage "fuzz gguf reader" tools/fuzz.sh
+
+echo "test stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,122 @@
+/*
+ * attention.c — cpu_attention: softmax(q·Kᵀ)·V per (token, head) over the
+ * keys each query may see (causal, optional sliding window, optional ring
+ * indexing of the cache), with optional soft-capping of the scores.
+ *
+ * Masked keys are never visited, which is exactly a -inf mask. Scores use
+ * the canonical dot of qdot.h; the softmax subtracts the max, exponentiates
+ * in f32 (expf), sums in double and divides in f32 as torch does; the
+ * output accumulates p·v over keys in position order in f32. Threads take
+ * whole (token, head) pairs, so results do not depend on the thread count.
+ *
+ * Scratch: the caller passes n_threads * L floats (L = kv_ring, or n_ctx
+ * for a linear cache). Thread ith uses scratch[ith * S, ith * S + S), where
+ * S = the largest number of keys visible to any query of this call; S <= L
+ * always, because visibility is clamped to the ring (see attn_range).
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/qdot.h"
+
+typedef struct attn_job {
+    const cpu_attn_args *a;
+    cpu_dot_f32_fn dot;
+    uint64_t scratch_stride; /* S floats per thread */
+} attn_job;
+
+/* Positions [*lo, *lo + n) visible to a query at pos; returns n. A ring of
+ * kv_ring rows holds only the last kv_ring positions, so visibility is
+ * clamped to those (a caller sizes the ring >= the window; a smaller ring
+ * is a planning error, caught by the assert in debug builds). */
+static int64_t attn_range(const cpu_attn_args *a, int32_t pos, int64_t *lo) {
+    if (pos < 0)
+        return 0;
+    int64_t first = 0;
+    if (a->window > 0 && (int64_t)pos - (int64_t)a->window + 1 > first)
+        first = (int64_t)pos - (int64_t)a->window + 1;
+    if (a->kv_ring > 0 && (int64_t)pos - first + 1 > (int64_t)a->kv_ring) {
+        assert(!"kv ring smaller than the visible window");
+        first = (int64_t)pos - (int64_t)a->kv_ring + 1;
+    }
+    *lo = first;
+    return (int64_t)pos - first + 1;
+}
+
+/* Scores of query q against n keys from position lo into s[]; returns max. */
+static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, int64_t lo,
+                         int64_t n, float *s) {
+    const cpu_attn_args *a = j->a;
+    const uint64_t hd = a->head_dim, row_stride = (uint64_t)a->n_head_kv * hd;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t p = (uint64_t)(lo + i);
+        uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
+        float v = j->dot(q, a->k + row * row_stride + kvh * hd, hd);
+        if (a->softcap != 0.0f)
+            v = tanhf(v / a->softcap) * a->softcap;
+        s[i] = v;
+        mx = v > mx ? v : mx;
+    }
+    return mx;
+}
+
+static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *s) {
+    const cpu_attn_args *a = j->a;
+    const uint64_t hd = a->head_dim, row_stride = (uint64_t)a->n_head_kv * hd;
+    const uint64_t qi = ((uint64_t)t * a->n_head + h) * hd;
+    const uint32_t kvh = h / (a->n_head / a->n_head_kv);
+    float *o = a->out + qi;
+    memset(o, 0, hd * sizeof *o);
+    int64_t lo = 0;
+    const int64_t n = attn_range(a, a->q_pos[t], &lo);
+    if (n <= 0)
+        return;
+    const float mx = attn_scores(j, a->q + qi, kvh, lo, n, s);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s[i] = expf(s[i] - mx);
+        sum += (double)s[i];
+    }
+    const float sumf = (float)sum;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t p = (uint64_t)(lo + i);
+        uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
+        const float *v = a->v + row * row_stride + kvh * hd;
+        const float w = s[i] / sumf;
+        for (uint64_t d = 0; d < hd; d++)
+            o[d] += w * v[d];
+    }
+}
+
+/* Thread ith takes pairs i = t*n_head + h with i % nth == ith: interleaving
+ * balances causal prefill, where later tokens see more keys. */
+static void attn_task(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    const cpu_attn_args *a = j->a;
+    float *s = a->scratch + (uint64_t)ith * j->scratch_stride;
+    const uint64_t n_items = (uint64_t)a->n_tokens * a->n_head;
+    for (uint64_t i = (uint64_t)ith; i < n_items; i += (uint64_t)nth)
+        attn_one(j, (uint32_t)(i / a->n_head), (uint32_t)(i % a->n_head), s);
+}
+
+void cpu_attention(cpu_pool *pool, const cpu_attn_args *a) {
+    /* Shapes come from the validated model config: programmer invariants. */
+    assert(a != NULL && a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0);
+    if (a == NULL || a->n_tokens == 0 || a->n_head == 0 || a->n_head_kv == 0 ||
+        a->n_head % a->n_head_kv != 0)
+        return;
+    attn_job j = {.a = a, .dot = cpu_dot_f32_get(cpu_isa_best()), .scratch_stride = 0};
+    for (uint32_t t = 0; t < a->n_tokens; t++) {
+        int64_t lo = 0;
+        int64_t n = attn_range(a, a->q_pos[t], &lo);
+        if (n > (int64_t)j.scratch_stride)
+            j.scratch_stride = (uint64_t)n;
+    }
+    if ((uint64_t)a->n_tokens * a->n_head == 1)
+        attn_task(&j, 0, 1);
+    else
+        cpu_pool_run(pool, attn_task, &j);
+}

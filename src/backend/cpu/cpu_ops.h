@@ -1,0 +1,83 @@
+/*
+ * cpu_ops.h — the CPU backend's kernels for Gemma: portable C, f32
+ * activations, weights read in their stored type block by block (never
+ * dequantized whole up front).
+ *
+ * Layout: activations are row-major [n_tokens][dim]. A weight matrix view
+ * has ne[0] = n_in (contiguous, the row length) and ne[1] = n_out rows,
+ * exactly as GGUF stores it (same bytes as PyTorch's [out, in]).
+ *
+ * Determinism: every kernel gives bit-identical results for any thread
+ * count — threads split output rows, never a reduction — because plans
+ * must not change logits. No FMA contraction (the build passes
+ * -ffp-contract=off).
+ */
+#ifndef SW_BACKEND_CPU_OPS_H
+#define SW_BACKEND_CPU_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/cpu/threadpool.h"
+#include "backend/tensor.h"
+#include "spillway.h"
+
+/* y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens, r < ne[1], c < ne[0].
+ * Supports every type quant_dequantize() supports. x: [n_tokens][ne0],
+ * y: [n_tokens][ne1]. Uses the pool (may be NULL: single-threaded).
+ * Errors: SW_ERR_UNSUPPORTED for a type without a dequantizer. */
+sw_status cpu_matmul(cpu_pool *pool, const tensor_view *w, const float *x, float *y,
+                     uint32_t n_tokens);
+
+/* out[t][:] = row ids[t] of W (dequantized to f32), t < n. Row length ne0.
+ * Errors: SW_ERR_ARG for an id >= ne1; SW_ERR_UNSUPPORTED. */
+sw_status cpu_get_rows(const tensor_view *w, const int32_t *ids, uint32_t n, float *out);
+
+/* y = x / sqrt(mean(x^2) + eps) * w, per row of length n, n_rows rows;
+ * w holds the full multiplier (GGUF norms already include Gemma's +1).
+ * x and y may alias. */
+void cpu_rmsnorm(const float *x, const float *w, float *y, uint32_t n, uint32_t n_rows,
+                 float eps);
+
+/* Rotate-half (NEOX) RoPE in place on x: [n_tokens][n_heads][head_dim];
+ * token t has position pos[t]; angle_i = pos * freq_scale * base^(-2i/hd). */
+void cpu_rope(float *x, const int32_t *pos, uint32_t n_tokens, uint32_t n_heads,
+              uint32_t head_dim, float base, float freq_scale);
+
+/* out[i] = gelu_tanh(gate[i]) * up[i], i < n. out may alias gate. */
+void cpu_geglu(const float *gate, const float *up, float *out, uint64_t n);
+
+/* x[i] = cap * tanh(x[i] / cap), i < n (no-op when cap == 0). */
+void cpu_softcap(float *x, uint64_t n, float cap);
+
+/* x[i] += y[i]. */
+void cpu_add(float *x, const float *y, uint64_t n);
+
+/* x[i] *= s. */
+void cpu_scale(float *x, uint64_t n, float s);
+
+/* Attention for n_tokens new queries against a KV history.
+ *   q:   [n_tokens][n_head][head_dim] (already RoPE'd and scaled)
+ *   k,v: the cache, [n_kv_rows][n_head_kv][head_dim]; row of position p is
+ *        at index (p % kv_ring) when kv_ring > 0, else p.
+ *   q_pos[t]: absolute position of query t; it sees keys at positions
+ *        p <= q_pos[t] and, when window > 0, q_pos[t] - p < window.
+ *   softcap: 0 for none; else scores = cap*tanh(scores/cap) before masking.
+ *   out: [n_tokens][n_head][head_dim].
+ * Query head h uses kv head h / (n_head / n_head_kv). Softmax in f32.
+ * scratch: at least (max visible keys) floats per thread — sized by the
+ * caller as n_threads * (kv_ring ? kv_ring : n_ctx). */
+typedef struct cpu_attn_args {
+    const float *q;
+    const float *k, *v;
+    float *out;
+    const int32_t *q_pos;
+    uint32_t n_tokens, n_head, n_head_kv, head_dim;
+    uint32_t kv_ring;     /* 0: linear cache indexed by position */
+    uint32_t window;      /* 0: global attention */
+    float softcap;
+    float *scratch;
+} cpu_attn_args;
+void cpu_attention(cpu_pool *pool, const cpu_attn_args *a);
+
+#endif

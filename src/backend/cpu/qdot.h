@@ -1,0 +1,63 @@
+/*
+ * qdot.h — the CPU backend's dot products over weights in their stored
+ * type (internal to backend/cpu).
+ *
+ * The canonical dot. Every dot the CPU backend computes — matmul rows,
+ * attention scores — sums in one fixed order, so a result never depends on
+ * the thread count, the batch size or the instruction set:
+ *
+ *     acc[l] = 0 for l < 16
+ *     for i = 0 .. n-1:  acc[i % 16] += w[i] * x[i]   (product rounded to f32)
+ *     t[j] = acc[j] + acc[j+8] (j<8);  u[j] = t[j] + t[j+4] (j<4)
+ *     result = (u[0] + u[2]) + (u[1] + u[3])
+ *
+ * where w[i] is element i exactly as quant_dequantize() produces it. The
+ * 16 independent lanes let the compiler vectorize without -ffast-math.
+ *
+ * Kernel sets (cpu_isa): REF is the portable reference — quant_dequantize()
+ * a chunk, then the loop above, in plain C — kept for debugging and as the
+ * fallback for compilers without GNU vector extensions. GENERIC (baseline
+ * ISA) and AVX2 are the fast kernels of qdot_body.h. All three give the
+ * same bits; tests/test_cpu_ops.c checks every type on every set.
+ */
+#ifndef SW_BACKEND_CPU_QDOT_H
+#define SW_BACKEND_CPU_QDOT_H
+
+#include <stdint.h>
+
+enum { CPU_DOT_LANES = 16 };
+
+/* n elements (a whole number of blocks) of a row in its stored type ->
+ * dst, bit-identical to quant_dequantize(). */
+typedef void (*cpu_dequant_fn)(const uint8_t *src, float *dst, uint64_t n);
+
+/* out[t] = canonical dot of the n-element row `row` (stored type) with
+ * x + t*x_stride, for t < n_x. Each block is dequantized once per group
+ * of up to 4 rows of x. */
+typedef void (*cpu_qdot_fn)(const uint8_t *row, const float *x, uint64_t x_stride,
+                            uint32_t n_x, uint64_t n, float *out);
+
+/* The canonical dot of two f32 arrays. */
+typedef float (*cpu_dot_f32_fn)(const float *a, const float *b, uint64_t n);
+
+typedef struct cpu_qkernel {
+    cpu_dequant_fn dequant; /* NULL: type has no kernel */
+    cpu_qdot_fn dot;
+} cpu_qkernel;
+
+typedef enum cpu_isa { CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2 } cpu_isa;
+
+/* The best ISA this build and this CPU support. */
+cpu_isa cpu_isa_best(void);
+
+/* Kernels of `type` for `isa`, or NULL if the type has none. An isa this
+ * build or CPU lacks (cpu_isa_supported) falls back to REF. */
+const cpu_qkernel *cpu_qkernel_get(cpu_isa isa, uint32_t type);
+
+/* The canonical f32 dot for `isa`. */
+cpu_dot_f32_fn cpu_dot_f32_get(cpu_isa isa);
+
+/* Whether kernels for `isa` are compiled in and the CPU runs them. */
+int cpu_isa_supported(cpu_isa isa);
+
+#endif

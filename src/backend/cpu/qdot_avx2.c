@@ -1,0 +1,35 @@
+/*
+ * qdot_avx2.c — qdot_body.h compiled for AVX2 (x86-64 with GCC or clang).
+ * Only the vector width changes: no FMA is enabled (and the build passes
+ * -ffp-contract=off), so results equal the baseline kernels bit for bit.
+ * qdot.c calls in here only when the CPU reports AVX2.
+ */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/qdot.h"
+#include "quant/dequant.h"
+#include "quant/types.h"
+
+const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32);
+
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+
+#define QDOT_TABLE_FN cpu_qkernel_table_avx2
+#include "backend/cpu/qdot_body.h"
+
+#ifdef __clang__
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int qdot_avx2_unavailable;
+#endif

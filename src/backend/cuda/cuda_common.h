@@ -1,0 +1,55 @@
+/*
+ * cuda_common.h — shared helpers for the CUDA backend's .cu files (never
+ * included from C: it pulls in cuda_runtime.h).
+ *
+ * A CUDA failure becomes SW_ERR_DEVICE with a message naming the CUDA error,
+ * its text, the failing call and file:line, e.g.
+ *   "CUDA error cudaErrorInvalidValue (invalid argument) in
+ *    cudaMemcpyAsync(dst, src, n, kind, s) at src/backend/cuda/copy.cu:41"
+ *
+ *   SW_CUDA_TRY(expr)        on failure records the message and returns
+ *                            SW_ERR_DEVICE from the enclosing function
+ *   if ((st = SW_CUDA_CHECK(expr)) != SW_OK) goto fail;
+ *                            the same, for functions with a cleanup path
+ */
+#ifndef SW_BACKEND_CUDA_COMMON_H
+#define SW_BACKEND_CUDA_COMMON_H
+
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "util/error.h"
+}
+
+/* Drops the directory part of __FILE__ up to "src/", so messages name
+ * repository paths rather than the build machine's absolute ones. */
+static inline const char *sw_cuda_short_path(const char *file) {
+    const char *p = strstr(file, "/src/");
+    return p ? p + 1 : file;
+}
+
+/* Records the message for `err` (see the top of this file) and returns
+ * SW_ERR_DEVICE; returns SW_OK untouched when err is cudaSuccess. Clears
+ * the runtime's non-sticky "last error" so the failure is reported once. */
+static inline sw_status sw_cuda_check(cudaError_t err, const char *expr,
+                                      const char *file, int line) {
+    if (err == cudaSuccess)
+        return SW_OK;
+    (void)cudaGetLastError();
+    return sw_errorf(SW_ERR_DEVICE, "CUDA error %s (%s) in %s at %s:%d",
+                     cudaGetErrorName(err), cudaGetErrorString(err), expr,
+                     sw_cuda_short_path(file), line);
+}
+
+#define SW_CUDA_CHECK(expr) sw_cuda_check((expr), #expr, __FILE__, __LINE__)
+
+#define SW_CUDA_TRY(expr)                                                      \
+    do {                                                                       \
+        sw_status sw_cuda_st_ = SW_CUDA_CHECK(expr);                           \
+        if (sw_cuda_st_ != SW_OK)                                              \
+            return sw_cuda_st_;                                                \
+    } while (0)
+
+#endif

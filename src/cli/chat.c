@@ -1,0 +1,165 @@
+/*
+ * chat.c — `spillway chat`: an interactive conversation using Gemma's chat
+ * format. One session holds the whole conversation, so each turn only
+ * evaluates its new tokens (the KV cache is reused across turns).
+ *
+ * Turn format: <start_of_turn>user\n{text}<end_of_turn>\n<start_of_turn>model\n
+ * and the reply is closed with <end_of_turn>\n. A --system text is folded
+ * into the first user turn followed by a blank line, as Gemma 3's template
+ * does (Gemma has no system role).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/gen_opts.h"
+#include "cli/generate.h"
+#include "cli/model_arg.h"
+
+#define LINE_MAX_BYTES (1 << 20)
+
+static void usage(FILE *out) {
+    fputs("usage: spillway chat [-m MODEL] [--system TEXT] [options]\n"
+          "  reads one user message per line from standard input; an empty line or\n"
+          "  end of input ends the conversation\n", out);
+    gen_opts_usage(out);
+}
+
+typedef struct chat_state {
+    sw_model *model;
+    sw_engine *engine;
+    sw_session *session;
+    sw_sampler *sampler;
+    float *logits;
+    int32_t *ids;           /* tokens of the turn being sent */
+    size_t ids_cap;
+    int32_t pending;        /* last printed token not yet evaluated, or -1 */
+    bool first_turn;
+} chat_state;
+
+/* Appends the tokens of `text` to st->ids at *n (special tokens parsed). */
+static int append_text(chat_state *st, const char *text, bool bos, size_t *n) {
+    size_t len = strlen(text);
+    size_t need = *n + len + 2;
+    if (need > st->ids_cap) {
+        int32_t *bigger = realloc(st->ids, need * sizeof *bigger);
+        if (bigger == NULL) {
+            cli_error("out of memory");
+            return CLI_EXIT_OOM_HOST;
+        }
+        st->ids = bigger;
+        st->ids_cap = need;
+    }
+    size_t got = 0;
+    unsigned flags = SW_TOK_PARSE_SPECIAL | (bos ? SW_TOK_ADD_BOS : 0);
+    sw_status s = sw_tokenize(st->model, text, len, flags, st->ids + *n, len + 2, &got);
+    if (s != SW_OK)
+        return cli_fail(s);
+    *n += got;
+    return CLI_EXIT_OK;
+}
+
+/* Builds the tokens for one user turn (closing the previous reply). */
+static int build_turn(chat_state *st, const char *system, const char *user, size_t *n) {
+    int rc;
+    *n = 0;
+    if (st->pending >= 0)
+        st->ids[(*n)++] = st->pending;
+    if (!st->first_turn && (rc = append_text(st, "<end_of_turn>\n", false, n)))
+        return rc;
+    if ((rc = append_text(st, "<start_of_turn>user\n", st->first_turn, n)))
+        return rc;
+    if (st->first_turn && system && system[0]) {
+        if ((rc = append_text(st, system, false, n)) || (rc = append_text(st, "\n\n", false, n)))
+            return rc;
+    }
+    if ((rc = append_text(st, user, false, n)) ||
+        (rc = append_text(st, "<end_of_turn>\n<start_of_turn>model\n", false, n)))
+        return rc;
+    st->first_turn = false;
+    return CLI_EXIT_OK;
+}
+
+static int chat_loop(chat_state *st, const gen_opts *o) {
+    char *line = malloc(LINE_MAX_BYTES);
+    int rc = CLI_EXIT_OK;
+    bool tty = isatty(STDIN_FILENO);
+    if (line == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OOM_HOST;
+    }
+    for (;;) {
+        if (tty)
+            fputs("\n> ", stdout), fflush(stdout);
+        if (fgets(line, LINE_MAX_BYTES, stdin) == NULL)
+            break;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0')
+            break;
+        size_t n = 0;
+        if ((rc = build_turn(st, o->system, line, &n)) != CLI_EXIT_OK)
+            break;
+        uint32_t n_ctx = sw_engine_n_ctx(st->engine);
+        if (sw_session_pos(st->session) + n >= n_ctx) {
+            cli_error("the conversation has filled the %u-token context; start again with a "
+                      "larger -c", n_ctx);
+            rc = CLI_EXIT_USAGE;
+            break;
+        }
+        gen_ctx g = {st->model, st->session, st->sampler, st->logits, o->n_predict, n_ctx,
+                     stdout};
+        gen_stats stats;
+        if ((rc = generate(&g, st->ids, n, &stats)) != CLI_EXIT_OK)
+            break;
+        fputc('\n', stdout);
+        fflush(stdout);
+        st->pending = stats.stopped_by_eog ? -1 : stats.last_token;
+    }
+    free(line);
+    return rc;
+}
+
+int cmd_chat(int argc, char **argv) {
+    gen_opts o;
+    gen_opts_init(&o);
+    for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        int used = gen_opts_parse(&o, argc, argv, i);
+        if (used < 0)
+            return CLI_EXIT_USAGE;
+        if (used == 0) {
+            cli_error("chat: unknown option '%s' (see spillway chat --help)", argv[i]);
+            return CLI_EXIT_USAGE;
+        }
+        i += used;
+    }
+    chat_state st = {.pending = -1, .first_turn = true};
+    sw_status s;
+    int rc = cli_open_model(o.model, &st.model);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if ((s = sw_engine_create(st.model, &o.engine, &st.engine)) != SW_OK ||
+        (s = sw_session_create(st.engine, &st.session)) != SW_OK ||
+        (s = sw_sampler_create(&o.sampler, sw_engine_n_vocab(st.engine), &st.sampler))) {
+        rc = cli_fail(s);
+        goto done;
+    }
+    st.logits = malloc(sw_engine_n_vocab(st.engine) * sizeof *st.logits);
+    if (st.logits == NULL) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_OOM_HOST;
+        goto done;
+    }
+    rc = chat_loop(&st, &o);
+done:
+    free(st.ids);
+    free(st.logits);
+    sw_sampler_destroy(st.sampler);
+    sw_session_destroy(st.session);
+    sw_engine_destroy(st.engine);
+    sw_model_close(st.model);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/*
+ * cli.h — shared pieces of the `spillway` command-line program.
+ *
+ * Each subcommand is `int cmd_NAME(int argc, char **argv)` with argv[0] the
+ * subcommand name; it returns the process exit status. Only the CLI prints;
+ * the library reports through sw_status + sw_last_error().
+ */
+#ifndef SW_CLI_CLI_H
+#define SW_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "spillway.h"
+
+/* Exit statuses: 0 success; otherwise one per failure class so scripts can
+ * tell a bad file from a missing device. */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_FAILURE = 1,     /* anything not listed below */
+    CLI_EXIT_USAGE = 2,       /* bad flags or arguments */
+    CLI_EXIT_IO = 3,
+    CLI_EXIT_FORMAT = 4,
+    CLI_EXIT_UNSUPPORTED = 5,
+    CLI_EXIT_NO_DEVICE = 6,
+    CLI_EXIT_OOM_DEVICE = 7,
+    CLI_EXIT_OOM_HOST = 8,
+    CLI_EXIT_DEVICE = 9
+};
+
+int cmd_info(int argc, char **argv);
+int cmd_fetch(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+/* Prints the device report (text or JSON) to stdout; returns an exit
+ * status (CLI_EXIT_NO_DEVICE when none is visible). */
+int cli_print_devices(bool json);
+
+/* Maps a library status to an exit status. */
+int cli_exit_code(sw_status status);
+
+/* Prints "spillway: error: <message>" (one line) to stderr. */
+void cli_error(const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Reports a failed library call: prints sw_last_error() and returns the
+ * exit status for `status`. */
+int cli_fail(sw_status status);
+
+/* Writes s as a JSON string literal (quotes and escapes included). */
+void json_put_string(FILE *out, const char *s);
+
+#endif

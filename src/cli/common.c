@@ -1,0 +1,37 @@
+/*
+ * common.c — error reporting and exit statuses shared by all subcommands.
+ */
+#include <stdarg.h>
+
+#include "cli/cli.h"
+
+int cli_exit_code(sw_status status) {
+    switch (status) {
+    case SW_OK: return CLI_EXIT_OK;
+    case SW_ERR_ARG: return CLI_EXIT_USAGE;
+    case SW_ERR_IO: return CLI_EXIT_IO;
+    case SW_ERR_FORMAT: return CLI_EXIT_FORMAT;
+    case SW_ERR_UNSUPPORTED: return CLI_EXIT_UNSUPPORTED;
+    case SW_ERR_NO_DEVICE: return CLI_EXIT_NO_DEVICE;
+    case SW_ERR_OOM_DEVICE: return CLI_EXIT_OOM_DEVICE;
+    case SW_ERR_OOM_HOST: return CLI_EXIT_OOM_HOST;
+    case SW_ERR_DEVICE: return CLI_EXIT_DEVICE;
+    }
+    return CLI_EXIT_FAILURE;
+}
+
+void cli_error(const char *fmt, ...) {
+    va_list ap;
+    fflush(stdout);
+    fputs("spillway: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_fail(sw_status status) {
+    const char *msg = sw_last_error();
+    cli_error("%s", msg[0] ? msg : sw_status_name(status));
+    return cli_exit_code(status);
+}

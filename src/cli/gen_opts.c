@@ -1,0 +1,181 @@
+/*
+ * gen_opts.c — parsing of the generation flags (gen_opts.h). Numbers are
+ * parsed strictly: trailing junk, overflow and out-of-range values are
+ * errors that name the flag, never silently clamped.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gen_opts.h"
+
+void gen_opts_init(gen_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_predict = -1;
+    o->engine = sw_engine_options_default();
+    o->sampler = sw_sampler_options_default();
+    o->sampler.seed = 0x5eed;
+}
+
+static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
+        cli_error("%s expects an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *s, double lo, double hi, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        cli_error("%s expects a number in %g..%g, got '%s'", flag, lo, hi, s);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_value(gen_opts *o, const char *f, const char *v) {
+    long n;
+    if (!strcmp(f, "-m") || !strcmp(f, "--model")) { o->model = v; return 0; }
+    if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) { o->prompt = v; return 0; }
+    if (!strcmp(f, "-f") || !strcmp(f, "--file")) { o->prompt_file = v; return 0; }
+    if (!strcmp(f, "--system")) { o->system = v; return 0; }
+    if (!strcmp(f, "-n") || !strcmp(f, "--n-predict"))
+        return parse_long(f, v, -1, 1L << 30, &o->n_predict);
+    if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
+        if (parse_long(f, v, 1, 1L << 30, &n)) return -1;
+        o->engine.n_ctx = (uint32_t)n;
+        return 0;
+    }
+    if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
+        if (parse_long(f, v, 1, 256, &n)) return -1;
+        o->engine.n_threads = (int)n;
+        return 0;
+    }
+    if (!strcmp(f, "-b") || !strcmp(f, "--batch-size")) {
+        if (parse_long(f, v, 1, 4096, &n)) return -1;
+        o->engine.n_batch = (uint32_t)n;
+        return 0;
+    }
+    if (!strcmp(f, "--temp")) return parse_float(f, v, 0.0, 100.0, &o->sampler.temp);
+    if (!strcmp(f, "--top-p")) return parse_float(f, v, 1e-9, 1.0, &o->sampler.top_p);
+    if (!strcmp(f, "--min-p")) return parse_float(f, v, 0.0, 0.999999, &o->sampler.min_p);
+    if (!strcmp(f, "--top-k")) {
+        if (parse_long(f, v, 0, 1L << 30, &n)) return -1;
+        o->sampler.top_k = (int)n;
+        return 0;
+    }
+    if (!strcmp(f, "--seed")) {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (errno || end == v || *end != '\0' || v[0] == '-') {
+            cli_error("--seed expects a non-negative integer, got '%s'", v);
+            return -1;
+        }
+        o->sampler.seed = s;
+        return 0;
+    }
+    return 1; /* not a flag with a value */
+}
+
+int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
+    const char *f = argv[i];
+    if (!strcmp(f, "--truncate")) { o->truncate = true; return 1; }
+    if (!strcmp(f, "--no-special")) { o->no_special = true; return 1; }
+    if (!strcmp(f, "--verbose-prompt")) { o->verbose_prompt = true; return 1; }
+    static const char *const with_value[] = {
+        "-m", "--model", "-p", "--prompt", "-f", "--file", "--system", "-n", "--n-predict",
+        "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "--temp", "--top-p",
+        "--min-p", "--top-k", "--seed"};
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
+        if (strcmp(f, with_value[k]) != 0)
+            continue;
+        if (i + 1 >= argc) {
+            cli_error("%s needs a value", f);
+            return -1;
+        }
+        return parse_value(o, f, argv[i + 1]) == 0 ? 2 : -1;
+    }
+    return 0;
+}
+
+void gen_opts_usage(FILE *out) {
+    fputs("  -m FILE          model (default: the fetched Gemma 3 270M)\n"
+          "  -p TEXT | -f FILE  prompt text, or a file holding it\n"
+          "  -n N             tokens to generate (-1: until end of turn or context)\n"
+          "  -c N             context length (default: min(model's, 4096))\n"
+          "  -t N             CPU threads (default: all cores)\n"
+          "  -b N             prefill chunk in tokens (default 64)\n"
+          "  --temp T         temperature (0: greedy; default 0.8)\n"
+          "  --top-k K        keep the K most likely tokens (0: off; default 40)\n"
+          "  --top-p P        nucleus sampling (1: off; default 0.95)\n"
+          "  --min-p P        drop tokens below P x the best (0: off; default 0.05)\n"
+          "  --seed S         random seed (same seed, same output)\n"
+          "  --truncate       keep the end of a prompt longer than the context\n"
+          "  --no-special     treat <start_of_turn> etc. in the prompt as plain text\n",
+          out);
+}
+
+static int read_file(const char *path, char **text, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) {
+        cli_error("cannot open prompt file '%s': %s", path, strerror(errno));
+        return CLI_EXIT_IO;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, cap - n - 1, fp);
+        if (n < cap - 1)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (bigger == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int err = ferror(fp);
+    fclose(fp);
+    if (buf == NULL || err) {
+        free(buf);
+        cli_error("cannot read prompt file '%s'%s", path, err ? "" : ": out of memory");
+        return err ? CLI_EXIT_IO : CLI_EXIT_OOM_HOST;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return CLI_EXIT_OK;
+}
+
+int gen_opts_read_prompt(const gen_opts *o, char **text, size_t *len) {
+    if (o->prompt && o->prompt_file) {
+        cli_error("give either -p or -f, not both");
+        return CLI_EXIT_USAGE;
+    }
+    if (o->prompt_file)
+        return read_file(o->prompt_file, text, len);
+    if (o->prompt == NULL) {
+        cli_error("no prompt: pass -p TEXT or -f FILE");
+        return CLI_EXIT_USAGE;
+    }
+    *len = strlen(o->prompt);
+    *text = malloc(*len + 1);
+    if (*text == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OOM_HOST;
+    }
+    memcpy(*text, o->prompt, *len + 1);
+    return CLI_EXIT_OK;
+}

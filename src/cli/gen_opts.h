@@ -1,0 +1,37 @@
+/*
+ * gen_opts.h — flags shared by the generating subcommands (run, chat):
+ * model, prompt, context, threads and sampling, parsed and validated once.
+ */
+#ifndef SW_CLI_GEN_OPTS_H
+#define SW_CLI_GEN_OPTS_H
+
+#include "cli/cli.h"
+
+typedef struct gen_opts {
+    const char *model;         /* -m; NULL = default model */
+    const char *prompt;        /* -p */
+    const char *prompt_file;   /* -f */
+    const char *system;        /* --system (chat) */
+    long n_predict;            /* -n; -1 = until end of sequence or context */
+    sw_engine_options engine;  /* -c, -t, -b */
+    sw_sampler_options sampler;/* --temp --top-k --top-p --min-p --seed */
+    bool truncate;             /* --truncate: keep the prompt's tail */
+    bool no_special;           /* --no-special: control tokens are plain text */
+    bool verbose_prompt;       /* --verbose-prompt: echo prompt tokens */
+} gen_opts;
+
+void gen_opts_init(gen_opts *o);
+
+/* Parses argv[i] (and its value) if it is a shared flag: returns the
+ * number of arguments consumed (1 or 2), 0 if the flag is not ours, -1 on
+ * a bad value (message printed). */
+int gen_opts_parse(gen_opts *o, int argc, char **argv, int i);
+
+/* Usage lines for the shared flags. */
+void gen_opts_usage(FILE *out);
+
+/* Reads -p or -f into a malloc'd buffer (*len bytes, NUL-terminated).
+ * Returns an exit status; prints the error. */
+int gen_opts_read_prompt(const gen_opts *o, char **text, size_t *len);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * info.c — `spillway info [-m FILE] [--json] [--devices]`: what a model file
+ * holds (summary, metadata, tensor table, totals by type), or which devices
+ * this build sees. Reads metadata only; never touches tensor data.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/model_arg.h"
+
+#define META_JSON_CAP 65536
+#define META_MAX_ITEMS 8
+#define N_TYPES 64
+
+typedef struct type_total {
+    const char *name;
+    uint64_t n_tensors, n_elements, n_bytes;
+} type_total;
+
+static void usage(FILE *out) {
+    fputs("usage: spillway info [-m FILE] [--json] [--devices]\n"
+          "  -m FILE     model file (default: the fetched Gemma 3 270M)\n"
+          "  --json      machine-readable output\n"
+          "  --devices   list accelerators instead of describing a model\n",
+          out);
+}
+
+static const char *file_type_name(uint32_t ft) {
+    switch (ft) {
+    case 0: return "F32";     case 1: return "F16";     case 2: return "Q4_0";
+    case 3: return "Q4_1";    case 7: return "Q8_0";    case 8: return "Q5_0";
+    case 9: return "Q5_1";    case 10: return "Q2_K";   case 11: return "Q3_K_S";
+    case 12: return "Q3_K_M"; case 13: return "Q3_K_L"; case 14: return "Q4_K_S";
+    case 15: return "Q4_K_M"; case 16: return "Q5_K_S"; case 17: return "Q5_K_M";
+    case 18: return "Q6_K";   case 32: return "BF16";   case UINT32_MAX: return "not stated";
+    }
+    return "other";
+}
+
+static void tally_types(const sw_model *m, type_total *totals, size_t *n_totals) {
+    *n_totals = 0;
+    for (size_t i = 0; i < sw_model_tensor_count(m); i++) {
+        sw_tensor_info t;
+        sw_model_tensor_at(m, i, &t);
+        size_t k = 0;
+        while (k < *n_totals && strcmp(totals[k].name, t.type_name) != 0)
+            k++;
+        if (k == *n_totals) {
+            if (*n_totals == N_TYPES)
+                continue;
+            totals[k] = (type_total){t.type_name, 0, 0, 0};
+            (*n_totals)++;
+        }
+        totals[k].n_tensors++;
+        totals[k].n_elements += t.n_elements;
+        totals[k].n_bytes += t.n_bytes;
+    }
+}
+
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+static void print_shape(FILE *out, const sw_tensor_info *t, int json) {
+    char buf[96];
+    size_t len = 0;
+    for (uint32_t d = 0; d < t->n_dims; d++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%" PRIu64,
+                                d ? (json ? "," : " x ") : "", t->ne[d]);
+    fprintf(out, json ? "[%s]" : "%-18s", buf);
+}
+
+static void print_text(const sw_model *m, const sw_model_summary *s, char *meta_buf) {
+    printf("model      %s (%.1f MiB, GGUF v%u)\n", s->path, mib(s->file_bytes),
+           s->container_version);
+    printf("name       %s\n", s->name[0] ? s->name : "(not stated)");
+    printf("arch       %s: %u layers, n_embd %u, n_ff %u, heads %u (kv %u), head dim %u,"
+           " train ctx %u, sliding window %u\n",
+           s->architecture[0] ? s->architecture : "(not stated)", s->n_layer, s->n_embd,
+           s->n_ff, s->n_head, s->n_head_kv, s->n_embd_head, s->n_ctx_train,
+           s->sliding_window);
+    printf("file type  %s\n", file_type_name(s->file_type));
+    printf("params     %.1f M in %" PRIu64 " tensors (%.1f MiB of weights)\n",
+           (double)s->n_params / 1e6, s->n_tensors, mib(s->tensor_bytes));
+    printf("tokenizer  %s, %" PRIu64 " tokens\n",
+           s->tokenizer_model[0] ? s->tokenizer_model : "(none)", s->n_vocab);
+
+    printf("\nmetadata (%" PRIu64 " keys)\n", s->n_meta);
+    for (size_t i = 0; i < sw_model_meta_count(m); i++) {
+        sw_meta_info mi;
+        sw_model_meta_at(m, i, &mi);
+        sw_model_meta_json(m, i, META_MAX_ITEMS, meta_buf, 160);
+        if (mi.elem_type_name[0])
+            printf("  %-40s %s[%s] x%" PRIu64 "  %s\n", mi.key, mi.type_name,
+                   mi.elem_type_name, mi.n_items, meta_buf);
+        else
+            printf("  %-40s %-8s %s\n", mi.key, mi.type_name, meta_buf);
+    }
+
+    printf("\ntensors (ne[0] first: ne[0] is the contiguous dimension)\n");
+    printf("  %-36s %-7s %-18s %12s %12s\n", "name", "type", "shape", "bytes", "offset");
+    for (size_t i = 0; i < sw_model_tensor_count(m); i++) {
+        sw_tensor_info t;
+        sw_model_tensor_at(m, i, &t);
+        printf("  %-36s %-7s ", t.name, t.type_name);
+        print_shape(stdout, &t, 0);
+        printf(" %12" PRIu64 " %#12" PRIx64 "\n", t.n_bytes, t.file_offset);
+    }
+
+    type_total totals[N_TYPES];
+    size_t n_totals;
+    tally_types(m, totals, &n_totals);
+    printf("\ntotals by type\n");
+    for (size_t k = 0; k < n_totals; k++)
+        printf("  %-7s %4" PRIu64 " tensors %14" PRIu64 " params %10.2f MiB\n",
+               totals[k].name, totals[k].n_tensors, totals[k].n_elements,
+               mib(totals[k].n_bytes));
+}
+
+static void print_json_meta(const sw_model *m, char *meta_buf) {
+    printf(",\"metadata\":[");
+    for (size_t i = 0; i < sw_model_meta_count(m); i++) {
+        sw_meta_info mi;
+        sw_model_meta_at(m, i, &mi);
+        sw_model_meta_json(m, i, META_MAX_ITEMS, meta_buf, META_JSON_CAP);
+        printf("%s{\"key\":", i ? "," : "");
+        json_put_string(stdout, mi.key);
+        printf(",\"type\":\"%s\"", mi.type_name);
+        if (mi.elem_type_name[0])
+            printf(",\"elem_type\":\"%s\",\"n_items\":%" PRIu64, mi.elem_type_name,
+                   mi.n_items);
+        printf(",\"value\":%s}", meta_buf);
+    }
+    printf("]");
+}
+
+static void print_json_tensors(const sw_model *m) {
+    printf(",\"tensors\":[");
+    for (size_t i = 0; i < sw_model_tensor_count(m); i++) {
+        sw_tensor_info t;
+        sw_model_tensor_at(m, i, &t);
+        printf("%s{\"name\":", i ? "," : "");
+        json_put_string(stdout, t.name);
+        printf(",\"type\":\"%s\",\"type_id\":%u,\"shape\":", t.type_name, t.type);
+        print_shape(stdout, &t, 1);
+        printf(",\"n_elements\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64 "}",
+               t.n_elements, t.n_bytes, t.file_offset);
+    }
+    printf("]");
+    type_total totals[N_TYPES];
+    size_t n_totals;
+    tally_types(m, totals, &n_totals);
+    printf(",\"totals_by_type\":[");
+    for (size_t k = 0; k < n_totals; k++)
+        printf("%s{\"type\":\"%s\",\"n_tensors\":%" PRIu64 ",\"n_elements\":%" PRIu64
+               ",\"bytes\":%" PRIu64 "}", k ? "," : "", totals[k].name,
+               totals[k].n_tensors, totals[k].n_elements, totals[k].n_bytes);
+    printf("]");
+}
+
+static void print_json(const sw_model *m, const sw_model_summary *s, char *meta_buf) {
+    printf("{\"path\":");
+    json_put_string(stdout, s->path);
+    printf(",\"container\":\"gguf\",\"version\":%u,\"file_bytes\":%" PRIu64
+           ",\"architecture\":", s->container_version, s->file_bytes);
+    json_put_string(stdout, s->architecture);
+    printf(",\"name\":");
+    json_put_string(stdout, s->name);
+    printf(",\"file_type\":\"%s\",\"n_params\":%" PRIu64 ",\"tensor_bytes\":%" PRIu64,
+           file_type_name(s->file_type), s->n_params, s->tensor_bytes);
+    printf(",\"hparams\":{\"n_layer\":%u,\"n_embd\":%u,\"n_ff\":%u,\"n_head\":%u,"
+           "\"n_head_kv\":%u,\"n_embd_head\":%u,\"n_ctx_train\":%u,\"sliding_window\":%u}",
+           s->n_layer, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->n_embd_head,
+           s->n_ctx_train, s->sliding_window);
+    printf(",\"tokenizer\":{\"model\":");
+    json_put_string(stdout, s->tokenizer_model);
+    printf(",\"n_vocab\":%" PRIu64 "}", s->n_vocab);
+    print_json_meta(m, meta_buf);
+    print_json_tensors(m);
+    printf("}\n");
+}
+
+int cmd_info(int argc, char **argv) {
+    const char *model_path = NULL;
+    bool json = false, devices = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
+            if (++i >= argc) {
+                cli_error("%s needs a file name", argv[i - 1]);
+                return CLI_EXIT_USAGE;
+            }
+            model_path = argv[i];
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!strcmp(argv[i], "--devices")) {
+            devices = true;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        } else {
+            cli_error("info: unknown option '%s' (see spillway info --help)", argv[i]);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (devices)
+        return cli_print_devices(json);
+
+    sw_model *m = NULL;
+    int rc = cli_open_model(model_path, &m);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    char *meta_buf = malloc(META_JSON_CAP);
+    if (meta_buf == NULL) {
+        sw_model_close(m);
+        cli_error("out of host memory");
+        return CLI_EXIT_OOM_HOST;
+    }
+    sw_model_summary s;
+    sw_model_get_summary(m, &s);
+    if (json)
+        print_json(m, &s, meta_buf);
+    else
+        print_text(m, &s, meta_buf);
+    free(meta_buf);
+    sw_model_close(m);
+    return CLI_EXIT_OK;
+}

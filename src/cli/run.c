@@ -1,0 +1,114 @@
+/*
+ * run.c — `spillway run`: generate a continuation of a prompt.
+ * Tokens are printed as produced; statistics go to stderr at the end.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gen_opts.h"
+#include "cli/generate.h"
+#include "cli/model_arg.h"
+
+static void usage(FILE *out) {
+    fputs("usage: spillway run [-m MODEL] -p PROMPT | -f FILE [options]\n", out);
+    gen_opts_usage(out);
+}
+
+/* Tokenizes the prompt; with --truncate keeps BOS plus the tail that
+ * leaves room for generation, else a prompt that does not fit is an error. */
+static int prompt_tokens(const gen_opts *o, const sw_model *m, uint32_t n_ctx,
+                         const char *text, size_t len, int32_t **ids, size_t *n) {
+    unsigned flags = SW_TOK_ADD_BOS | (o->no_special ? 0 : SW_TOK_PARSE_SPECIAL);
+    *ids = malloc((len + 2) * sizeof **ids);
+    if (*ids == NULL) {
+        cli_error("out of memory tokenizing the prompt");
+        return CLI_EXIT_OOM_HOST;
+    }
+    sw_status st = sw_tokenize(m, text, len, flags, *ids, len + 2, n);
+    if (st != SW_OK)
+        return cli_fail(st);
+    size_t reserve = o->n_predict > 0 ? (size_t)o->n_predict : 1;
+    if (reserve >= n_ctx)
+        reserve = n_ctx / 2;
+    if (*n + reserve <= n_ctx)
+        return CLI_EXIT_OK;
+    if (!o->truncate) {
+        cli_error("the prompt is %zu tokens but the context holds %u (with %zu to generate); "
+                  "raise -c, shorten the prompt, or pass --truncate", *n, n_ctx, reserve);
+        return CLI_EXIT_USAGE;
+    }
+    sw_special_tokens sp;
+    sw_model_special_tokens(m, &sp);
+    size_t keep = n_ctx - reserve;
+    size_t head = ((*ids)[0] == sp.bos && keep > 1) ? 1 : 0; /* keep BOS */
+    memmove(*ids + head, *ids + (*n - (keep - head)), (keep - head) * sizeof **ids);
+    fprintf(stderr, "note: prompt truncated from %zu to its last %zu tokens\n", *n, keep);
+    *n = keep;
+    return CLI_EXIT_OK;
+}
+
+static void print_stats(const gen_stats *s) {
+    fprintf(stderr, "\n\nprompt %zu tokens in %.2f s (%.1f tok/s); generated %zu tokens in "
+            "%.2f s (%.1f tok/s)\n", s->n_prompt, s->prefill_s,
+            s->prefill_s > 0 ? (double)s->n_prompt / s->prefill_s : 0.0, s->n_generated,
+            s->decode_s, s->decode_s > 0 ? (double)s->n_generated / s->decode_s : 0.0);
+}
+
+int cmd_run(int argc, char **argv) {
+    gen_opts o;
+    gen_opts_init(&o);
+    for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        int used = gen_opts_parse(&o, argc, argv, i);
+        if (used < 0)
+            return CLI_EXIT_USAGE;
+        if (used == 0) {
+            cli_error("run: unknown option '%s' (see spillway run --help)", argv[i]);
+            return CLI_EXIT_USAGE;
+        }
+        i += used;
+    }
+    char *text = NULL;
+    int32_t *ids = NULL;
+    float *logits = NULL;
+    size_t len = 0, n = 0;
+    sw_model *m = NULL;
+    sw_engine *e = NULL;
+    sw_session *s = NULL;
+    sw_sampler *smp = NULL;
+    sw_status st;
+    gen_stats stats;
+    int rc = gen_opts_read_prompt(&o, &text, &len);
+    if (rc != CLI_EXIT_OK || (rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
+        goto done;
+    if ((st = sw_engine_create(m, &o.engine, &e)) != SW_OK ||
+        (st = sw_session_create(e, &s)) != SW_OK ||
+        (st = sw_sampler_create(&o.sampler, sw_engine_n_vocab(e), &smp)) != SW_OK) {
+        rc = cli_fail(st);
+        goto done;
+    }
+    if ((rc = prompt_tokens(&o, m, sw_engine_n_ctx(e), text, len, &ids, &n)) != CLI_EXIT_OK)
+        goto done;
+    logits = malloc(sw_engine_n_vocab(e) * sizeof *logits);
+    if (logits == NULL) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_OOM_HOST;
+        goto done;
+    }
+    gen_ctx g = {m, s, smp, logits, o.n_predict, sw_engine_n_ctx(e), stdout};
+    rc = generate(&g, ids, n, &stats);
+    if (rc == CLI_EXIT_OK)
+        print_stats(&stats);
+done:
+    free(text);
+    free(ids);
+    free(logits);
+    sw_sampler_destroy(smp);
+    sw_session_destroy(s);
+    sw_engine_destroy(e);
+    sw_model_close(m);
+    return rc;
+}

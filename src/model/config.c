@@ -1,0 +1,200 @@
+/*
+ * config.c — Gemma hyperparameters from GGUF metadata (keys as llama.cpp's
+ * converter writes them; see shared/reference/gemma-facts.md §1-3).
+ *
+ * Values GGUF does not store are the published constants: the local-layer
+ * RoPE base (10000), the sliding-window pattern (2 for Gemma 2, 6 for
+ * Gemma 3) and the 27B query scale. Defaults for absent optional keys match
+ * llama.cpp's, so a file runs the same here and there.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/config.h"
+#include "util/error.h"
+
+typedef enum { ARCH_GEMMA1, ARCH_GEMMA2, ARCH_GEMMA3 } arch_id;
+
+/* ARCH.<suffix> into *out; absent keys keep the default (if any). */
+static sw_status key_u32(const gguf_file *f, const char *arch, const char *suffix,
+                         bool required, uint32_t *out) {
+    char key[128];
+    uint64_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    sw_status st = gguf_get_uint(f, key, &v);
+    if (st == SW_ERR_ARG) {
+        if (required)
+            return sw_errorf(SW_ERR_FORMAT, "model metadata lacks '%s'", key);
+        return SW_OK;
+    }
+    if (st != SW_OK)
+        return st;
+    if (v == 0 || v > (1u << 30))
+        return sw_errorf(SW_ERR_FORMAT, "model metadata '%s' = %llu is out of range", key,
+                         (unsigned long long)v);
+    *out = (uint32_t)v;
+    return SW_OK;
+}
+
+static sw_status key_f32(const gguf_file *f, const char *arch, const char *suffix,
+                         float *out) {
+    char key[128];
+    double v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    sw_status st = gguf_get_float(f, key, &v);
+    if (st == SW_ERR_ARG)
+        return SW_OK;
+    if (st != SW_OK)
+        return st;
+    if (!isfinite(v) || v < 0)
+        return sw_errorf(SW_ERR_FORMAT, "model metadata '%s' = %g is out of range", key, v);
+    *out = (float)v;
+    return SW_OK;
+}
+
+static sw_status read_arch(const gguf_file *f, model_config *c, arch_id *id) {
+    gguf_str s;
+    if (gguf_get_str(f, "general.architecture", &s) != SW_OK)
+        return sw_errorf(SW_ERR_FORMAT, "model metadata lacks 'general.architecture'");
+    if (s.len >= sizeof c->arch)
+        s.len = sizeof c->arch - 1;
+    memcpy(c->arch, s.ptr, s.len);
+    c->arch[s.len] = '\0';
+    if (!strcmp(c->arch, "gemma"))
+        *id = ARCH_GEMMA1;
+    else if (!strcmp(c->arch, "gemma2"))
+        *id = ARCH_GEMMA2;
+    else if (!strcmp(c->arch, "gemma3"))
+        *id = ARCH_GEMMA3;
+    else
+        return sw_errorf(SW_ERR_UNSUPPORTED,
+                         "architecture '%s' is not supported (Spillway runs gemma, gemma2 "
+                         "and gemma3)", c->arch);
+    return SW_OK;
+}
+
+static sw_status read_sizes(const gguf_file *f, model_config *c) {
+    const char *a = c->arch;
+    sw_status st;
+    if ((st = key_u32(f, a, "block_count", true, &c->n_layer)) != SW_OK ||
+        (st = key_u32(f, a, "embedding_length", true, &c->n_embd)) != SW_OK ||
+        (st = key_u32(f, a, "feed_forward_length", true, &c->n_ff)) != SW_OK ||
+        (st = key_u32(f, a, "attention.head_count", true, &c->n_head)) != SW_OK)
+        return st;
+    c->n_head_kv = c->n_head;
+    c->n_embd_head = c->n_embd / c->n_head;
+    c->n_ctx_train = 8192;
+    uint32_t value_length = 0;
+    if ((st = key_u32(f, a, "attention.head_count_kv", false, &c->n_head_kv)) != SW_OK ||
+        (st = key_u32(f, a, "attention.key_length", false, &c->n_embd_head)) != SW_OK ||
+        (st = key_u32(f, a, "attention.value_length", false, &value_length)) != SW_OK ||
+        (st = key_u32(f, a, "context_length", false, &c->n_ctx_train)) != SW_OK)
+        return st;
+    if (c->n_layer > MODEL_MAX_LAYERS)
+        return sw_errorf(SW_ERR_FORMAT, "%u layers is more than the %u supported",
+                         c->n_layer, MODEL_MAX_LAYERS);
+    if (value_length != 0 && value_length != c->n_embd_head)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "value_length %u differs from key_length %u",
+                         value_length, c->n_embd_head);
+    if (c->n_head % c->n_head_kv != 0)
+        return sw_errorf(SW_ERR_FORMAT, "head_count %u is not a multiple of head_count_kv %u",
+                         c->n_head, c->n_head_kv);
+    if (c->n_embd_head % 2 != 0)
+        return sw_errorf(SW_ERR_FORMAT, "key_length %u is odd; RoPE needs pairs",
+                         c->n_embd_head);
+    return SW_OK;
+}
+
+/* The quirks that distinguish the families. */
+static sw_status read_quirks(const gguf_file *f, model_config *c, arch_id id) {
+    const char *a = c->arch;
+    sw_status st;
+    c->norm_eps = 1e-6f;
+    c->rope_base_global = id == ARCH_GEMMA3 ? 1000000.0f : 10000.0f;
+    c->rope_scale_global = 1.0f;
+    c->rope_base_local = 10000.0f; /* not stored in GGUF; Gemma 3's published value */
+    c->rope_scale_local = 1.0f;
+    c->attn_softcap = id == ARCH_GEMMA2 ? 50.0f : 0.0f;
+    c->final_softcap = id == ARCH_GEMMA2 ? 30.0f : 0.0f;
+    c->sliding_window = id == ARCH_GEMMA2 ? 4096 : 0;
+    c->swa_pattern = id == ARCH_GEMMA2 ? 2 : id == ARCH_GEMMA3 ? 6 : 0;
+    c->qk_norm = id == ARCH_GEMMA3;
+    c->post_norms = id != ARCH_GEMMA1;
+    if ((st = key_f32(f, a, "attention.layer_norm_rms_epsilon", &c->norm_eps)) != SW_OK ||
+        (st = key_f32(f, a, "rope.freq_base", &c->rope_base_global)) != SW_OK ||
+        (st = key_u32(f, a, "attention.sliding_window", false, &c->sliding_window)) != SW_OK)
+        return st;
+    if (id == ARCH_GEMMA2 &&
+        ((st = key_f32(f, a, "attn_logit_softcapping", &c->attn_softcap)) != SW_OK))
+        return st;
+    if (id != ARCH_GEMMA1 &&
+        ((st = key_f32(f, a, "final_logit_softcapping", &c->final_softcap)) != SW_OK))
+        return st;
+    if (id == ARCH_GEMMA1)
+        c->rope_base_local = c->rope_base_global;
+    if (c->swa_pattern == 0 || c->sliding_window == 0) {
+        c->swa_pattern = 0;
+        c->sliding_window = 0;
+    }
+    if (id != ARCH_GEMMA3) /* Gemma 1/2 use one RoPE base everywhere */
+        c->rope_base_local = c->rope_base_global;
+    return SW_OK;
+}
+
+/* Linear RoPE scaling ("rope.scaling.type" = "linear", factor F) divides
+ * positions by F on the global layers (Gemma 3 4B and larger). */
+static sw_status read_rope_scaling(const gguf_file *f, model_config *c) {
+    char key[128];
+    gguf_str type;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch);
+    if (gguf_get_str(f, key, &type) != SW_OK)
+        return SW_OK;
+    if (type.len == 4 && !memcmp(type.ptr, "none", 4))
+        return SW_OK;
+    if (!(type.len == 6 && !memcmp(type.ptr, "linear", 6)))
+        return sw_errorf(SW_ERR_UNSUPPORTED, "'%s' = '%.*s' is not supported (only linear)",
+                         key, (int)(type.len > 32 ? 32 : type.len), type.ptr);
+    float factor = 1.0f;
+    sw_status st = key_f32(f, c->arch, "rope.scaling.factor", &factor);
+    if (st != SW_OK)
+        return st;
+    if (!(factor >= 1.0f))
+        return sw_errorf(SW_ERR_FORMAT, "rope scaling factor %g must be >= 1", factor);
+    c->rope_scale_global = 1.0f / factor;
+    return SW_OK;
+}
+
+/* GGUF stores no query scale. Gemma 2/3 27B scale by 1/sqrt(H / n_head),
+ * every other size by 1/sqrt(head_dim); the 27B models are recognised by
+ * depth (46 layers for Gemma 2, 62 for Gemma 3), as llama.cpp does. */
+static float query_scale(const model_config *c, arch_id id) {
+    bool is_27b = (id == ARCH_GEMMA2 && c->n_layer == 46) ||
+                  (id == ARCH_GEMMA3 && c->n_layer == 62);
+    float d = is_27b ? (float)c->n_embd / (float)c->n_head : (float)c->n_embd_head;
+    return 1.0f / sqrtf(d);
+}
+
+sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
+    arch_id id = ARCH_GEMMA1;
+    sw_status st;
+    memset(c, 0, sizeof *c);
+    if ((st = read_arch(f, c, &id)) != SW_OK || (st = read_sizes(f, c)) != SW_OK ||
+        (st = read_quirks(f, c, id)) != SW_OK || (st = read_rope_scaling(f, c)) != SW_OK)
+        return st;
+    const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
+    if (embd == NULL)
+        return sw_errorf(SW_ERR_FORMAT, "model has no tensor 'token_embd.weight'");
+    if (embd->n_dims != 2 || embd->ne[0] != c->n_embd || embd->ne[1] > INT32_MAX)
+        return sw_errorf(SW_ERR_FORMAT, "'token_embd.weight' has shape [%llu, %llu], "
+                         "expected [%u, n_vocab]", (unsigned long long)embd->ne[0],
+                         (unsigned long long)embd->ne[1], c->n_embd);
+    c->n_vocab = (uint32_t)embd->ne[1];
+    c->embd_scale = sqrtf((float)c->n_embd);
+    c->query_scale = query_scale(c, id);
+    return SW_OK;
+}
+
+bool model_layer_is_local(const model_config *c, uint32_t il) {
+    return c->swa_pattern != 0 && il % c->swa_pattern < c->swa_pattern - 1;
+}

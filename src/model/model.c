@@ -1,0 +1,186 @@
+/*
+ * model.c — the public sw_model handle: an opened, validated model file and
+ * read-only views of its metadata and tensors (include/spillway.h).
+ *
+ * Today the only container is GGUF (format/gguf.c does all validation);
+ * this file adds no checks of its own beyond argument checks, and never
+ * copies weights: tensor data stay in the mapping until dequantized on
+ * request.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/gguf.h"
+#include "model/model_internal.h"
+#include "quant/dequant.h"
+#include "quant/types.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+/* NUL-terminated copy of a metadata string, "" when absent or not a string. */
+static char *dup_meta_str(const gguf_file *f, const char *key) {
+    gguf_str s = {"", 0};
+    if (gguf_get_str(f, key, &s) != SW_OK)
+        s.len = 0;
+    char *out = malloc(s.len + 1);
+    if (out != NULL) {
+        memcpy(out, s.ptr, s.len);
+        out[s.len] = '\0';
+    }
+    return out;
+}
+
+/* ARCH.<suffix> as u32, 0 when absent or not representable. */
+static uint32_t arch_u32(const gguf_file *f, const char *arch, const char *suffix) {
+    char key[256];
+    uint64_t v = 0;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (gguf_get_uint(f, key, &v) != SW_OK || v > UINT32_MAX)
+        return 0;
+    return (uint32_t)v;
+}
+
+/* NUL-terminated copies of all metadata keys, in one allocation: the
+ * pointer table followed by the characters. */
+static char **dup_keys(const gguf_file *f) {
+    size_t bytes = f->n_kv * sizeof(char *);
+    for (uint64_t i = 0; i < f->n_kv; i++)
+        bytes += f->kv[i].key.len + 1;
+    char **keys = malloc(bytes ? bytes : 1);
+    if (keys == NULL)
+        return NULL;
+    char *p = (char *)(keys + f->n_kv);
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        keys[i] = p;
+        memcpy(p, f->kv[i].key.ptr, f->kv[i].key.len);
+        p += f->kv[i].key.len;
+        *p++ = '\0';
+    }
+    return keys;
+}
+
+static void fill_summary(sw_model *m) {
+    const gguf_file *f = m->gguf;
+    sw_model_summary *s = &m->summary;
+    uint64_t v;
+    const gguf_value *arr;
+
+    memset(s, 0, sizeof *s);
+    s->path = m->path;
+    s->container = "gguf";
+    s->container_version = f->version;
+    s->file_bytes = f->size;
+    s->architecture = m->architecture;
+    s->name = m->name;
+    s->file_type = gguf_get_uint(f, "general.file_type", &v) == SW_OK && v <= UINT32_MAX
+                       ? (uint32_t)v : UINT32_MAX;
+    s->n_meta = f->n_kv;
+    s->n_tensors = f->n_tensors;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        s->n_params += f->tensors[i].n_elements;
+        s->tensor_bytes += f->tensors[i].n_bytes;
+    }
+    s->n_layer = arch_u32(f, m->architecture, "block_count");
+    s->n_embd = arch_u32(f, m->architecture, "embedding_length");
+    s->n_ff = arch_u32(f, m->architecture, "feed_forward_length");
+    s->n_head = arch_u32(f, m->architecture, "attention.head_count");
+    s->n_head_kv = arch_u32(f, m->architecture, "attention.head_count_kv");
+    s->n_embd_head = arch_u32(f, m->architecture, "attention.key_length");
+    s->n_ctx_train = arch_u32(f, m->architecture, "context_length");
+    s->sliding_window = arch_u32(f, m->architecture, "attention.sliding_window");
+    s->tokenizer_model = m->tokenizer_model;
+    if (gguf_get_array(f, "tokenizer.ggml.tokens", &arr) == SW_OK)
+        s->n_vocab = arr->arr.n;
+}
+
+sw_status sw_model_open(const char *path, sw_model **out) {
+    sw_model *m = NULL;
+    sw_status st;
+
+    if (out == NULL || path == NULL || path[0] == '\0')
+        return sw_errorf(SW_ERR_ARG, "sw_model_open: no model path given");
+    *out = NULL;
+    m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory opening %s", path);
+    st = gguf_open(path, &m->gguf);
+    if (st != SW_OK)
+        goto fail;
+    m->path = malloc(strlen(path) + 1);
+    m->architecture = dup_meta_str(m->gguf, "general.architecture");
+    m->name = dup_meta_str(m->gguf, "general.name");
+    m->tokenizer_model = dup_meta_str(m->gguf, "tokenizer.ggml.model");
+    m->keys = dup_keys(m->gguf);
+    if (!m->path || !m->architecture || !m->name || !m->tokenizer_model || !m->keys) {
+        st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory opening %s", path);
+        goto fail;
+    }
+    strcpy(m->path, path);
+    fill_summary(m);
+    if (gguf_find_kv(m->gguf, "tokenizer.ggml.tokens") != NULL) {
+        st = tokenizer_create_from_gguf(m->gguf, &m->tok);
+        if (st != SW_OK) {
+            sw_error_prefix(st, "%s", path);
+            goto fail;
+        }
+    }
+    *out = m;
+    return SW_OK;
+fail:
+    sw_model_close(m);
+    return st;
+}
+
+void sw_model_close(sw_model *m) {
+    if (m == NULL)
+        return;
+    tokenizer_destroy(m->tok);
+    gguf_close(m->gguf);
+    free(m->path);
+    free(m->architecture);
+    free(m->name);
+    free(m->tokenizer_model);
+    free(m->keys);
+    free(m);
+}
+
+sw_status sw_model_get_summary(const sw_model *m, sw_model_summary *out) {
+    if (m == NULL || out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_model_get_summary: NULL argument");
+    *out = m->summary;
+    return SW_OK;
+}
+
+size_t sw_model_tensor_count(const sw_model *m) {
+    return m ? (size_t)m->gguf->n_tensors : 0;
+}
+
+sw_status sw_model_tensor_at(const sw_model *m, size_t index, sw_tensor_info *out) {
+    if (m == NULL || out == NULL || index >= m->gguf->n_tensors)
+        return sw_errorf(SW_ERR_ARG, "tensor index %zu out of range", index);
+    const gguf_tensor *t = &m->gguf->tensors[index];
+    out->name = t->name;
+    out->type = t->type;
+    out->type_name = type_name(t->type);
+    out->n_dims = t->n_dims;
+    for (int d = 0; d < 4; d++)
+        out->ne[d] = t->ne[d];
+    out->n_elements = t->n_elements;
+    out->n_bytes = t->n_bytes;
+    out->file_offset = m->gguf->data_offset + t->offset;
+    return SW_OK;
+}
+
+sw_status sw_model_tensor_to_f32(const sw_model *m, size_t index, float *dst) {
+    if (m == NULL || dst == NULL || index >= m->gguf->n_tensors)
+        return sw_errorf(SW_ERR_ARG, "tensor index %zu out of range", index);
+    const gguf_tensor *t = &m->gguf->tensors[index];
+    sw_status st = quant_dequantize(t->type, t->data, dst, t->n_elements);
+    if (st == SW_ERR_UNSUPPORTED)
+        return sw_errorf(st, "unsupported tensor type %u (%s) in tensor '%s'", t->type,
+                         type_name(t->type), t->name);
+    if (st != SW_OK)
+        return sw_error_prefix(st, "tensor '%s'", t->name);
+    return SW_OK;
+}
