@@ -5,6 +5,7 @@
  * qdot.c calls in here only when the CPU reports AVX2.
  */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 

@@ -16,6 +16,9 @@
  */
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "backend/cpu/qdot.h"
 #include "quant/types.h"
@@ -46,17 +49,47 @@ static inline qk_v8f qk_ld8f(const float *p) {
     return v;
 }
 
+/* 8 bytes -> 8 int32 lanes. GCC 12 lowers __builtin_convertvector from an
+ * 8-byte vector through general registers, so x86 builds use the widening
+ * instructions directly; the integer results are the same either way. */
+#if defined(__AVX2__)
+static inline qk_v8i qk_u8x8(const uint8_t *p) {
+    return (qk_v8i)_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+static inline qk_v8i qk_s8x8(const uint8_t *p) {
+    return (qk_v8i)_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+#elif defined(__SSE2__)
+/* Two 4-lane halves: unpack with zeros (u8) or with the sign (s8). */
+static inline qk_v8i qk_join4(__m128i lo, __m128i hi) {
+    qk_v8i v;
+    memcpy(&v, &lo, 16);
+    memcpy((char *)&v + 16, &hi, 16);
+    return v;
+}
+static inline qk_v8i qk_u8x8(const uint8_t *p) {
+    const __m128i z = _mm_setzero_si128();
+    const __m128i w = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)p), z);
+    return qk_join4(_mm_unpacklo_epi16(w, z), _mm_unpackhi_epi16(w, z));
+}
+static inline qk_v8i qk_s8x8(const uint8_t *p) {
+    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    const __m128i w = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+    return qk_join4(_mm_srai_epi32(_mm_unpacklo_epi16(w, w), 16),
+                    _mm_srai_epi32(_mm_unpackhi_epi16(w, w), 16));
+}
+#else
 static inline qk_v8i qk_u8x8(const uint8_t *p) {
     qk_v8b b;
     memcpy(&b, p, sizeof b);
     return __builtin_convertvector(b, qk_v8i);
 }
-
 static inline qk_v8i qk_s8x8(const uint8_t *p) {
     qk_v8sb b;
     memcpy(&b, p, sizeof b);
     return __builtin_convertvector(b, qk_v8i);
 }
+#endif
 
 static inline qk_v8f qk_cvt(qk_v8i v) { return __builtin_convertvector(v, qk_v8f); }
 
@@ -110,65 +143,88 @@ static inline qk_v8f qk_bf16x8(const uint8_t *p) {
     return (qk_v8f)(__builtin_convertvector(hv, qk_v8u) << 16);
 }
 
-/* ---- block dequantizers: src -> w[block_elems / 8] --------------------- */
+/* ---- blocks: a prep per block, then 8-element groups -------------------
+ * qk_prep_<type>(src, &c) decodes a block's scales into c; then
+ * qk_grp_<type>(src, &c, g) returns elements 8g..8g+7. Kernels call the
+ * group function inside a fully unrolled loop and use each group at once,
+ * so dequantized values live in registers, never in a stack buffer. */
 
-static inline void qk_blk_f32(const uint8_t *s, qk_v8f w[2]) {
-    memcpy(w, s, 2 * sizeof(qk_v8f));
+typedef struct qk_ctx {
+    float d, m;           /* block scale and offset (32-element types) */
+    float dl[16], ml[16]; /* per sub-block scale and min (K-quants), by g/2 or g/4 */
+} qk_ctx;
+
+static inline void qk_prep_none(const uint8_t *s, qk_ctx *c) {
+    (void)s;
+    (void)c;
 }
 
-static inline void qk_blk_f16(const uint8_t *s, qk_v8f w[2]) {
-    w[0] = qk_f16x8(s);
-    w[1] = qk_f16x8(s + 16);
+static inline qk_v8f qk_grp_f32(const uint8_t *s, const qk_ctx *c, int g) {
+    (void)c;
+    qk_v8f v;
+    memcpy(&v, s + 32 * g, sizeof v);
+    return v;
 }
 
-static inline void qk_blk_bf16(const uint8_t *s, qk_v8f w[2]) {
-    w[0] = qk_bf16x8(s);
-    w[1] = qk_bf16x8(s + 16);
+static inline qk_v8f qk_grp_f16(const uint8_t *s, const qk_ctx *c, int g) {
+    (void)c;
+    return qk_f16x8(s + 16 * g);
+}
+
+static inline qk_v8f qk_grp_bf16(const uint8_t *s, const qk_ctx *c, int g) {
+    (void)c;
+    return qk_bf16x8(s + 16 * g);
+}
+
+static inline void qk_prep_d(const uint8_t *s, qk_ctx *c) { c->d = qk_f16_at(s); }
+
+static inline void qk_prep_dm(const uint8_t *s, qk_ctx *c) {
+    c->d = qk_f16_at(s);
+    c->m = qk_f16_at(s + 2);
 }
 
 /* Nibbles of a 32-block: elements 0..15 are the low nibbles of qs[0..15],
- * 16..31 the high ones; group g holds elements 8g..8g+7. */
+ * 16..31 the high ones. */
 static inline qk_v8i qk_nibbles(const uint8_t *qs, int g) {
     const qk_v8i q = qk_u8x8(qs + 8 * (g & 1));
     return g < 2 ? (q & 15) : (q >> 4);
 }
 
-static inline void qk_blk_q4_0(const uint8_t *s, qk_v8f w[4]) {
-    const float d = qk_f16_at(s);
-    for (int g = 0; g < 4; g++)
-        w[g] = d * qk_cvt(qk_nibbles(s + 2, g) - 8);
+static inline qk_v8f qk_grp_q4_0(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->d * qk_cvt(qk_nibbles(s + 2, g) - 8);
 }
 
-static inline void qk_blk_q4_1(const uint8_t *s, qk_v8f w[4]) {
-    const float d = qk_f16_at(s), m = qk_f16_at(s + 2);
-    for (int g = 0; g < 4; g++)
-        w[g] = d * qk_cvt(qk_nibbles(s + 4, g)) + m;
+static inline qk_v8f qk_grp_q4_1(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->d * qk_cvt(qk_nibbles(s + 4, g)) + c->m;
 }
 
 /* Q5: bit (8g + lane) of qh becomes bit 4 of the value; tested against a
  * lane mask, since baseline SSE2 has no per-lane shift. */
 static inline qk_v8i qk_q5(const uint8_t *qh, const uint8_t *qs, int g) {
     const qk_v8i lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
-    const qk_v8i hb = (qk_v8i){0} + (int32_t)((qk_u32(qh) >> (8 * g)) & 255u);
+    const qk_v8i hb = (qk_v8i){0} + (int32_t)qh[g];
     return qk_nibbles(qs, g) | (((hb & lane_bit) != 0) & 16);
 }
 
-static inline void qk_blk_q5_0(const uint8_t *s, qk_v8f w[4]) {
-    const float d = qk_f16_at(s);
-    for (int g = 0; g < 4; g++)
-        w[g] = d * qk_cvt(qk_q5(s + 2, s + 6, g) - 16);
+static inline qk_v8f qk_grp_q5_0(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->d * qk_cvt(qk_q5(s + 2, s + 6, g) - 16);
 }
 
-static inline void qk_blk_q5_1(const uint8_t *s, qk_v8f w[4]) {
-    const float d = qk_f16_at(s), m = qk_f16_at(s + 2);
-    for (int g = 0; g < 4; g++)
-        w[g] = d * qk_cvt(qk_q5(s + 4, s + 8, g)) + m;
+static inline qk_v8f qk_grp_q5_1(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->d * qk_cvt(qk_q5(s + 4, s + 8, g)) + c->m;
 }
 
-static inline void qk_blk_q8_0(const uint8_t *s, qk_v8f w[4]) {
-    const float d = qk_f16_at(s);
-    for (int g = 0; g < 4; g++)
-        w[g] = d * qk_cvt(qk_s8x8(s + 2 + 8 * g));
+static inline qk_v8f qk_grp_q8_0(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->d * qk_cvt(qk_s8x8(s + 2 + 8 * g));
+}
+
+/* Q2_K: scales[16] (low nibble scale, high nibble min), qs[64], d, dmin. */
+static inline void qk_prep_q2_k(const uint8_t *s, qk_ctx *c) {
+    const float d = qk_f16_at(s + 80), dmin = qk_f16_at(s + 82);
+    for (int sb = 0; sb < 16; sb++) {
+        c->dl[sb] = d * (float)(s[sb] & 15);
+        c->ml[sb] = dmin * (float)(s[sb] >> 4);
+    }
 }
 
 /* Q2_K/Q3_K 2-bit fields: element 128h + 32s + l is bits 2s of
@@ -178,92 +234,79 @@ static inline qk_v8i qk_crumbs(const uint8_t *qs, int g) {
     return (qk_u8x8(qs + 32 * h + 8 * l8) >> (2 * s)) & 3;
 }
 
-static inline void qk_blk_q2_k(const uint8_t *s, qk_v8f w[32]) {
-    float dl[16], ml[16];
-    const float d = qk_f16_at(s + 80), dmin = qk_f16_at(s + 82);
-    for (int sb = 0; sb < 16; sb++) {
-        dl[sb] = d * (float)(s[sb] & 15);
-        ml[sb] = dmin * (float)(s[sb] >> 4);
-    }
-    for (int g = 0; g < 32; g++)
-        w[g] = dl[g / 2] * qk_cvt(qk_crumbs(s + 16, g)) - ml[g / 2];
+static inline qk_v8f qk_grp_q2_k(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->dl[g / 2] * qk_cvt(qk_crumbs(s + 16, g)) - c->ml[g / 2];
 }
 
-/* Q3_K: the 2-bit value minus 4 where bit (4h + s) of hmask[l] is clear;
- * 16 signed 6-bit scales (low 4 bits from s[0..7] nibbles, high 2 bits
- * from s[8..11]), bias 32. */
-static inline void qk_blk_q3_k(const uint8_t *s, qk_v8f w[32]) {
-    const uint8_t *hmask = s, *s12 = s + 96;
-    float dl[16];
+/* Q3_K: 16 signed 6-bit scales (low 4 bits from the nibbles of s[0..7],
+ * high 2 bits from s[8..11]), bias 32. */
+static inline void qk_prep_q3_k(const uint8_t *s, qk_ctx *c) {
+    const uint8_t *s12 = s + 96;
     const float d = qk_f16_at(s + 108);
     for (int sb = 0; sb < 16; sb++) {
         const int lo4 = sb < 8 ? (s12[sb] & 15) : (s12[sb - 8] >> 4);
         const int hi2 = (s12[8 + sb % 4] >> (2 * (sb / 4))) & 3;
-        dl[sb] = d * (float)((lo4 | hi2 << 4) - 32);
-    }
-    for (int g = 0; g < 32; g++) {
-        const int bit = 4 * (g / 16) + (g / 4) % 4;
-        const qk_v8i hb = (qk_u8x8(hmask + 8 * (g % 4)) >> bit) & 1;
-        w[g] = dl[g / 2] * qk_cvt(qk_crumbs(s + 32, g) - ((hb ^ 1) << 2));
+        c->dl[sb] = d * (float)((lo4 | hi2 << 4) - 32);
     }
 }
 
-/* Q4_K/Q5_K scales and mins: 8 unsigned 6-bit pairs packed in 12 bytes. */
-static inline void qk_scale_min_k4(const uint8_t *s, int sc[8], int mn[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 63;
-        mn[j] = s[j + 4] & 63;
-        sc[j + 4] = (s[j + 8] & 15) | (s[j] >> 6) << 4;
-        mn[j + 4] = (s[j + 8] >> 4) | (s[j + 4] >> 6) << 4;
-    }
+/* Q3_K value: the 2-bit field minus 4 where bit (4h + s) of hmask[l] is
+ * clear. */
+static inline qk_v8f qk_grp_q3_k(const uint8_t *s, const qk_ctx *c, int g) {
+    const int bit = 4 * (g / 16) + (g / 4) % 4;
+    const qk_v8i hb = (qk_u8x8(s + 8 * (g % 4)) >> bit) & 1;
+    return c->dl[g / 2] * qk_cvt(qk_crumbs(s + 32, g) - ((hb ^ 1) << 2));
 }
 
-/* Q4_K/Q5_K: sub-block j (32 values, groups 4j..4j+3) is nibble j%2 of
- * qs[32(j/2) + l]; qh (Q5_K, else NULL) adds bit j of qh[l] as bit 4. */
-static inline void qk_blk_k4(const uint8_t *s, const uint8_t *qh, const uint8_t *qs,
-                             qk_v8f w[32]) {
-    int sc[8], mn[8];
+/* Q4_K/Q5_K: 8 unsigned 6-bit scale/min pairs packed in 12 bytes; the
+ * factors dl = d*sc, ml = dmin*mn are rounded first, as the reference. */
+static inline void qk_prep_k4(const uint8_t *s, qk_ctx *c) {
+    const uint8_t *p = s + 4;
     const float d = qk_f16_at(s), dmin = qk_f16_at(s + 2);
-    qk_scale_min_k4(s + 4, sc, mn);
-    for (int j = 0; j < 8; j++) {
-        const float dl = d * (float)sc[j], ml = dmin * (float)mn[j];
-        for (int gg = 0; gg < 4; gg++) {
-            qk_v8i q = (qk_u8x8(qs + 32 * (j / 2) + 8 * gg) >> (4 * (j % 2))) & 15;
-            if (qh != NULL)
-                q |= ((qk_u8x8(qh + 8 * gg) >> j) & 1) << 4;
-            w[4 * j + gg] = dl * qk_cvt(q) - ml;
-        }
+    for (int j = 0; j < 4; j++) {
+        c->dl[j] = d * (float)(p[j] & 63);
+        c->ml[j] = dmin * (float)(p[j + 4] & 63);
+        c->dl[j + 4] = d * (float)((p[j + 8] & 15) | (p[j] >> 6) << 4);
+        c->ml[j + 4] = dmin * (float)((p[j + 8] >> 4) | (p[j + 4] >> 6) << 4);
     }
 }
 
-static inline void qk_blk_q4_k(const uint8_t *s, qk_v8f w[32]) {
-    qk_blk_k4(s, NULL, s + 16, w);
+/* Sub-block j = g/4 (32 values) is nibble j%2 of qs[32(j/2) + l]. */
+static inline qk_v8i qk_k4_nibbles(const uint8_t *qs, int g) {
+    const int j = g / 4;
+    return (qk_u8x8(qs + 32 * (j / 2) + 8 * (g % 4)) >> (4 * (j % 2))) & 15;
 }
 
-static inline void qk_blk_q5_k(const uint8_t *s, qk_v8f w[32]) {
-    qk_blk_k4(s, s + 16, s + 48, w);
+static inline qk_v8f qk_grp_q4_k(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->dl[g / 4] * qk_cvt(qk_k4_nibbles(s + 16, g)) - c->ml[g / 4];
 }
 
-/* Q6_K: element 128h + 32k + l is nibble k/2 of ql[64h + 32(k%2) + l]
- * plus bits 2k of qh[32h + l] as bits 4-5, minus 32; group 16h + 4k + l/8,
- * int8 scale g/2. */
-static inline void qk_blk_q6_k(const uint8_t *s, qk_v8f w[32]) {
-    float dl[16];
+/* Q5_K adds bit j of qh[l] as bit 4. */
+static inline qk_v8f qk_grp_q5_k(const uint8_t *s, const qk_ctx *c, int g) {
+    const qk_v8i hb = ((qk_u8x8(s + 16 + 8 * (g % 4)) >> (g / 4)) & 1) << 4;
+    return c->dl[g / 4] * qk_cvt(qk_k4_nibbles(s + 48, g) | hb) - c->ml[g / 4];
+}
+
+/* Q6_K: ql[128], qh[64], int8 scales[16], d. */
+static inline void qk_prep_q6_k(const uint8_t *s, qk_ctx *c) {
     const float d = qk_f16_at(s + 208);
     for (int sb = 0; sb < 16; sb++)
-        dl[sb] = d * (float)(int8_t)s[192 + sb];
-    for (int g = 0; g < 32; g++) {
-        const int h = g / 16, k = (g / 4) % 4, l8 = g % 4;
-        const qk_v8i lo = (qk_u8x8(s + 64 * h + 32 * (k % 2) + 8 * l8) >> (4 * (k / 2))) & 15;
-        const qk_v8i hi = (qk_u8x8(s + 128 + 32 * h + 8 * l8) >> (2 * k)) & 3;
-        w[g] = dl[g / 2] * qk_cvt((lo | hi << 4) - 32);
-    }
+        c->dl[sb] = d * (float)(int8_t)s[192 + sb];
 }
 
-static inline void qk_blk_q8_k(const uint8_t *s, qk_v8f w[32]) {
-    const float d = qk_bits_f32(qk_u32(s));
-    for (int g = 0; g < 32; g++)
-        w[g] = d * qk_cvt(qk_s8x8(s + 4 + 8 * g));
+/* Element 128h + 32k + l is nibble k/2 of ql[64h + 32(k%2) + l] plus bits
+ * 2k of qh[32h + l] as bits 4-5, minus 32; group 16h + 4k + l/8. */
+static inline qk_v8f qk_grp_q6_k(const uint8_t *s, const qk_ctx *c, int g) {
+    const int h = g / 16, k = (g / 4) % 4, l8 = g % 4;
+    const qk_v8i lo = (qk_u8x8(s + 64 * h + 32 * (k % 2) + 8 * l8) >> (4 * (k / 2))) & 15;
+    const qk_v8i hi = (qk_u8x8(s + 128 + 32 * h + 8 * l8) >> (2 * k)) & 3;
+    return c->dl[g / 2] * qk_cvt((lo | hi << 4) - 32);
+}
+
+static inline void qk_prep_q8_k(const uint8_t *s, qk_ctx *c) { c->d = qk_bits_f32(qk_u32(s)); }
+
+static inline qk_v8f qk_grp_q8_k(const uint8_t *s, const qk_ctx *c, int g) {
+    return c->d * qk_cvt(qk_s8x8(s + 4 + 8 * g));
 }
 
 /* ---- scalar elements, for the n % 16 tail of plain-type rows ----------- */
@@ -309,20 +352,24 @@ static inline float qk_reduce(qk_v8f a0, qk_v8f a1) {
     } while (0)
 
 /* QK_DOT_NX: out[t] = canonical dot of the row with x + t*xs, t < NX. Each
- * block is dequantized once into w[] and used by all NX rows of x. */
-#define QK_DOT_NX(name, BE, BB, NX, ONE, TAIL)                                       \
+ * group of a block is dequantized once and used by all NX rows of x. */
+#define QK_DOT_NX(name, PREP, BE, BB, NX, ONE, TAIL)                                 \
     static void qk_dot_##name##_x##NX(const uint8_t *row, const float *x, uint64_t xs, \
                                       uint64_t n, float *out) {                      \
-        qk_v8f acc[NX][2], w[(BE) / 8];                                              \
+        qk_v8f acc[NX][2];                                                           \
+        qk_ctx c;                                                                    \
         for (int t = 0; t < (NX); t++)                                               \
             acc[t][0] = acc[t][1] = (qk_v8f){0};                                     \
         const uint64_t nb = n / (BE);                                                \
         for (uint64_t b = 0; b < nb; b++) {                                          \
-            qk_blk_##name(row + b * (BB), w);                                        \
+            const uint8_t *src = row + b * (BB);                                     \
             const float *xb = x + b * (BE);                                          \
-            for (int g = 0; g < (BE) / 8; g++)                                       \
+            PREP(src, &c);                                                           \
+            for (int g = 0; g < (BE) / 8; g++) {                                     \
+                const qk_v8f w = qk_grp_##name(src, &c, g);                          \
                 for (int t = 0; t < (NX); t++)                                       \
-                    acc[t][g & 1] += w[g] * qk_ld8f(xb + (uint64_t)t * xs + 8 * g);   \
+                    acc[t][g & 1] += w * qk_ld8f(xb + (uint64_t)t * xs + 8 * g);      \
+            }                                                                        \
         }                                                                            \
         if ((TAIL) && n % (BE) != 0)                                                 \
             QK_TAIL(ONE, NX);                                                        \
@@ -332,9 +379,9 @@ static inline float qk_reduce(qk_v8f a0, qk_v8f a1) {
 
 /* QK_TYPE: the x1 and x4 dots, the multi-x driver and the row dequantizer
  * of one type. TAIL: 1 for plain types (rows of any length). */
-#define QK_TYPE(name, BE, BB, ONE, TAIL)                                              \
-    QK_DOT_NX(name, BE, BB, 1, ONE, TAIL)                                            \
-    QK_DOT_NX(name, BE, BB, 4, ONE, TAIL)                                            \
+#define QK_TYPE(name, PREP, BE, BB, ONE, TAIL)                                        \
+    QK_DOT_NX(name, PREP, BE, BB, 1, ONE, TAIL)                                      \
+    QK_DOT_NX(name, PREP, BE, BB, 4, ONE, TAIL)                                      \
     static void qk_dot_##name(const uint8_t *row, const float *x, uint64_t xs,       \
                               uint32_t n_x, uint64_t n, float *out) {                \
         uint32_t t = 0;                                                              \
@@ -344,30 +391,33 @@ static inline float qk_reduce(qk_v8f a0, qk_v8f a1) {
             qk_dot_##name##_x1(row, x + (uint64_t)t * xs, xs, n, out + t);           \
     }                                                                                \
     static void qk_deq_##name(const uint8_t *src, float *dst, uint64_t n) {          \
-        qk_v8f w[(BE) / 8];                                                          \
+        qk_ctx c;                                                                    \
         const uint64_t nb = n / (BE);                                                \
         for (uint64_t b = 0; b < nb; b++) {                                          \
-            qk_blk_##name(src + b * (BB), w);                                        \
-            memcpy(dst + b * (BE), w, sizeof w);                                     \
+            PREP(src + b * (BB), &c);                                                \
+            for (int g = 0; g < (BE) / 8; g++) {                                     \
+                const qk_v8f w = qk_grp_##name(src + b * (BB), &c, g);               \
+                memcpy(dst + b * (BE) + 8 * g, &w, sizeof w);                        \
+            }                                                                        \
         }                                                                            \
         for (uint64_t i = nb * (BE); i < n; i++)                                     \
             dst[i] = ONE(src, i);                                                    \
     }
 
-QK_TYPE(f32, 16, 64, qk_one_f32, 1)
-QK_TYPE(f16, 16, 32, qk_one_f16, 1)
-QK_TYPE(bf16, 16, 32, qk_one_bf16, 1)
-QK_TYPE(q4_0, 32, 18, qk_one_none, 0)
-QK_TYPE(q4_1, 32, 20, qk_one_none, 0)
-QK_TYPE(q5_0, 32, 22, qk_one_none, 0)
-QK_TYPE(q5_1, 32, 24, qk_one_none, 0)
-QK_TYPE(q8_0, 32, 34, qk_one_none, 0)
-QK_TYPE(q2_k, 256, 84, qk_one_none, 0)
-QK_TYPE(q3_k, 256, 110, qk_one_none, 0)
-QK_TYPE(q4_k, 256, 144, qk_one_none, 0)
-QK_TYPE(q5_k, 256, 176, qk_one_none, 0)
-QK_TYPE(q6_k, 256, 210, qk_one_none, 0)
-QK_TYPE(q8_k, 256, 292, qk_one_none, 0)
+QK_TYPE(f32, qk_prep_none, 16, 64, qk_one_f32, 1)
+QK_TYPE(f16, qk_prep_none, 16, 32, qk_one_f16, 1)
+QK_TYPE(bf16, qk_prep_none, 16, 32, qk_one_bf16, 1)
+QK_TYPE(q4_0, qk_prep_d, 32, 18, qk_one_none, 0)
+QK_TYPE(q4_1, qk_prep_dm, 32, 20, qk_one_none, 0)
+QK_TYPE(q5_0, qk_prep_d, 32, 22, qk_one_none, 0)
+QK_TYPE(q5_1, qk_prep_dm, 32, 24, qk_one_none, 0)
+QK_TYPE(q8_0, qk_prep_d, 32, 34, qk_one_none, 0)
+QK_TYPE(q2_k, qk_prep_q2_k, 256, 84, qk_one_none, 0)
+QK_TYPE(q3_k, qk_prep_q3_k, 256, 110, qk_one_none, 0)
+QK_TYPE(q4_k, qk_prep_k4, 256, 144, qk_one_none, 0)
+QK_TYPE(q5_k, qk_prep_k4, 256, 176, qk_one_none, 0)
+QK_TYPE(q6_k, qk_prep_q6_k, 256, 210, qk_one_none, 0)
+QK_TYPE(q8_k, qk_prep_q8_k, 256, 292, qk_one_none, 0)
 
 /* The canonical dot of two f32 arrays (attention scores). */
 static float qk_dot_f32_plain(const float *a, const float *b, uint64_t n) {
