@@ -31,6 +31,7 @@
 #define SPILLWAY_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -103,6 +104,9 @@ typedef struct sw_model_summary {
     const char *tokenizer_model; /* tokenizer.ggml.model, "" if absent */
     uint64_t n_vocab;            /* entries in tokenizer.ggml.tokens, 0 if absent */
 } sw_model_summary;
+
+/* Name of a general.file_type value ("Q4_K_M", "BF16", "not stated"). */
+const char *sw_file_type_name(uint32_t file_type);
 
 /* Fills *out. Strings are borrowed from `model`. Errors: SW_ERR_ARG. */
 sw_status sw_model_get_summary(const sw_model *model, sw_model_summary *out);
@@ -187,10 +191,24 @@ sw_status sw_model_special_tokens(const sw_model *model, sw_special_tokens *out)
 typedef struct sw_engine sw_engine;
 typedef struct sw_session sw_session;
 
+/* Progress of long work: done of total (tokens, or bytes when loading). */
+typedef void (*sw_progress_fn)(void *user, size_t done, size_t total);
+
 typedef struct sw_engine_options {
     int n_threads;       /* CPU threads; 0 = all cores */
     uint32_t n_ctx;      /* context length; 0 = min(model's, 4096) */
     uint32_t n_batch;    /* prefill chunk (tokens per forward pass); 0 = 64 */
+    const char *backend; /* "cpu", "sim" or "cuda"; NULL = cpu (cuda when its
+                          * kernels exist and a device is visible) */
+    uint64_t device_mem_bytes; /* device budget; 0 = what the device has
+                                * (required for "sim": its capacity) */
+    uint64_t host_mem_bytes;   /* host budget; 0 = MemAvailable */
+    double sim_link_Bps;       /* sim: host-to-device link cap; 0 = memcpy speed */
+    const char *place;         /* --place SPEC (see spillway plan --help); NULL */
+    int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
+    uint64_t sim_fail_alloc_at;/* tests: fail the Nth device allocation; 0 never */
+    sw_progress_fn load_progress; /* weight loading progress (bytes) */
+    void *load_progress_user;
 } sw_engine_options;
 
 sw_engine_options sw_engine_options_default(void);
@@ -208,13 +226,35 @@ void sw_engine_destroy(sw_engine *engine);
 uint32_t sw_engine_n_ctx(const sw_engine *engine);
 uint32_t sw_engine_n_vocab(const sw_engine *engine);
 
-/* A conversation's state: the KV cache and activations, sized at creation.
- * Several sessions may share one engine but must not run concurrently. */
+/* What the engine did and what its plan predicted: --report. */
+typedef struct sw_report {
+    uint64_t device_budget_bytes;   /* 0 without a device */
+    uint64_t plan_device_bytes;     /* the plan's device total */
+    uint64_t peak_device_bytes;     /* accounted high-water mark */
+    uint64_t peak_host_rss_bytes;   /* process peak resident set */
+    uint64_t bytes_to_device;       /* weights streamed + activations */
+    double copy_busy_s;             /* time the link was busy */
+    double copy_stall_s;            /* compute waiting for copies */
+    uint64_t n_prefill_tokens, n_decode_tokens;
+    double prefill_tokens_per_s, decode_tokens_per_s;   /* measured */
+    double pred_prefill_tokens_per_s, pred_decode_tokens_per_s;
+    uint32_t n_replans;             /* device refused memory; re-planned */
+} sw_report;
+
+sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
+
+/* Prints the engine's plan (table, or JSON when json != 0). */
+sw_status sw_engine_print_plan(const sw_engine *engine, FILE *out, int json);
+
+/* Human-readable notes of what happened at load (re-plans); "" if none. */
+const char *sw_engine_notes(const sw_engine *engine);
+
+/* A conversation's state (its position). The engine holds the KV cache and
+ * activations the plan sized, so an engine has at most one live session. */
 sw_status sw_session_create(sw_engine *engine, sw_session **out);
 void sw_session_destroy(sw_session *session);
 
-/* Progress of a long evaluation: done of total tokens. */
-typedef void (*sw_progress_fn)(void *user, size_t done, size_t total);
+/* Progress of a long evaluation (done of total tokens). */
 void sw_session_set_progress(sw_session *session, sw_progress_fn fn, void *user);
 
 /* Appends n tokens to the session (in prefill chunks) and computes logits:
@@ -250,6 +290,80 @@ void sw_sampler_destroy(sw_sampler *sampler);
 /* Picks the next token from logits (n_vocab floats; not modified). */
 int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
 
+/* ---- plans ---------------------------------------------------------------- */
+
+/* A plan says where every byte of a model and its workload would live
+ * (device, pinned host, host, disk) and how fast it would run, computed
+ * without loading any weights. `spillway plan` prints one.
+ *
+ *   sw_plan_options o = sw_plan_options_default();
+ *   o.backend = "sim"; o.device_mem_bytes = 512ull << 20;
+ *   sw_plan *p = NULL;
+ *   sw_status st = sw_plan_create(NULL, "gemma3-27b", &o, &p);  (catalog)
+ *   if (st == SW_OK) sw_plan_print(p, stdout, 0);
+ *   else fprintf(stderr, "%s\n", sw_last_error());  (OOM: what would fit)
+ *   sw_plan_destroy(p);
+ */
+typedef struct sw_plan sw_plan;
+
+typedef struct sw_plan_options {
+    const char *backend;       /* "cpu", "sim", "cuda"; NULL: cuda when a device
+                                * is visible, else cpu (a note says which) */
+    uint64_t device_mem_bytes; /* device budget; 0 = the device's free memory
+                                * (required for "sim": its capacity) */
+    uint64_t host_mem_bytes;   /* host budget; 0 = MemAvailable. Capped by
+                                * MemAvailable except for "sim", where it is
+                                * taken as given (rehearsing another machine) */
+    uint32_t n_ctx;            /* 0 = min(model's, 4096), as the engine */
+    uint32_t n_batch;          /* prefill chunk; 0 = 64 (capped at n_ctx) */
+    uint32_t n_seq;            /* sequences decoded together; 0 = 1 */
+    int n_threads;             /* sizes host scratch; 0 = all cores */
+    const char *kv_type;       /* "f32" (default), "f16", "bf16" */
+    const char *weights;       /* catalog models: "f32", "f16", "bf16", "q8_0",
+                                * "q4_k_m" (NULL = q4_k_m) */
+    const char *place;         /* --place SPEC; NULL */
+    int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
+    double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */
+    int default_rates;         /* 1: ignore doctor's cache, use the defaults */
+} sw_plan_options;
+
+sw_plan_options sw_plan_options_default(void);
+
+/* Plans `model` (an opened file) or, when model is NULL, the catalog model
+ * `catalog_name` ("gemma3-27b", "gemma-2-9b", ...). Exactly one of the two.
+ * Reads the machine (devices, /proc/meminfo, doctor's cache), never the
+ * weights. Errors: SW_ERR_OOM_DEVICE / SW_ERR_OOM_HOST (nothing fits: the
+ * message names the tier, the bytes missing and changes that would fit),
+ * SW_ERR_ARG (bad option, unknown catalog name, pins that cannot hold),
+ * SW_ERR_NO_DEVICE (cuda asked for, none visible), SW_ERR_UNSUPPORTED,
+ * SW_ERR_FORMAT. *out is NULL on failure. */
+sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
+                         const sw_plan_options *opt, sw_plan **out);
+
+/* Prints the plan: a table for people, or JSON (json != 0). */
+sw_status sw_plan_print(const sw_plan *plan, FILE *out, int json);
+
+/* The headline numbers of a plan. */
+typedef struct sw_plan_summary {
+    uint64_t device_bytes, pinned_bytes, host_bytes;   /* planned per tier */
+    uint32_t n_resident, n_streamed, n_host;           /* layers */
+    double prefill_tokens_per_s, decode_tokens_per_s;  /* predicted */
+} sw_plan_summary;
+
+sw_status sw_plan_get_summary(const sw_plan *plan, sw_plan_summary *out);
+
+void sw_plan_destroy(sw_plan *plan);
+
+/* ---- sizes ---------------------------------------------------------------- */
+
+/* Parses a size: "512M", "8G", "8GiB" (binary units), "8GB" (decimal),
+ * plain bytes, or "80%" of `whole` (whole > 0 required for percentages).
+ * Errors: SW_ERR_ARG with a message saying what was wrong. */
+sw_status sw_parse_size(const char *text, uint64_t whole, uint64_t *out);
+
+/* Parses a bandwidth: "16GB/s", "500MB/s", "2GiB/s" (bytes per second). */
+sw_status sw_parse_rate(const char *text, uint64_t *bytes_per_s);
+
 /* ---- devices ------------------------------------------------------------- */
 
 #define SW_MAX_DEVICES 16
@@ -278,6 +392,99 @@ typedef struct sw_device_report {
  * hiding all devices. A missing device is never reported as out of memory.
  * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_DEVICE. */
 sw_status sw_devices_query(sw_device_report *report);
+
+/* ---- doctor: health check and measured rates ------------------------------ */
+
+/* `spillway doctor` measures the rates the planner uses (bytes/s, flop/s)
+ * and caches them as one flat JSON object in
+ *   ${XDG_CACHE_HOME:-$HOME/.cache}/spillway/SW_DOCTOR_CACHE_FILE
+ * with the numeric keys h2d_pinned_Bps, h2d_pageable_Bps, host_mem_Bps,
+ * device_mem_Bps, disk_read_Bps, host_flops, device_flops (0 = unknown),
+ * measured_at (unix seconds), quick (0/1), and the strings host and device.
+ * Without an accelerator the device rates are the sim device's: h2d = the
+ * host's memcpy rate, device memory = host memory, device flops = host.
+ *
+ * Example
+ *   sw_doctor_options o = sw_doctor_options_default();
+ *   sw_doctor_report *r = malloc(sizeof *r);     (large: keep off the stack)
+ *   if (sw_doctor_run(&o, r) == SW_OK && sw_doctor_save(r, path, sizeof path) == SW_OK)
+ *       printf("host memory %.1f GB/s, cached in %s\n", r->host_mem_Bps / 1e9, path);
+ */
+#define SW_DOCTOR_CACHE_FILE "doctor.json"
+
+typedef struct sw_doctor_options {
+    int quick;              /* small buffers, few runs (under ~3 s): rough rates */
+    const char *model_path; /* file whose read speed is measured; NULL: the default
+                             * model if present, else a temp file in the cache folder */
+    int n_threads;          /* host measurement threads; 0 = all cores */
+} sw_doctor_options;
+
+sw_doctor_options sw_doctor_options_default(void);
+
+/* One accelerator's measured rates; zero when status != SW_OK. */
+typedef struct sw_doctor_device {
+    sw_status status;        /* SW_OK, or why it could not be measured */
+    char message[256];       /* the reason when status != SW_OK */
+    uint64_t test_bytes;     /* transfer size used */
+    double h2d_pinned_Bps;   /* host-to-device from page-locked memory */
+    double h2d_pageable_Bps; /* host-to-device from ordinary malloc memory */
+    double device_mem_Bps;   /* device-to-device copy, read + write bytes */
+    double device_flops;     /* f32 multiply-add peak of plain kernels */
+} sw_doctor_device;
+
+typedef struct sw_doctor_report {
+    int quick;
+    int64_t measured_at;            /* unix seconds */
+    double elapsed_s;               /* wall time of the whole run */
+    /* build and devices */
+    sw_device_report devices;       /* sw_devices_query's answer */
+    sw_status devices_status;       /* SW_OK, SW_ERR_NO_DEVICE (devices.message
+                                     * says why) or SW_ERR_DEVICE */
+    sw_doctor_device device[SW_MAX_DEVICES];  /* per devices.devices[i] */
+    /* host */
+    char hostname[256];
+    int n_cpus;                     /* online cores */
+    int n_threads;                  /* threads the host measurements used */
+    uint64_t host_total_bytes;      /* /proc/meminfo MemTotal; 0 if unknown */
+    uint64_t host_available_bytes;  /* MemAvailable; 0 if unknown */
+    uint64_t memlock_limit_bytes;   /* RLIMIT_MEMLOCK (page-locked = pinned host
+                                     * memory); UINT64_MAX: unlimited */
+    /* host measurements */
+    uint64_t host_mem_test_bytes;
+    double host_mem_Bps;            /* read bandwidth, all threads, best run */
+    uint32_t host_flops_n, host_flops_tokens; /* f32 matmul n x n, tokens */
+    double host_flops;              /* the CPU backend's f32 matmul rate */
+    uint64_t memcpy_test_bytes;
+    double memcpy_Bps;              /* one thread's memcpy: the sim device's link */
+    /* disk */
+    char disk_path[4096];           /* file read; "" when none */
+    int disk_temp_file;             /* 1: no model, a temp file was written */
+    uint64_t disk_read_bytes;
+    double disk_read_Bps;           /* 0 when not measured (disk_message) */
+    double disk_cached_fraction;    /* share already in the page cache when
+                                     * the read began (0..1) */
+    char disk_message[256];         /* why not measured, or a caveat */
+    /* cache folder */
+    char cache_dir[4096];
+    uint64_t cache_free_bytes;      /* free space for this user there */
+    /* the rates for the planner (what sw_doctor_save writes) */
+    int rates_from_sim;             /* 1: no device measured, sim values */
+    char rates_device[160];         /* "sim" or "cuda:0 NVIDIA H200" */
+    double h2d_pinned_Bps, h2d_pageable_Bps, device_mem_Bps, device_flops;
+} sw_doctor_report;
+
+/* Gathers the facts and runs the measurements (about 10 s; quick: < 3 s).
+ * No device is an answer (devices_status), not a failure; so is a disk
+ * that could not be measured (disk_message). Prints nothing, writes nothing
+ * except a temp file in the cache folder that it removes.
+ * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST (measurement buffers). */
+sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out);
+
+/* Writes the planner's rates from `report` to
+ * report->cache_dir/SW_DOCTOR_CACHE_FILE atomically (temp file + rename),
+ * creating the folder. path_out (may be NULL) receives the file's path.
+ * Errors: SW_ERR_ARG, SW_ERR_IO (message names the path and the reason). */
+sw_status sw_doctor_save(const sw_doctor_report *report, char *path_out, size_t cap);
 
 #ifdef __cplusplus
 }

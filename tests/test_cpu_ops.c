@@ -299,7 +299,8 @@ static void test_matmul_case(cpu_pool *pool, uint32_t type, uint32_t n_tokens) {
     uint8_t *w = random_weights(type, ne0, ne1, &n_bytes);
     tensor_view view = make_view(type, ne0, ne1, w, n_bytes);
     float *deq = xmalloc(ne0 * ne1 * sizeof(float)), *x = xmalloc(ne0 * n_tokens * sizeof(float));
-    float *y = xmalloc(ne1 * n_tokens * sizeof(float)), *yc = xmalloc(ne1 * n_tokens * sizeof(float));
+    float *y = xmalloc(ne1 * n_tokens * sizeof(float));
+    float *yc = xmalloc(ne1 * n_tokens * sizeof(float));
     double *ref = xmalloc(ne1 * n_tokens * sizeof(double)), max_abs = 0.0;
     fill_float(x, ne0 * n_tokens, -1.0f, 1.0f);
     SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * ne1));
@@ -467,9 +468,10 @@ static void test_geglu_softcap_add_scale(void) {
     fill_float(g, N, -6.0f, 6.0f);
     fill_float(u, N, -2.0f, 2.0f);
     cpu_geglu(g, u, o, N);
+    const double k_beta = sqrt(2.0 / 3.14159265358979323846);
     for (int i = 0; i < N; i++) {
         double x = g[i];
-        ref[i] = 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))) * u[i];
+        ref[i] = 0.5 * x * (1.0 + tanh(k_beta * (x + 0.044715 * x * x * x))) * u[i];
     }
     check_close("geglu", o, ref, N, 1e-6, 1e-5);
     memcpy(s, g, sizeof s);

@@ -148,6 +148,32 @@ static void test_partition(void) {
     tokenizer_destroy(t);
 }
 
+/* Merging looks pairs up in the whole vocabulary, as llama.cpp's
+ * try_add_bigram does: a CONTROL or UNUSED token can be the result when its
+ * text is typed as plain text and its prefixes are tokens. (Gemma 3 has no
+ * such prefixes, so there it never happens.) */
+static void test_merge_into_any_type(void) {
+    vocab v;
+    vocab_init(&v);
+    add(&v, "<", -1, 1);
+    add(&v, "c", -1, 1);
+    add(&v, ">", -1, 1);
+    add(&v, "<c", -2, 1);
+    int32_t ctl = add(&v, "<c>", -3, TOK_TYPE_CONTROL);
+    add(&v, "u", -1, 1);
+    add(&v, "<u", -2, 1);
+    int32_t unused = add(&v, "<u>", -3, TOK_TYPE_UNUSED);
+    tokenizer *t = build(&v, &PLAIN);
+    expect(t, "<c>", 3, 0, IDS(ctl), "plain text merges into a control token");
+    expect(t, "<u>", 3, 0, IDS(unused), "plain text merges into an unused token");
+    char buf[8];
+    size_t len = 9;
+    int32_t ids[] = {ctl, unused};
+    SW_CHECK_OK(tokenizer_decode(t, ids, 2, buf, sizeof buf, &len));
+    SW_CHECK(len == 0, "both decode to nothing (%zu bytes)", len);
+    tokenizer_destroy(t);
+}
+
 static void test_config(void) {
     vocab v;
     vocab_init(&v);
@@ -426,6 +452,7 @@ int main(void) {
     test_merges();
     test_bytes_and_chars();
     test_partition();
+    test_merge_into_any_type();
     test_config();
     test_capacity_and_errors();
     test_pieces();

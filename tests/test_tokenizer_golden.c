@@ -25,6 +25,7 @@
 #define SAME_WITH_BOS 0xFFFFFFFFu
 #define SAME_AS_NO_SPECIAL 0xFFFFFFFEu
 #define REFUSED 0xFFFFFFFDu
+#define RT_IS_TEXT 0xFFFFFFFFu
 #define MAX_MS 1000.0
 #define GEMMA_BOS 2
 
@@ -178,17 +179,42 @@ static bool stream_matches(const sw_model *m, const int32_t *ids, size_t n,
     return ok;
 }
 
-/* Our ids for `text` in variant v (bit 1: BOS, bit 0: parse special). */
+/* Is s[0..n) valid UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF)? */
+static bool valid_utf8(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        size_t k = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (k == 0 || k > n - i)
+            return false;
+        for (size_t j = 1; j < k; j++)
+            if (s[i + j] < 0x80 || s[i + j] > 0xBF)
+                return false;
+        if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] > 0x9F) ||
+            (c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] > 0x8F))
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+/* Our ids for `text` in variant v (bit 1: BOS, bit 0: parse special).
+ * Also checks the size bound Gemma gives: len + 2 ids for valid UTF-8;
+ * 3 * len + 2 for any bytes (a broken lead byte before a space swallows
+ * the three bytes of its U+2581, which then fall back to byte tokens:
+ * "\xE2 x" is 3 bytes but 5 ids, as in llama.cpp). */
 static int32_t *encode(const sw_model *m, const uint8_t *text, size_t len, int v, size_t *n) {
     unsigned flags = (v & 2 ? SW_TOK_ADD_BOS : 0) | (v & 1 ? SW_TOK_PARSE_SPECIAL : 0);
-    int32_t *ids = malloc((len + 2) * sizeof *ids);
+    size_t cap = 3 * len + 2;
+    int32_t *ids = malloc(cap * sizeof *ids);
     *n = 0;
     if (ids == NULL)
         return NULL;
-    sw_status st = sw_tokenize(m, (const char *)text, len, flags, ids, len + 2, n);
-    SW_CHECK(st == SW_OK && *n <= len + 2, "sw_tokenize: %s (n=%zu, len=%zu)",
-             sw_last_error(), *n, len);
-    if (st != SW_OK)
+    sw_status st = sw_tokenize(m, (const char *)text, len, flags, ids, cap, n);
+    SW_CHECK_OK(st);
+    SW_CHECK(*n <= (valid_utf8(text, len) ? len + 2 : cap), "%zu ids for %zu bytes", *n, len);
+    if (st != SW_OK || *n > cap)
         *n = 0;
     return ids;
 }
@@ -235,7 +261,14 @@ static void check_encode_entry(const sw_model *m, reader *r, const char *name, s
         SW_CHECK(same, "entry '%s' variant %d: ids differ from llama.cpp", name, v);
         all_same = all_same && same;
     }
-    const uint8_t *rt = rd_blob(r, &rt_len);
+    const uint8_t *rt;
+    rt_len = rd_u32(r);
+    if (rt_len == RT_IS_TEXT) {
+        rt = text;
+        rt_len = len;
+    } else {
+        rt = rd_bytes(r, rt_len);
+    }
     if (!r->bad && got[0] != NULL) {
         s->n_encode++;
         s->n_identical += all_same;

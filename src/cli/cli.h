@@ -33,10 +33,20 @@ int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* Prints the device report (text or JSON) to stdout; returns an exit
  * status (CLI_EXIT_NO_DEVICE when none is visible). */
 int cli_print_devices(bool json);
+
+/* --report / --report-json (report.c). Return exit statuses. */
+int cli_print_report(const sw_engine *e, FILE *out);
+int cli_write_report_json(const sw_engine *e, const char *path);
+
+/* An sw_progress_fn drawing "loading weights N/M MiB" on stderr when it is
+ * a terminal. */
+void cli_load_progress(void *user, size_t done, size_t total);
 
 /* Maps a library status to an exit status. */
 int cli_exit_code(sw_status status);

@@ -2,6 +2,7 @@
  * common.c — error reporting and exit statuses shared by all subcommands.
  */
 #include <stdarg.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -34,4 +35,14 @@ int cli_fail(sw_status status) {
     const char *msg = sw_last_error();
     cli_error("%s", msg[0] ? msg : sw_status_name(status));
     return cli_exit_code(status);
+}
+
+void cli_load_progress(void *user, size_t done, size_t total) {
+    (void)user;
+    if (!isatty(STDERR_FILENO) || total == 0)
+        return;
+    fprintf(stderr, "\rloading weights to the device %.1f/%.1f MiB",
+            (double)done / 1048576.0, (double)total / 1048576.0);
+    if (done >= total)
+        fputc('\n', stderr);
 }

@@ -65,6 +65,32 @@ static int parse_value(gen_opts *o, const char *f, const char *v) {
         o->engine.n_batch = (uint32_t)n;
         return 0;
     }
+    if (!strcmp(f, "--backend")) { o->engine.backend = v; return 0; }
+    if (!strcmp(f, "--place")) { o->engine.place = v; return 0; }
+    if (!strcmp(f, "--report-json")) { o->report_json = v; return 0; }
+    if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
+        uint64_t bytes;
+        if (sw_parse_size(v, 0, &bytes) != SW_OK) {
+            cli_error("%s: %s", f, sw_last_error());
+            return -1;
+        }
+        *(f[2] == 'd' ? &o->engine.device_mem_bytes : &o->engine.host_mem_bytes) = bytes;
+        return 0;
+    }
+    if (!strcmp(f, "--sim-link-bw")) {
+        uint64_t bps;
+        if (sw_parse_rate(v, &bps) != SW_OK) {
+            cli_error("%s: %s", f, sw_last_error());
+            return -1;
+        }
+        o->engine.sim_link_Bps = (double)bps;
+        return 0;
+    }
+    if (!strcmp(f, "-ngl") || !strcmp(f, "--n-gpu-layers")) {
+        if (parse_long(f, v, 0, 100000, &n)) return -1;
+        o->engine.n_gpu_layers = (int)n;
+        return 0;
+    }
     if (!strcmp(f, "--temp")) return parse_float(f, v, 0.0, 100.0, &o->sampler.temp);
     if (!strcmp(f, "--top-p")) return parse_float(f, v, 1e-9, 1.0, &o->sampler.top_p);
     if (!strcmp(f, "--min-p")) return parse_float(f, v, 0.0, 0.999999, &o->sampler.min_p);
@@ -92,10 +118,12 @@ int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
     if (!strcmp(f, "--truncate")) { o->truncate = true; return 1; }
     if (!strcmp(f, "--no-special")) { o->no_special = true; return 1; }
     if (!strcmp(f, "--verbose-prompt")) { o->verbose_prompt = true; return 1; }
+    if (!strcmp(f, "--report")) { o->report = true; return 1; }
     static const char *const with_value[] = {
         "-m", "--model", "-p", "--prompt", "-f", "--file", "--system", "-n", "--n-predict",
         "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "--temp", "--top-p",
-        "--min-p", "--top-k", "--seed"};
+        "--min-p", "--top-k", "--seed", "--backend", "--place", "--report-json",
+        "--device-mem", "--host-mem", "--sim-link-bw", "-ngl", "--n-gpu-layers"};
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
         if (strcmp(f, with_value[k]) != 0)
             continue;
@@ -121,7 +149,16 @@ void gen_opts_usage(FILE *out) {
           "  --min-p P        drop tokens below P x the best (0: off; default 0.05)\n"
           "  --seed S         random seed (same seed, same output)\n"
           "  --truncate       keep the end of a prompt longer than the context\n"
-          "  --no-special     treat <start_of_turn> etc. in the prompt as plain text\n",
+          "  --no-special     treat <start_of_turn> etc. in the prompt as plain text\n"
+          "memory (see spillway plan --help):\n"
+          "  --backend B      cpu (default) or sim (a simulated device)\n"
+          "  --device-mem S   device budget, e.g. 512M, 8G, 80%%\n"
+          "  --host-mem S     host budget (default: available RAM)\n"
+          "  --sim-link-bw R  sim: host-to-device bandwidth, e.g. 16GB/s\n"
+          "  --place SPEC     pin layers, e.g. 0-5=resident,6-=streamed,lm_head=host\n"
+          "  -ngl N           first N layers resident, plan the rest\n"
+          "  --report         print memory and speed measured vs the plan's prediction\n"
+          "  --report-json P  write the same as one JSON object to P\n",
           out);
 }
 

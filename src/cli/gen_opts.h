@@ -18,6 +18,8 @@ typedef struct gen_opts {
     bool truncate;             /* --truncate: keep the prompt's tail */
     bool no_special;           /* --no-special: control tokens are plain text */
     bool verbose_prompt;       /* --verbose-prompt: echo prompt tokens */
+    bool report;               /* --report: memory and speed, plan beside */
+    const char *report_json;   /* --report-json PATH */
 } gen_opts;
 
 void gen_opts_init(gen_opts *o);

@@ -27,17 +27,6 @@ static void usage(FILE *out) {
           out);
 }
 
-static const char *file_type_name(uint32_t ft) {
-    switch (ft) {
-    case 0: return "F32";     case 1: return "F16";     case 2: return "Q4_0";
-    case 3: return "Q4_1";    case 7: return "Q8_0";    case 8: return "Q5_0";
-    case 9: return "Q5_1";    case 10: return "Q2_K";   case 11: return "Q3_K_S";
-    case 12: return "Q3_K_M"; case 13: return "Q3_K_L"; case 14: return "Q4_K_S";
-    case 15: return "Q4_K_M"; case 16: return "Q5_K_S"; case 17: return "Q5_K_M";
-    case 18: return "Q6_K";   case 32: return "BF16";   case UINT32_MAX: return "not stated";
-    }
-    return "other";
-}
 
 static void tally_types(const sw_model *m, type_total *totals, size_t *n_totals) {
     *n_totals = 0;
@@ -79,7 +68,7 @@ static void print_text(const sw_model *m, const sw_model_summary *s, char *meta_
            s->architecture[0] ? s->architecture : "(not stated)", s->n_layer, s->n_embd,
            s->n_ff, s->n_head, s->n_head_kv, s->n_embd_head, s->n_ctx_train,
            s->sliding_window);
-    printf("file type  %s\n", file_type_name(s->file_type));
+    printf("file type  %s\n", sw_file_type_name(s->file_type));
     printf("params     %.1f M in %" PRIu64 " tensors (%.1f MiB of weights)\n",
            (double)s->n_params / 1e6, s->n_tensors, mib(s->tensor_bytes));
     printf("tokenizer  %s, %" PRIu64 " tokens\n",
@@ -167,7 +156,7 @@ static void print_json(const sw_model *m, const sw_model_summary *s, char *meta_
     printf(",\"name\":");
     json_put_string(stdout, s->name);
     printf(",\"file_type\":\"%s\",\"n_params\":%" PRIu64 ",\"tensor_bytes\":%" PRIu64,
-           file_type_name(s->file_type), s->n_params, s->tensor_bytes);
+           sw_file_type_name(s->file_type), s->n_params, s->tensor_bytes);
     printf(",\"hparams\":{\"n_layer\":%u,\"n_embd\":%u,\"n_ff\":%u,\"n_head\":%u,"
            "\"n_head_kv\":%u,\"n_embd_head\":%u,\"n_ctx_train\":%u,\"sliding_window\":%u}",
            s->n_layer, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->n_embd_head,

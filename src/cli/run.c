@@ -84,12 +84,15 @@ int cmd_run(int argc, char **argv) {
     int rc = gen_opts_read_prompt(&o, &text, &len);
     if (rc != CLI_EXIT_OK || (rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
         goto done;
+    o.engine.load_progress = cli_load_progress;
     if ((st = sw_engine_create(m, &o.engine, &e)) != SW_OK ||
         (st = sw_session_create(e, &s)) != SW_OK ||
         (st = sw_sampler_create(&o.sampler, sw_engine_n_vocab(e), &smp)) != SW_OK) {
         rc = cli_fail(st);
         goto done;
     }
+    if (sw_engine_notes(e)[0])
+        fprintf(stderr, "note: %s", sw_engine_notes(e));
     if ((rc = prompt_tokens(&o, m, sw_engine_n_ctx(e), text, len, &ids, &n)) != CLI_EXIT_OK)
         goto done;
     logits = malloc(sw_engine_n_vocab(e) * sizeof *logits);
@@ -102,6 +105,10 @@ int cmd_run(int argc, char **argv) {
     rc = generate(&g, ids, n, &stats);
     if (rc == CLI_EXIT_OK)
         print_stats(&stats);
+    if (rc == CLI_EXIT_OK && o.report)
+        rc = cli_print_report(e, stderr);
+    if (rc == CLI_EXIT_OK && o.report_json)
+        rc = cli_write_report_json(e, o.report_json);
 done:
     free(text);
     free(ids);

@@ -1,20 +1,28 @@
 /*
- * engine.c — sw_engine (configuration, bound weights, thread pool) and
- * sw_session (KV cache, activations, chunked evaluation). Everything is
- * sized when created; evaluation allocates nothing.
+ * engine.c — sw_engine: reads the configuration, binds the weights, builds
+ * the placement plan from the options (backend, budgets, pins) and has
+ * load.c allocate exactly that plan. If the device refuses memory the plan
+ * counted on (another process took it), re-plans with what was obtainable
+ * and records a note; it never crashes on it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "engine/engine_internal.h"
+#include "plan/plan_api.h"
 #include "util/error.h"
 
 #define DEFAULT_CTX 4096
 #define DEFAULT_BATCH 64
+#define MAX_REPLANS 3
 
 sw_engine_options sw_engine_options_default(void) {
-    return (sw_engine_options){0, 0, 0};
+    sw_engine_options o;
+    memset(&o, 0, sizeof o);
+    o.n_gpu_layers = -1;
+    return o;
 }
 
 static int default_threads(void) {
@@ -40,6 +48,108 @@ static sw_status resolve_options(sw_engine *e, const sw_engine_options *opt) {
     return SW_OK;
 }
 
+/* The plan_model of the opened file: layer sizes exactly as packed. */
+static void describe_model(const sw_engine *e, plan_model *pm) {
+    memset(pm, 0, sizeof *pm);
+    const char *slash = strrchr(e->model->path, '/');
+    snprintf(pm->name, sizeof pm->name, "%s", slash ? slash + 1 : e->model->path);
+    snprintf(pm->weight_type, sizeof pm->weight_type, "%s",
+             sw_file_type_name(e->model->summary.file_type));
+    pm->config = e->config;
+    for (uint32_t il = 0; il < e->config.n_layer; il++)
+        pm->layer_bytes[il] = e->packs[il].total_bytes;
+    pm->embd_bytes = plan_padded(e->weights.tok_embd.n_bytes);
+    pm->tied = e->weights.output.data == e->weights.tok_embd.data;
+    pm->output_bytes = plan_padded(e->weights.output.n_bytes);
+    pm->output_norm_bytes = plan_padded((uint64_t)e->config.n_embd * sizeof(float));
+    pm->file_bytes = e->model->summary.file_bytes;
+}
+
+static sw_status create_backends(sw_engine *e, const sw_engine_options *opt) {
+    sw_status st;
+    uint32_t max_keys = e->n_ctx;
+    if ((st = cpu_pool_create(e->n_threads, &e->pool)) != SW_OK ||
+        (st = backend_cpu_create(e->pool, max_keys, &e->host)) != SW_OK)
+        return st;
+    const char *kind = opt->backend ? opt->backend : "cpu";
+    if (!strcmp(kind, "cpu"))
+        return SW_OK;
+    if (!strcmp(kind, "sim")) {
+        if (opt->device_mem_bytes == 0)
+            return sw_errorf(SW_ERR_ARG, "the simulated device needs a capacity: pass "
+                                         "--device-mem SIZE (e.g. 512M)");
+        sim_options so = {opt->device_mem_bytes, opt->sim_link_Bps, opt->sim_fail_alloc_at,
+                          max_keys};
+        return backend_sim_create(&so, e->pool, &e->device);
+    }
+    if (!strcmp(kind, "cuda"))
+        return sw_errorf(SW_ERR_UNSUPPORTED, "the CUDA backend's kernels are not built yet; "
+                         "use --backend sim to rehearse a device budget");
+    return sw_errorf(SW_ERR_ARG, "unknown backend '%s' (cpu, sim or cuda)", kind);
+}
+
+static sw_status make_plan(sw_engine *e, const sw_engine_options *opt, uint64_t device_budget) {
+    plan_model pm;
+    plan_budget budget;
+    plan_rates rates;
+    plan_pins pins;
+    plan_workload work = {e->n_ctx, 1, e->n_batch, (uint32_t)e->n_threads, PLAN_KV_F32};
+    sw_status st;
+    describe_model(e, &pm);
+    memset(&budget, 0, sizeof budget);
+    budget.has_device = e->device != NULL;
+    snprintf(budget.device_name, sizeof budget.device_name, "%s",
+             e->device ? e->device->vt->name : "none");
+    budget.device_bytes = device_budget;
+    budget.device_total_bytes = opt->device_mem_bytes;
+    budget.host_bytes = plan_host_available(opt->host_mem_bytes);
+    budget.pinned_limit_bytes = UINT64_MAX;
+    if (plan_rates_load_cache(&rates) != SW_OK)
+        plan_rates_default(&rates);
+    if (e->device != NULL && !strcmp(e->device->vt->name, "sim")) {
+        /* The simulated device computes with the host's kernels and copies
+         * at the stated link rate (memcpy speed when unthrottled). */
+        rates.device_mem_Bps = rates.host_mem_Bps;
+        rates.device_flops = rates.host_flops;
+        double link = opt->sim_link_Bps > 0 ? opt->sim_link_Bps : rates.host_mem_Bps;
+        rates.h2d_pinned_Bps = rates.h2d_pageable_Bps = link;
+    }
+    memset(&pins, 0, sizeof pins);
+    if (opt->place && (st = plan_parse_place(opt->place, e->config.n_layer, &pins)) != SW_OK)
+        return st;
+    for (int il = 0; il < opt->n_gpu_layers && il < (int)e->config.n_layer; il++)
+        if (pins.layer[il] == PLACE_AUTO)
+            pins.layer[il] = PLACE_RESIDENT;
+    if (e->plan == NULL && (e->plan = malloc(sizeof *e->plan)) == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the plan");
+    return plan_build(&pm, &budget, &rates, &work, &pins, e->plan);
+}
+
+/* Plans, loads, and on a refused device allocation re-plans with what the
+ * device actually gave (at most MAX_REPLANS times). */
+static sw_status plan_and_load(sw_engine *e, const sw_engine_options *opt) {
+    uint64_t budget = opt->device_mem_bytes;
+    sw_status st;
+    for (uint32_t attempt = 0;; attempt++) {
+        if ((st = make_plan(e, opt, budget)) != SW_OK)
+            return st;
+        st = engine_load(e, opt);
+        if (st != SW_ERR_OOM_DEVICE || e->device == NULL || attempt == MAX_REPLANS)
+            return st;
+        backend_stats bs;
+        e->device->vt->get_stats(e->device, &bs);
+        uint64_t obtained = e->plan->tier_bytes[TIER_DEVICE];
+        /* What could be had: everything allocated before the refusal. */
+        uint64_t had = bs.peak_bytes < obtained ? bs.peak_bytes : obtained;
+        size_t len = strlen(e->notes);
+        snprintf(e->notes + len, sizeof e->notes - len,
+                 "device refused memory the plan counted on (%s); re-planned with a "
+                 "%.1f MiB budget\n", sw_last_error(), (double)had / 1048576.0);
+        e->n_replans++;
+        budget = had;
+    }
+}
+
 sw_status sw_engine_create(const sw_model *model, const sw_engine_options *opt,
                            sw_engine **out) {
     sw_engine_options defaults = sw_engine_options_default();
@@ -56,8 +166,16 @@ sw_status sw_engine_create(const sw_model *model, const sw_engine_options *opt,
     e->model = model;
     if ((st = model_config_from_gguf(model->gguf, &e->config)) != SW_OK ||
         (st = resolve_options(e, opt)) != SW_OK ||
-        (st = model_weights_bind(model->gguf, &e->config, &e->weights)) != SW_OK ||
-        (st = cpu_pool_create(e->n_threads, &e->pool)) != SW_OK)
+        (st = model_weights_bind(model->gguf, &e->config, &e->weights)) != SW_OK)
+        goto fail;
+    e->packs = calloc(e->config.n_layer, sizeof *e->packs);
+    if (e->packs == NULL) {
+        st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory creating the engine");
+        goto fail;
+    }
+    for (uint32_t il = 0; il < e->config.n_layer; il++)
+        layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
+    if ((st = create_backends(e, opt)) != SW_OK || (st = plan_and_load(e, opt)) != SW_OK)
         goto fail;
     *out = e;
     return SW_OK;
@@ -69,98 +187,26 @@ fail:
 void sw_engine_destroy(sw_engine *e) {
     if (e == NULL)
         return;
+    engine_unload(e);
+    backend_destroy(e->device);
+    backend_destroy(e->host);
     cpu_pool_destroy(e->pool);
     model_weights_free(&e->weights);
+    free(e->packs);
+    free(e->plan);
     free(e);
 }
 
 uint32_t sw_engine_n_ctx(const sw_engine *e) { return e ? e->n_ctx : 0; }
 uint32_t sw_engine_n_vocab(const sw_engine *e) { return e ? e->config.n_vocab : 0; }
+const char *sw_engine_notes(const sw_engine *e) { return e ? e->notes : ""; }
 
-sw_status sw_session_create(sw_engine *e, sw_session **out) {
-    sw_session *s;
-    sw_status st;
+sw_status sw_engine_print_plan(const sw_engine *e, FILE *out, int json) {
     if (e == NULL || out == NULL)
-        return sw_errorf(SW_ERR_ARG, "sw_session_create: NULL argument");
-    *out = NULL;
-    s = calloc(1, sizeof *s);
-    if (s == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory creating a session");
-    s->engine = e;
-    if ((st = kv_cache_create(&e->config, e->n_ctx, e->n_batch, &s->kv)) != SW_OK ||
-        (st = forward_scratch_create(&e->config, e->n_batch, e->n_ctx, e->n_threads,
-                                     &s->scratch)) != SW_OK)
-        goto fail;
-    *out = s;
-    return SW_OK;
-fail:
-    sw_session_destroy(s);
-    return st;
-}
-
-void sw_session_destroy(sw_session *s) {
-    if (s == NULL)
-        return;
-    kv_cache_free(&s->kv);
-    forward_scratch_free(&s->scratch);
-    free(s);
-}
-
-void sw_session_set_progress(sw_session *s, sw_progress_fn fn, void *user) {
-    if (s == NULL)
-        return;
-    s->progress = fn;
-    s->progress_user = user;
-}
-
-uint32_t sw_session_pos(const sw_session *s) { return s ? s->pos : 0; }
-
-sw_status sw_session_truncate(sw_session *s, uint32_t pos) {
-    if (s == NULL || pos > s->pos)
-        return sw_errorf(SW_ERR_ARG, "cannot truncate the session to position %u", pos);
-    /* A sliding-window layer's ring (W + n_batch - 1 rows) has overwritten
-     * positions older than the last n_batch written beyond pos once more
-     * than n_batch tokens are dropped; those keys would be needed again. */
-    bool has_ring = false;
-    for (uint32_t il = 0; il < s->kv.n_layer; il++)
-        has_ring = has_ring || s->kv.layers[il].ring != 0;
-    if (has_ring && s->pos - pos > s->engine->n_batch)
-        return sw_errorf(SW_ERR_ARG, "cannot rewind %u tokens (at most %u with sliding-window "
-                         "layers); start a new session", s->pos - pos, s->engine->n_batch);
-    s->pos = pos;
-    return SW_OK;
-}
-
-sw_status sw_session_eval(sw_session *s, const int32_t *ids, size_t n, float *logits,
-                          int all_logits) {
-    if (s == NULL || (ids == NULL && n > 0))
-        return sw_errorf(SW_ERR_ARG, "sw_session_eval: NULL argument");
-    sw_engine *e = s->engine;
-    if (n > e->n_ctx - s->pos)
-        return sw_errorf(SW_ERR_ARG, "%zu tokens do not fit: %u of the %u-token context are "
-                         "used, %u free (raise -c or shorten the prompt)", n, s->pos,
-                         e->n_ctx, e->n_ctx - s->pos);
-    for (size_t done = 0; done < n;) {
-        uint32_t chunk = (uint32_t)(n - done < e->n_batch ? n - done : e->n_batch);
-        bool last = done + chunk == n;
-        float *out = NULL;
-        if (logits != NULL && all_logits)
-            out = logits + done * e->config.n_vocab;
-        else if (logits != NULL && last)
-            out = logits;
-        forward_args a = {
-            .config = &e->config, .weights = &e->weights, .kv = &s->kv,
-            .scratch = &s->scratch, .pool = e->pool, .ids = ids + done, .pos0 = s->pos,
-            .n_tokens = chunk, .logits = out, .all_logits = all_logits != 0,
-            .hook = s->hook, .hook_user = s->hook_user,
-        };
-        sw_status st = model_forward(&a);
-        if (st != SW_OK)
-            return st;
-        s->pos += chunk;
-        done += chunk;
-        if (s->progress)
-            s->progress(s->progress_user, done, n);
-    }
+        return sw_errorf(SW_ERR_ARG, "sw_engine_print_plan: NULL argument");
+    if (json)
+        plan_print_json(out, e->plan);
+    else
+        plan_print_table(out, e->plan);
     return SW_OK;
 }

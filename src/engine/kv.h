@@ -5,7 +5,9 @@
  * Global layers keep n_ctx rows indexed by position. Local (sliding-window)
  * layers keep only a ring of W + n_batch - 1 rows indexed by position mod
  * ring size: enough that writing a whole prefill chunk never overwrites a
- * key some query in that chunk still needs. Rows are f32 today.
+ * key some query in that chunk still needs. Rows are f32 today. The rows
+ * of each layer live on the side (host or device) the plan gives them;
+ * the engine allocates them, this header only sizes and indexes them.
  */
 #ifndef SW_ENGINE_KV_H
 #define SW_ENGINE_KV_H
@@ -13,7 +15,6 @@
 #include <stdint.h>
 
 #include "model/config.h"
-#include "spillway.h"
 
 typedef struct kv_layer {
     float *k;          /* (rows, n_head_kv * hd) */
@@ -26,18 +27,14 @@ typedef struct kv_cache {
     uint32_t n_layer;
     uint32_t n_ctx;
     uint32_t row_floats;     /* n_head_kv * hd */
-    kv_layer *layers;
-    float *arena;            /* owns every layer's rows */
-    uint64_t bytes;
+    kv_layer *layers;        /* (n_layer), owned by the engine */
 } kv_cache;
 
 /* Rows a layer needs for context n_ctx and prefill chunks of n_batch. */
 uint32_t kv_layer_rows(const model_config *c, uint32_t il, uint32_t n_ctx, uint32_t n_batch);
 
-/* Allocates the cache. Errors: SW_ERR_OOM_HOST (message gives bytes). */
-sw_status kv_cache_create(const model_config *c, uint32_t n_ctx, uint32_t n_batch,
-                          kv_cache *out);
-void kv_cache_free(kv_cache *kv);
+/* Bytes of one layer's keys plus values with `rows` rows (f32). */
+uint64_t kv_layer_bytes(const model_config *c, uint32_t rows);
 
 /* Row index holding position pos in layer l. */
 static inline uint32_t kv_row(const kv_layer *l, uint32_t pos) {

@@ -1,27 +1,37 @@
 /*
  * forward.c — one Gemma forward pass (forward.h). Steps follow the model
  * facts one line each; every Gemma 1/2/3 difference is a config field
- * (qk_norm, post_norms, softcaps, sliding window, per-layer RoPE base).
+ * (qk_norm, post_norms, softcaps, sliding window, per-layer RoPE base), and
+ * every op goes through the backend of the side the layer runs on.
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_ops.h"
 #include "model/forward.h"
 #include "util/error.h"
 
-sw_status forward_scratch_create(const model_config *c, uint32_t n_batch, uint32_t n_ctx,
-                                 int n_threads, forward_scratch *s) {
-    memset(s, 0, sizeof *s);
+/* Floats of the per-token activations plus the attention rows and the
+ * positions (int32, counted as floats). */
+static uint64_t scratch_floats(const model_config *c, uint32_t n_batch, uint32_t n_ctx,
+                               uint32_t n_threads) {
+    uint64_t nq = (uint64_t)c->n_head * c->n_embd_head;
+    uint64_t nkv = (uint64_t)c->n_head_kv * c->n_embd_head;
+    uint64_t per_token = 2ull * c->n_embd + 2 * nq + 2 * nkv + 2ull * c->n_ff;
+    return per_token * n_batch + (uint64_t)n_threads * n_ctx + n_batch;
+}
+
+uint64_t forward_scratch_bytes(const model_config *c, uint32_t n_batch, uint32_t n_ctx,
+                               uint32_t n_threads) {
+    /* Rounded like every device buffer, so a budget of exactly the plan's
+     * total fits an allocator that aligns blocks to 256 bytes. */
+    uint64_t bytes = scratch_floats(c, n_batch, n_ctx, n_threads) * sizeof(float);
+    return (bytes + 255) / 256 * 256;
+}
+
+void forward_scratch_init(const model_config *c, uint32_t n_batch, uint32_t n_ctx,
+                          uint32_t n_threads, void *mem, forward_scratch *s) {
     size_t nq = (size_t)c->n_head * c->n_embd_head;
     size_t nkv = (size_t)c->n_head_kv * c->n_embd_head;
-    size_t per_token = 2 * c->n_embd + 2 * nq + 2 * nkv + 2 * (size_t)c->n_ff;
-    size_t floats = per_token * n_batch + (size_t)n_threads * n_ctx + n_batch;
-    s->arena = malloc(floats * sizeof(float));
-    if (s->arena == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for activations (%.1f MiB)",
-                         (double)floats * 4 / 1048576.0);
-    float *p = s->arena;
+    float *p = mem;
     s->n_batch = n_batch;
     s->x = p;    p += (size_t)n_batch * c->n_embd;
     s->h = p;    p += (size_t)n_batch * c->n_embd;
@@ -33,23 +43,29 @@ sw_status forward_scratch_create(const model_config *c, uint32_t n_batch, uint32
     s->up = p;   p += (size_t)n_batch * c->n_ff;
     s->attn_scratch = p; p += (size_t)n_threads * n_ctx;
     s->pos = (int32_t *)(void *)p;
+}
+
+/* Moves the residual stream (and positions) to the side about to compute. */
+static sw_status move_stream(const forward_args *a, int from, int to) {
+    const forward_side *src = &a->side[from], *dst = &a->side[to];
+    uint64_t x_bytes = (uint64_t)a->n_tokens * a->config->n_embd * sizeof(float);
+    uint64_t pos_bytes = (uint64_t)a->n_tokens * sizeof(int32_t);
+    sw_status st;
+    if (to == SIDE_HOST) {
+        st = src->be->vt->copy_to_host(src->be, dst->scratch.x, src->scratch.x, x_bytes);
+        return st;
+    }
+    if ((st = dst->be->vt->copy_to_device(dst->be, dst->scratch.x, src->scratch.x,
+                                          x_bytes)) != SW_OK ||
+        (st = dst->be->vt->copy_to_device(dst->be, dst->scratch.pos, src->scratch.pos,
+                                          pos_bytes)) != SW_OK)
+        return st;
     return SW_OK;
 }
 
-void forward_scratch_free(forward_scratch *s) {
-    if (s == NULL)
-        return;
-    free(s->arena);
-    memset(s, 0, sizeof *s);
-}
-
-/* RMSNorm each head_dim slice of (n_tokens, n_heads * hd) with w (hd). */
-static void norm_heads(float *x, const float *w, uint32_t n_tokens, uint32_t n_heads,
-                       uint32_t hd, float eps) {
-    cpu_rmsnorm(x, w, x, hd, n_tokens * n_heads, eps);
-}
-
-/* Copies this chunk's keys/values into the layer's cache rows. */
+/* Copies this chunk's keys/values into the layer's cache rows. The rows
+ * live on the same side as the layer, so this is a device-local copy:
+ * done with the backend's own memory (plain memcpy for cpu and sim). */
 static void kv_store(kv_layer *l, const float *k, const float *v, const int32_t *pos,
                      uint32_t n_tokens, uint32_t row_floats) {
     for (uint32_t t = 0; t < n_tokens; t++) {
@@ -59,10 +75,10 @@ static void kv_store(kv_layer *l, const float *k, const float *v, const int32_t 
     }
 }
 
-static sw_status attention_block(const forward_args *a, uint32_t il) {
+static sw_status attention_block(const forward_args *a, backend *be, forward_scratch *s,
+                                 const layer_weights *w, uint32_t il) {
+    const backend_vtable *op = be->vt;
     const model_config *c = a->config;
-    const layer_weights *w = &a->weights->layers[il];
-    forward_scratch *s = a->scratch;
     kv_layer *kvl = &a->kv->layers[il];
     uint32_t n = a->n_tokens, hd = c->n_embd_head;
     bool local = model_layer_is_local(c, il);
@@ -70,74 +86,80 @@ static sw_status attention_block(const forward_args *a, uint32_t il) {
     float fscale = local ? c->rope_scale_local : c->rope_scale_global;
     sw_status st;
 
-    cpu_rmsnorm(s->x, w->attn_norm, s->h, c->n_embd, n, c->norm_eps);
-    if ((st = cpu_matmul(a->pool, &w->wq, s->h, s->q, n)) != SW_OK ||
-        (st = cpu_matmul(a->pool, &w->wk, s->h, s->k, n)) != SW_OK ||
-        (st = cpu_matmul(a->pool, &w->wv, s->h, s->v, n)) != SW_OK)
+    op->rmsnorm(be, s->x, w->attn_norm, s->h, c->n_embd, n, c->norm_eps);
+    if ((st = op->matmul(be, &w->wq, s->h, s->q, n)) != SW_OK ||
+        (st = op->matmul(be, &w->wk, s->h, s->k, n)) != SW_OK ||
+        (st = op->matmul(be, &w->wv, s->h, s->v, n)) != SW_OK)
         return st;
     if (c->qk_norm) {
-        norm_heads(s->q, w->q_norm, n, c->n_head, hd, c->norm_eps);
-        norm_heads(s->k, w->k_norm, n, c->n_head_kv, hd, c->norm_eps);
+        op->rmsnorm(be, s->q, w->q_norm, s->q, hd, n * c->n_head, c->norm_eps);
+        op->rmsnorm(be, s->k, w->k_norm, s->k, hd, n * c->n_head_kv, c->norm_eps);
     }
-    cpu_rope(s->q, s->pos, n, c->n_head, hd, base, fscale);
-    cpu_rope(s->k, s->pos, n, c->n_head_kv, hd, base, fscale);
-    cpu_scale(s->q, (uint64_t)n * c->n_head * hd, c->query_scale);
+    op->rope(be, s->q, s->pos, n, c->n_head, hd, base, fscale);
+    op->rope(be, s->k, s->pos, n, c->n_head_kv, hd, base, fscale);
+    op->scale(be, s->q, (uint64_t)n * c->n_head * hd, c->query_scale);
     kv_store(kvl, s->k, s->v, s->pos, n, a->kv->row_floats);
-    cpu_attn_args aa = {
+    attn_args aa = {
         .q = s->q, .k = kvl->k, .v = kvl->v, .out = s->att, .q_pos = s->pos,
         .n_tokens = n, .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = hd,
         .kv_ring = kvl->ring, .window = local ? c->sliding_window : 0,
         .softcap = c->attn_softcap, .scratch = s->attn_scratch,
     };
-    cpu_attention(a->pool, &aa);
-    if ((st = cpu_matmul(a->pool, &w->wo, s->att, s->h, n)) != SW_OK)
+    op->attention(be, &aa);
+    if ((st = op->matmul(be, &w->wo, s->att, s->h, n)) != SW_OK)
         return st;
     if (c->post_norms)
-        cpu_rmsnorm(s->h, w->post_attn_norm, s->h, c->n_embd, n, c->norm_eps);
-    cpu_add(s->x, s->h, (uint64_t)n * c->n_embd);
+        op->rmsnorm(be, s->h, w->post_attn_norm, s->h, c->n_embd, n, c->norm_eps);
+    op->add(be, s->x, s->h, (uint64_t)n * c->n_embd);
     return SW_OK;
 }
 
-static sw_status ffn_block(const forward_args *a, uint32_t il) {
+static sw_status ffn_block(const forward_args *a, backend *be, forward_scratch *s,
+                           const layer_weights *w) {
+    const backend_vtable *op = be->vt;
     const model_config *c = a->config;
-    const layer_weights *w = &a->weights->layers[il];
-    forward_scratch *s = a->scratch;
     uint32_t n = a->n_tokens;
     sw_status st;
 
-    cpu_rmsnorm(s->x, w->ffn_norm, s->h, c->n_embd, n, c->norm_eps);
-    if ((st = cpu_matmul(a->pool, &w->w_gate, s->h, s->gate, n)) != SW_OK ||
-        (st = cpu_matmul(a->pool, &w->w_up, s->h, s->up, n)) != SW_OK)
+    op->rmsnorm(be, s->x, w->ffn_norm, s->h, c->n_embd, n, c->norm_eps);
+    if ((st = op->matmul(be, &w->w_gate, s->h, s->gate, n)) != SW_OK ||
+        (st = op->matmul(be, &w->w_up, s->h, s->up, n)) != SW_OK)
         return st;
-    cpu_geglu(s->gate, s->up, s->gate, (uint64_t)n * c->n_ff);
-    if ((st = cpu_matmul(a->pool, &w->w_down, s->gate, s->h, n)) != SW_OK)
+    op->geglu(be, s->gate, s->up, s->gate, (uint64_t)n * c->n_ff);
+    if ((st = op->matmul(be, &w->w_down, s->gate, s->h, n)) != SW_OK)
         return st;
     if (c->post_norms)
-        cpu_rmsnorm(s->h, w->post_ffw_norm, s->h, c->n_embd, n, c->norm_eps);
-    cpu_add(s->x, s->h, (uint64_t)n * c->n_embd);
+        op->rmsnorm(be, s->h, w->post_ffw_norm, s->h, c->n_embd, n, c->norm_eps);
+    op->add(be, s->x, s->h, (uint64_t)n * c->n_embd);
     return SW_OK;
 }
 
-/* Final norm and LM head for the rows that need logits. */
+/* Final norm and LM head for the rows that need logits, on lm_side. */
 static sw_status logits_block(const forward_args *a) {
     const model_config *c = a->config;
-    forward_scratch *s = a->scratch;
+    backend *be = a->side[a->lm_side].be;
+    forward_scratch *s = &a->side[a->lm_side].scratch;
     uint32_t first = a->all_logits ? 0 : a->n_tokens - 1;
     uint32_t rows = a->n_tokens - first;
-    float *x = s->x + (size_t)first * c->n_embd;
-    cpu_rmsnorm(x, a->weights->output_norm, s->h, c->n_embd, rows, c->norm_eps);
-    sw_status st = cpu_matmul(a->pool, &a->weights->output, s->h, a->logits, rows);
+    float *out = a->lm_side == SIDE_HOST ? a->logits : a->logits_dev;
+    be->vt->rmsnorm(be, s->x + (size_t)first * c->n_embd, a->output_norm, s->h, c->n_embd,
+                    rows, c->norm_eps);
+    sw_status st = be->vt->matmul(be, a->lm_head, s->h, out, rows);
     if (st != SW_OK)
         return st;
-    cpu_softcap(a->logits, (uint64_t)rows * c->n_vocab, c->final_softcap);
-    return SW_OK;
+    be->vt->softcap(be, out, (uint64_t)rows * c->n_vocab, c->final_softcap);
+    if (a->lm_side == SIDE_HOST)
+        return SW_OK;
+    return be->vt->copy_to_host(be, a->logits, out,
+                                (uint64_t)rows * c->n_vocab * sizeof(float));
 }
 
 static sw_status check_args(const forward_args *a) {
     const model_config *c = a->config;
-    if (a->n_tokens == 0 || a->n_tokens > a->scratch->n_batch)
+    uint32_t n_batch = a->side[SIDE_HOST].scratch.n_batch;
+    if (a->n_tokens == 0 || a->n_tokens > n_batch)
         return sw_errorf(SW_ERR_ARG, "chunk of %u tokens (1..%u allowed)", a->n_tokens,
-                         a->scratch->n_batch);
+                         n_batch);
     if ((uint64_t)a->pos0 + a->n_tokens > a->kv->n_ctx)
         return sw_errorf(SW_ERR_ARG, "context full: positions %u..%u exceed the context of "
                          "%u tokens", a->pos0, a->pos0 + a->n_tokens - 1, a->kv->n_ctx);
@@ -148,26 +170,68 @@ static sw_status check_args(const forward_args *a) {
     return SW_OK;
 }
 
+/* Calls the hook with the stream in host memory. */
+static sw_status run_hook(const forward_args *a, int layer, int side) {
+    if (a->hook == NULL)
+        return SW_OK;
+    const forward_side *host = &a->side[SIDE_HOST];
+    if (side != SIDE_HOST) {
+        const forward_side *dev = &a->side[side];
+        uint64_t bytes = (uint64_t)a->n_tokens * a->config->n_embd * sizeof(float);
+        sw_status st = dev->be->vt->copy_to_host(dev->be, host->scratch.h, dev->scratch.x,
+                                                 bytes);
+        if (st != SW_OK)
+            return st;
+        a->hook(a->hook_user, layer, host->scratch.h, a->n_tokens, a->config->n_embd);
+        return SW_OK;
+    }
+    a->hook(a->hook_user, layer, host->scratch.x, a->n_tokens, a->config->n_embd);
+    return SW_OK;
+}
+
+static sw_status run_layers(const forward_args *a, int *side) {
+    sw_status st;
+    for (uint32_t il = 0; il < a->config->n_layer; il++) {
+        const layer_weights *w = NULL;
+        int want = SIDE_HOST;
+        if ((st = a->layers.acquire(a->layers.user, il, &w, &want)) != SW_OK)
+            return st;
+        if (want != *side && (st = move_stream(a, *side, want)) != SW_OK)
+            return st;
+        *side = want;
+        backend *be = a->side[want].be;
+        forward_scratch *s = &a->side[want].scratch;
+        st = attention_block(a, be, s, w, il);
+        if (st == SW_OK)
+            st = ffn_block(a, be, s, w);
+        a->layers.release(a->layers.user, il);
+        if (st != SW_OK || (st = run_hook(a, (int)il, want)) != SW_OK)
+            return st;
+    }
+    return SW_OK;
+}
+
 sw_status model_forward(const forward_args *a) {
     const model_config *c = a->config;
-    forward_scratch *s = a->scratch;
+    forward_side *host = &a->side[SIDE_HOST];
     uint32_t n = a->n_tokens;
+    int side = SIDE_HOST;
     sw_status st = check_args(a);
     if (st != SW_OK)
         return st;
     for (uint32_t t = 0; t < n; t++)
-        s->pos[t] = (int32_t)(a->pos0 + t);
+        host->scratch.pos[t] = (int32_t)(a->pos0 + t);
 
-    if ((st = cpu_get_rows(&a->weights->tok_embd, a->ids, n, s->x)) != SW_OK)
+    /* The embedding is a lookup of n rows: always on the host. */
+    if ((st = host->be->vt->get_rows(host->be, &a->host_weights->tok_embd, a->ids, n,
+                                     host->scratch.x)) != SW_OK)
         return st;
-    cpu_scale(s->x, (uint64_t)n * c->n_embd, c->embd_scale);
-    if (a->hook)
-        a->hook(a->hook_user, -1, s->x, n, c->n_embd);
-    for (uint32_t il = 0; il < c->n_layer; il++) {
-        if ((st = attention_block(a, il)) != SW_OK || (st = ffn_block(a, il)) != SW_OK)
-            return st;
-        if (a->hook)
-            a->hook(a->hook_user, (int)il, s->x, n, c->n_embd);
-    }
-    return a->logits ? logits_block(a) : SW_OK;
+    host->be->vt->scale(host->be, host->scratch.x, (uint64_t)n * c->n_embd, c->embd_scale);
+    if ((st = run_hook(a, -1, SIDE_HOST)) != SW_OK || (st = run_layers(a, &side)) != SW_OK)
+        return st;
+    if (a->logits == NULL)
+        return SW_OK;
+    if (side != a->lm_side && (st = move_stream(a, side, a->lm_side)) != SW_OK)
+        return st;
+    return logits_block(a);
 }

@@ -143,3 +143,15 @@ sw_status sw_model_meta_json(const sw_model *m, size_t index, size_t max_items,
     render_value(&s, &m->gguf->kv[index].value, max_items);
     return SW_OK;
 }
+
+const char *sw_file_type_name(uint32_t ft) {
+    switch (ft) {
+    case 0: return "F32";     case 1: return "F16";     case 2: return "Q4_0";
+    case 3: return "Q4_1";    case 7: return "Q8_0";    case 8: return "Q5_0";
+    case 9: return "Q5_1";    case 10: return "Q2_K";   case 11: return "Q3_K_S";
+    case 12: return "Q3_K_M"; case 13: return "Q3_K_L"; case 14: return "Q4_K_S";
+    case 15: return "Q4_K_M"; case 16: return "Q5_K_S"; case 17: return "Q5_K_M";
+    case 18: return "Q6_K";   case 32: return "BF16";   case UINT32_MAX: return "not stated";
+    }
+    return "other";
+}

@@ -24,10 +24,12 @@ typedef struct symbol {
     size_t n;     /* bytes; 0 once merged into its left neighbour */
     int32_t prev; /* neighbours among live symbols, -1 at the ends */
     int32_t next;
+    int32_t id;   /* the token it spells once merged; -1 = not looked up yet */
 } symbol;
 
 typedef struct bigram {
     float score;  /* score of the token the pair would become */
+    int32_t id;   /* that token */
     int32_t left, right;
     size_t size;  /* bytes of the pair when pushed: detects stale entries */
 } bigram;
@@ -85,7 +87,7 @@ static void try_pair(session *s, int32_t left, int32_t right) {
     size_t size = l->n + s->sym[right].n;
     int32_t id = tokenizer_find(s->t, s->text + l->off, size);
     if (id >= 0)
-        heap_push(s->heap, &s->n_heap, (bigram){s->t->score[id], left, right, size});
+        heap_push(s->heap, &s->n_heap, (bigram){s->t->score[id], id, left, right, size});
 }
 
 /* Bytes in the UTF-8 character led by byte c, judged from c alone as
@@ -103,7 +105,7 @@ static int32_t split_chars(session *s, size_t n) {
         size_t len = char_len((unsigned char)s->text[off]);
         if (len > n - off)
             len = n - off;
-        s->sym[count] = (symbol){off, len, count - 1, off + len < n ? count + 1 : -1};
+        s->sym[count] = (symbol){off, len, count - 1, off + len < n ? count + 1 : -1, -1};
         off += len;
     }
     return count;
@@ -118,6 +120,7 @@ static void merge_all(session *s, int32_t n_sym) {
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
             continue; /* stale: a side merged elsewhere since the push */
         l->n += r->n;
+        l->id = b.id;
         r->n = 0;
         l->next = r->next;
         if (r->next >= 0)
@@ -132,7 +135,7 @@ static void merge_all(session *s, int32_t n_sym) {
  * always a token, so only unmerged characters ever get here.) */
 static sw_status emit_symbol(const session *s, const symbol *sym, tok_out *out) {
     const tokenizer *t = s->t;
-    int32_t id = tokenizer_find(t, s->text + sym->off, sym->n);
+    int32_t id = sym->id >= 0 ? sym->id : tokenizer_find(t, s->text + sym->off, sym->n);
     if (id >= 0) {
         tok_emit(out, id);
         return SW_OK;

@@ -49,7 +49,10 @@ struct tokenizer {
     float *score;               /* (n_vocab) */
     uint8_t *type;              /* (n_vocab) TOK_TYPE_* as stored */
     uint8_t *attr;              /* (n_vocab) TOK_ATTR_* */
-    uint32_t *slots;            /* (slot_mask + 1) text hash index: id + 1, 0 empty */
+    uint64_t *slots;            /* (slot_mask + 1) text hash index: high 32 bits of the
+                                 * text's hash << 32 | (id + 1); 0 = empty. The
+                                 * stored hash bits reject most probes without
+                                 * touching the text (a cache miss each) */
     size_t slot_mask;
     int32_t byte_token[256];    /* byte-fallback token per byte value, -1 none */
     tok_trie_node *trie;        /* (n_trie) special tokens */

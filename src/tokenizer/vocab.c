@@ -52,13 +52,16 @@ uint64_t tok_hash(const char *s, size_t n) {
 int32_t tokenizer_find(const tokenizer *t, const char *text, size_t len) {
     if (t == NULL || t->slots == NULL || (text == NULL && len > 0))
         return -1;
-    size_t i = (size_t)tok_hash(text, len) & t->slot_mask;
+    uint64_t h = tok_hash(text, len);
+    uint64_t tag = h & 0xffffffff00000000ull;
+    size_t i = (size_t)h & t->slot_mask;
     for (;;) {
-        uint32_t v = t->slots[i];
+        uint64_t v = t->slots[i];
         if (v == 0)
             return -1;
-        int32_t id = (int32_t)(v - 1);
-        if (t->text_len[id] == len && memcmp(tok_text(t, id), text, len) == 0)
+        int32_t id = (int32_t)(uint32_t)v - 1;
+        if ((v & 0xffffffff00000000ull) == tag && t->text_len[id] == len &&
+            memcmp(tok_text(t, id), text, len) == 0)
             return id;
         i = (i + 1) & t->slot_mask;
     }
@@ -125,10 +128,11 @@ static sw_status build_index(tokenizer *t) {
         if (prev >= 0)
             return sw_errorf(SW_ERR_FORMAT, "tokenizer: duplicate token '%.64s' has ids %d and "
                              "%u; the vocabulary is corrupt", tok_text(t, (int32_t)id), prev, id);
-        size_t i = (size_t)tok_hash(tok_text(t, (int32_t)id), t->text_len[id]) & t->slot_mask;
+        uint64_t h = tok_hash(tok_text(t, (int32_t)id), t->text_len[id]);
+        size_t i = (size_t)h & t->slot_mask;
         while (t->slots[i] != 0)
             i = (i + 1) & t->slot_mask;
-        t->slots[i] = id + 1;
+        t->slots[i] = (h & 0xffffffff00000000ull) | (id + 1);
     }
     return SW_OK;
 }
@@ -146,13 +150,20 @@ static void set_attr_by_text(tokenizer *t, const char *text, uint8_t attr) {
 }
 
 /* llama.cpp's attribute overrides by text (see FORCED_CONTROL), its
- * "unused" detection, and its two later exceptions, in its order. */
+ * "unused" detection and its later exceptions, in its order. Not copied:
+ * its lstrip/rstrip attributes chosen by model name (Phi-3, Jina,
+ * ModernBERT), which Gemma vocabularies never get. */
 static void apply_llama_cpp_overrides(tokenizer *t) {
     for (size_t k = 0; k < sizeof FORCED_CONTROL / sizeof FORCED_CONTROL[0]; k++)
         mark_by_text(t, FORCED_CONTROL[k], TOK_ATTR_CONTROL);
     for (uint32_t id = 0; id < t->n_vocab; id++)
         if ((t->attr[id] & TOK_ATTR_CONTROL) && strstr(tok_text(t, (int32_t)id), "unused"))
             t->attr[id] |= TOK_ATTR_UNUSED;
+    /* gpt-oss: these always print and are always cut out. */
+    static const char *const always_user[] = {"<|channel|>", "<|message|>", "<|start|>",
+                                              "<|constrain|>"};
+    for (size_t k = 0; k < sizeof always_user / sizeof always_user[0]; k++)
+        set_attr_by_text(t, always_user[k], TOK_ATTR_USER_DEFINED);
     /* gpt-oss / solar-open: <|end|> is not an end of generation there. */
     bool has_return = tokenizer_find(t, "<|return|>", 10) >= 0;
     bool has_call = tokenizer_find(t, "<|call|>", 8) >= 0 || tokenizer_find(t, "<|calls|>", 9) >= 0;

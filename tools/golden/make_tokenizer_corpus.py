@@ -319,7 +319,7 @@ DECODE = {
     "dec-unused": ["<unused0>", "<unused6241>"],
     "dec-user-defined": ["[multimodal]", "<start_of_image>", "<end_of_image>", "\n\n", "  ", "\t\t"],
     "dec-eos-text-lookalike": ["</s>", "<s>"],
-    "dec-normal-u2581": ["\u2581the", "\u2581\u2581", "\u2581"],
+    "dec-normal-u2581": ["\u2581the", "\u2581", "\u2581a"],
     "dec-byte-space-first": ["<0x20>", "a"],
     "dec-mask-unk": ["<mask>", "<unk>"],
     "dec-byte-nul": ["<0x00>", "<0x0A>", "<0x09>"],

@@ -30,7 +30,8 @@ File format (all little-endian), version 1:
           0xFFFFFFFF  same as the (0, special) list with BOS in front
           0xFFFFFFFE  same as the (bos, 0) list
           0xFFFFFFFD  llama.cpp refused to tokenize the text
-      u32 rt_len; u8 rt[rt_len]         detokenized (0,0) ids
+      u32 rt_len; u8 rt[rt_len]         detokenized (0,0) ids; rt_len 0xFFFFFFFF
+                                        (no bytes): identical to the text
     kind 1:
       u32 n_ids; i32 ids[n_ids]
       u32 out_len; u8 out[out_len]      detokenized ids
@@ -40,7 +41,6 @@ import ctypes
 import hashlib
 import json
 import struct
-from importlib.metadata import version
 from pathlib import Path
 
 import llama_cpp
@@ -52,6 +52,7 @@ FORMAT_VERSION = 1
 SAME_WITH_BOS = 0xFFFFFFFF
 SAME_AS_NO_SPECIAL = 0xFFFFFFFE
 REFUSED = 0xFFFFFFFD
+RT_IS_TEXT = 0xFFFFFFFF
 
 
 def tokenize(vocab, text: bytes, add_bos: bool, special: bool):
@@ -101,7 +102,9 @@ def encode_entry(vocab, bos: int, e, stats) -> bytes:
             out += pack_ids(ids)
     plain = lists[(0, 0)] or []
     rt = detokenize(vocab, plain)
-    stats["exact_rt"] += rt == text
+    if rt == text:
+        stats["exact_rt"] += 1
+        return out + struct.pack("<I", RT_IS_TEXT)
     return out + pack_blob(rt)
 
 
@@ -116,7 +119,8 @@ def decode_entry(vocab, texts, e) -> bytes:
 
 def token_texts(vocab) -> dict:
     n = llama_cpp.llama_vocab_n_tokens(vocab)
-    return {llama_cpp.llama_vocab_get_text(vocab, i).decode("utf-8"): i for i in range(n)}
+    return {llama_cpp.llama_vocab_get_text(vocab, i).decode("utf-8", "surrogateescape"): i
+            for i in range(n)}
 
 
 def main() -> None:
@@ -136,7 +140,7 @@ def main() -> None:
     model_bytes = Path(args.model).read_bytes()
     info = {
         "generator": "tools/golden/make_tokenizer_golden.py",
-        "llama_cpp_python": version("llama_cpp_python"),
+        "llama_cpp_python": llama_cpp.__version__,
         "llama_cpp_commit": args.llama_cpp_commit,
         "model": Path(args.model).name,
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),

@@ -66,7 +66,12 @@ void cpu_scale(float *x, uint64_t n, float s);
  *   out: [n_tokens][n_head][head_dim].
  * Query head h uses kv head h / (n_head / n_head_kv). Softmax in f32.
  * scratch: at least (max visible keys) floats per thread — sized by the
- * caller as n_threads * (kv_ring ? kv_ring : n_ctx). */
+ * caller as n_threads * (kv_ring ? kv_ring : n_ctx). Thread ith of
+ * cpu_pool_size(pool) uses scratch[ith*S .. ith*S + S), where S is the
+ * most keys any query of this call sees: min(q_pos+1, window if > 0,
+ * kv_ring if > 0). Visibility is clamped to the ring: a ring holds only
+ * the last kv_ring positions (a ring smaller than the window is a
+ * planning error; asserted in debug builds). */
 typedef struct cpu_attn_args {
     const float *q;
     const float *k, *v;

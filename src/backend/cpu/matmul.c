@@ -23,7 +23,7 @@
 #include "util/error.h"
 
 enum {
-    MM_SCRATCH_MIN_TOKENS = 8,    /* below this, re-dequantizing is cheaper */
+    MM_SCRATCH_MIN_TOKENS = 5,    /* below this, re-dequantizing is as cheap */
     MM_TILE_BYTES = 256 * 1024,   /* f32 rows dequantized per tile (L2-sized) */
     MM_TILE_MAX_ROWS = 16,
     MM_TOKENS_PER_DOT = 8,        /* outputs gathered per direct-path call */

@@ -47,11 +47,14 @@ typedef struct cpu_qkernel {
 
 typedef enum cpu_isa { CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2 } cpu_isa;
 
-/* The best ISA this build and this CPU support. */
+/* The best ISA this build and this CPU support (cheap: callers may ask on
+ * every call). */
 cpu_isa cpu_isa_best(void);
 
 /* Kernels of `type` for `isa`, or NULL if the type has none. An isa this
- * build or CPU lacks (cpu_isa_supported) falls back to REF. */
+ * build or CPU lacks (cpu_isa_supported) falls back to the best lesser one
+ * (same bits, only slower). Plain types (F32, F16, BF16) take rows of any
+ * length; block types need whole blocks (the caller checks). */
 const cpu_qkernel *cpu_qkernel_get(cpu_isa isa, uint32_t type);
 
 /* The canonical f32 dot for `isa`. */

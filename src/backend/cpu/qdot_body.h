@@ -2,11 +2,12 @@
  * qdot_body.h — the fast per-type block dequantizers and dot kernels,
  * written once with GNU C vector extensions (GCC >= 9, clang) and compiled
  * once per instruction set: qdot.c includes it for the baseline ISA and
- * qdot_avx2.c under `#pragma GCC target("avx2")`. A vector here is 8 f32
- * lanes; the canonical 16 accumulators of qdot.h are two such vectors, so
- * each lane performs exactly the canonical operations in the canonical
- * order and the results equal the reference (qdot.c, CPU_ISA_REF) bit for
- * bit. tests/test_cpu_ops.c checks that for every type and ISA.
+ * qdot_avx2.c under `#pragma GCC target("avx2")`. A vector holds QV f32
+ * lanes (8 with AVX2, else 4); the canonical 16 accumulators of qdot.h are
+ * 16/QV such vectors, so each lane performs exactly the canonical
+ * operations in the canonical order and every result equals the reference
+ * (qdot.c, CPU_ISA_REF) bit for bit; tests/test_cpu_ops.c checks that for
+ * every type and ISA.
  *
  * Every block formula is quant/dequant.c's (same roundings, no algebraic
  * rewrite): d*q, d*q + m, (d*sc)*q - (dmin*m). The f16 conversion is
@@ -27,71 +28,86 @@
 #error "the CPU dot kernels load little-endian GGUF data with memcpy"
 #endif
 
-/* Every function that takes or returns a 32-byte vector is static, so
- * GCC's note that their calling convention depends on AVX (baseline build)
- * concerns no external interface. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
+/* Group loops are unrolled fully so that each group index is a constant
+ * and every shift, offset and scale index folds away. */
+#if defined(__clang__)
+#define QK_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define QK_UNROLL _Pragma("GCC unroll 64")
 #endif
 
-typedef float qk_v8f __attribute__((vector_size(32)));
-typedef int32_t qk_v8i __attribute__((vector_size(32)));
-typedef uint32_t qk_v8u __attribute__((vector_size(32)));
-typedef uint16_t qk_v8h __attribute__((vector_size(16)));
-typedef uint8_t qk_v8b __attribute__((vector_size(8)));
-typedef int8_t qk_v8sb __attribute__((vector_size(8)));
+/* ---- vectors of QV lanes, and the ISA-specific loads ------------------- */
 
-/* ---- loads and conversions -------------------------------------------- */
+#if defined(__AVX2__)
+#define QV 8
+#else
+#define QV 4
+#endif
+enum { QACC = CPU_DOT_LANES / QV }; /* accumulator vectors per dot */
 
-static inline qk_v8f qk_ld8f(const float *p) {
-    qk_v8f v;
+typedef float qk_vf __attribute__((vector_size(4 * QV)));
+typedef int32_t qk_vi __attribute__((vector_size(4 * QV)));
+typedef uint32_t qk_vu __attribute__((vector_size(4 * QV)));
+
+static inline qk_vf qk_ldf(const void *p) {
+    qk_vf v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-/* 8 bytes -> 8 int32 lanes. GCC 12 lowers __builtin_convertvector from an
- * 8-byte vector through general registers, so x86 builds use the widening
- * instructions directly; the integer results are the same either way. */
+/* QV bytes (unsigned, signed) or u16s -> QV int32 lanes. GCC 12 lowers
+ * __builtin_convertvector from such short vectors through general
+ * registers, so x86 builds use the widening instructions directly. */
 #if defined(__AVX2__)
-static inline qk_v8i qk_u8x8(const uint8_t *p) {
-    return (qk_v8i)_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+static inline __m128i qk_ld8b(const uint8_t *p) {
+    return _mm_loadl_epi64((const __m128i *)(const void *)p);
 }
-static inline qk_v8i qk_s8x8(const uint8_t *p) {
-    return (qk_v8i)_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+static inline qk_vi qk_u8v(const uint8_t *p) { return (qk_vi)_mm256_cvtepu8_epi32(qk_ld8b(p)); }
+static inline qk_vi qk_s8v(const uint8_t *p) { return (qk_vi)_mm256_cvtepi8_epi32(qk_ld8b(p)); }
+static inline qk_vu qk_u16v(const uint8_t *p) {
+    return (qk_vu)_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
 }
 #elif defined(__SSE2__)
-/* Two 4-lane halves: unpack with zeros (u8) or with the sign (s8). */
-static inline qk_v8i qk_join4(__m128i lo, __m128i hi) {
-    qk_v8i v;
-    memcpy(&v, &lo, 16);
-    memcpy((char *)&v + 16, &hi, 16);
-    return v;
+static inline __m128i qk_ld4b(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm_cvtsi32_si128(v);
 }
-static inline qk_v8i qk_u8x8(const uint8_t *p) {
+static inline qk_vi qk_u8v(const uint8_t *p) {
     const __m128i z = _mm_setzero_si128();
-    const __m128i w = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)p), z);
-    return qk_join4(_mm_unpacklo_epi16(w, z), _mm_unpackhi_epi16(w, z));
+    return (qk_vi)_mm_unpacklo_epi16(_mm_unpacklo_epi8(qk_ld4b(p), z), z);
 }
-static inline qk_v8i qk_s8x8(const uint8_t *p) {
-    const __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p);
-    const __m128i w = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
-    return qk_join4(_mm_srai_epi32(_mm_unpacklo_epi16(w, w), 16),
-                    _mm_srai_epi32(_mm_unpackhi_epi16(w, w), 16));
+static inline qk_vi qk_s8v(const uint8_t *p) {
+    const __m128i b = qk_ld4b(p);
+    const __m128i w = _mm_unpacklo_epi8(b, b);
+    return (qk_vi)_mm_srai_epi32(_mm_unpacklo_epi16(w, w), 24);
+}
+static inline qk_vu qk_u16v(const uint8_t *p) {
+    const __m128i h = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    return (qk_vu)_mm_unpacklo_epi16(h, _mm_setzero_si128());
 }
 #else
-static inline qk_v8i qk_u8x8(const uint8_t *p) {
-    qk_v8b b;
+typedef uint8_t qk_vb __attribute__((vector_size(QV)));
+typedef int8_t qk_vsb __attribute__((vector_size(QV)));
+typedef uint16_t qk_vh __attribute__((vector_size(2 * QV)));
+static inline qk_vi qk_u8v(const uint8_t *p) {
+    qk_vb b;
     memcpy(&b, p, sizeof b);
-    return __builtin_convertvector(b, qk_v8i);
+    return __builtin_convertvector(b, qk_vi);
 }
-static inline qk_v8i qk_s8x8(const uint8_t *p) {
-    qk_v8sb b;
+static inline qk_vi qk_s8v(const uint8_t *p) {
+    qk_vsb b;
     memcpy(&b, p, sizeof b);
-    return __builtin_convertvector(b, qk_v8i);
+    return __builtin_convertvector(b, qk_vi);
+}
+static inline qk_vu qk_u16v(const uint8_t *p) {
+    qk_vh h;
+    memcpy(&h, p, sizeof h);
+    return __builtin_convertvector(h, qk_vu);
 }
 #endif
 
-static inline qk_v8f qk_cvt(qk_v8i v) { return __builtin_convertvector(v, qk_v8f); }
+static inline qk_vf qk_cvt(qk_vi v) { return __builtin_convertvector(v, qk_vf); }
 
 static inline float qk_bits_f32(uint32_t u) {
     float f;
@@ -122,36 +138,27 @@ static inline float qk_f16_at(const uint8_t *p) {
     return qk_bits_f32((e == 0 ? qk_f32_bits(sub) : o) | (h & 0x8000u) << 16);
 }
 
-/* The same conversion on 8 lanes (comparisons give all-ones masks). */
-static inline qk_v8f qk_f16x8(const uint8_t *p) {
-    qk_v8h hv;
-    memcpy(&hv, p, sizeof hv);
-    const qk_v8u h = __builtin_convertvector(hv, qk_v8u);
-    qk_v8u o = (h & 0x7fffu) << 13;
-    const qk_v8u e = o & 0x0f800000u;
-    o += (qk_v8u)(e == 0x0f800000u) & (112u << 23);
+/* The same conversion on QV lanes (comparisons give all-ones masks). */
+static inline qk_vf qk_f16v(const uint8_t *p) {
+    const qk_vu h = qk_u16v(p);
+    qk_vu o = (h & 0x7fffu) << 13;
+    const qk_vu e = o & 0x0f800000u;
+    o += (qk_vu)(e == 0x0f800000u) & (112u << 23);
     o += 112u << 23;
-    const qk_v8f sub = (qk_v8f)(o + (1u << 23)) - qk_bits_f32(113u << 23);
-    const qk_v8u is_sub = (qk_v8u)(e == 0u);
-    const qk_v8u mag = (is_sub & (qk_v8u)sub) | (~is_sub & o);
-    return (qk_v8f)(mag | (h & 0x8000u) << 16);
+    const qk_vf sub = (qk_vf)(o + (1u << 23)) - qk_bits_f32(113u << 23);
+    const qk_vu is_sub = (qk_vu)(e == 0u);
+    return (qk_vf)((is_sub & (qk_vu)sub) | (~is_sub & o) | (h & 0x8000u) << 16);
 }
 
-static inline qk_v8f qk_bf16x8(const uint8_t *p) {
-    qk_v8h hv;
-    memcpy(&hv, p, sizeof hv);
-    return (qk_v8f)(__builtin_convertvector(hv, qk_v8u) << 16);
-}
-
-/* ---- blocks: a prep per block, then 8-element groups -------------------
- * qk_prep_<type>(src, &c) decodes a block's scales into c; then
- * qk_grp_<type>(src, &c, g) returns elements 8g..8g+7. Kernels call the
- * group function inside a fully unrolled loop and use each group at once,
- * so dequantized values live in registers, never in a stack buffer. */
+/* ---- blocks: a prep per block, then groups of QV elements ---------------
+ * qk_prep(src, &c) decodes a block's scales into c; then qk_grp_<type>(src,
+ * &c, e) returns elements e..e+QV-1 (e a multiple of QV). Kernels call the
+ * group function in a fully unrolled loop and use each group at once, so
+ * dequantized values stay in registers, never in a stack buffer. */
 
 typedef struct qk_ctx {
     float d, m;           /* block scale and offset (32-element types) */
-    float dl[16], ml[16]; /* per sub-block scale and min (K-quants), by g/2 or g/4 */
+    float dl[16], ml[16]; /* sub-block scales and mins (K-quants) */
 } qk_ctx;
 
 static inline void qk_prep_none(const uint8_t *s, qk_ctx *c) {
@@ -159,21 +166,19 @@ static inline void qk_prep_none(const uint8_t *s, qk_ctx *c) {
     (void)c;
 }
 
-static inline qk_v8f qk_grp_f32(const uint8_t *s, const qk_ctx *c, int g) {
+static inline qk_vf qk_grp_f32(const uint8_t *s, const qk_ctx *c, int e) {
     (void)c;
-    qk_v8f v;
-    memcpy(&v, s + 32 * g, sizeof v);
-    return v;
+    return qk_ldf(s + 4 * e);
 }
 
-static inline qk_v8f qk_grp_f16(const uint8_t *s, const qk_ctx *c, int g) {
+static inline qk_vf qk_grp_f16(const uint8_t *s, const qk_ctx *c, int e) {
     (void)c;
-    return qk_f16x8(s + 16 * g);
+    return qk_f16v(s + 2 * e);
 }
 
-static inline qk_v8f qk_grp_bf16(const uint8_t *s, const qk_ctx *c, int g) {
+static inline qk_vf qk_grp_bf16(const uint8_t *s, const qk_ctx *c, int e) {
     (void)c;
-    return qk_bf16x8(s + 16 * g);
+    return (qk_vf)(qk_u16v(s + 2 * e) << 16);
 }
 
 static inline void qk_prep_d(const uint8_t *s, qk_ctx *c) { c->d = qk_f16_at(s); }
@@ -185,37 +190,41 @@ static inline void qk_prep_dm(const uint8_t *s, qk_ctx *c) {
 
 /* Nibbles of a 32-block: elements 0..15 are the low nibbles of qs[0..15],
  * 16..31 the high ones. */
-static inline qk_v8i qk_nibbles(const uint8_t *qs, int g) {
-    const qk_v8i q = qk_u8x8(qs + 8 * (g & 1));
-    return g < 2 ? (q & 15) : (q >> 4);
+static inline qk_vi qk_nibbles(const uint8_t *qs, int e) {
+    const qk_vi q = qk_u8v(qs + e % 16);
+    return e < 16 ? (q & 15) : (q >> 4);
 }
 
-static inline qk_v8f qk_grp_q4_0(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->d * qk_cvt(qk_nibbles(s + 2, g) - 8);
+static inline qk_vf qk_grp_q4_0(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->d * qk_cvt(qk_nibbles(s + 2, e) - 8);
 }
 
-static inline qk_v8f qk_grp_q4_1(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->d * qk_cvt(qk_nibbles(s + 4, g)) + c->m;
+static inline qk_vf qk_grp_q4_1(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->d * qk_cvt(qk_nibbles(s + 4, e)) + c->m;
 }
 
-/* Q5: bit (8g + lane) of qh becomes bit 4 of the value; tested against a
- * lane mask, since baseline SSE2 has no per-lane shift. */
-static inline qk_v8i qk_q5(const uint8_t *qh, const uint8_t *qs, int g) {
-    const qk_v8i lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
-    const qk_v8i hb = (qk_v8i){0} + (int32_t)qh[g];
-    return qk_nibbles(qs, g) | (((hb & lane_bit) != 0) & 16);
+/* Q5: bit e+lane of the 32-bit qh becomes bit 4 of the value; tested with
+ * a lane mask, since baseline SSE2 has no per-lane shift. */
+static inline qk_vi qk_q5(const uint8_t *qh, const uint8_t *qs, int e) {
+#if QV == 8
+    const qk_vi lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
+#else
+    const qk_vi lane_bit = {1, 2, 4, 8};
+#endif
+    const qk_vi hb = (qk_vi){0} + (int32_t)((qk_u32(qh) >> e) & 255u);
+    return qk_nibbles(qs, e) | (((hb & lane_bit) != 0) & 16);
 }
 
-static inline qk_v8f qk_grp_q5_0(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->d * qk_cvt(qk_q5(s + 2, s + 6, g) - 16);
+static inline qk_vf qk_grp_q5_0(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->d * qk_cvt(qk_q5(s + 2, s + 6, e) - 16);
 }
 
-static inline qk_v8f qk_grp_q5_1(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->d * qk_cvt(qk_q5(s + 4, s + 8, g)) + c->m;
+static inline qk_vf qk_grp_q5_1(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->d * qk_cvt(qk_q5(s + 4, s + 8, e)) + c->m;
 }
 
-static inline qk_v8f qk_grp_q8_0(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->d * qk_cvt(qk_s8x8(s + 2 + 8 * g));
+static inline qk_vf qk_grp_q8_0(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->d * qk_cvt(qk_s8v(s + 2 + e));
 }
 
 /* Q2_K: scales[16] (low nibble scale, high nibble min), qs[64], d, dmin. */
@@ -227,15 +236,14 @@ static inline void qk_prep_q2_k(const uint8_t *s, qk_ctx *c) {
     }
 }
 
-/* Q2_K/Q3_K 2-bit fields: element 128h + 32s + l is bits 2s of
- * qs[32h + l]; group g = 16h + 4s + l/8; sub-block (scale) g/2. */
-static inline qk_v8i qk_crumbs(const uint8_t *qs, int g) {
-    const int h = g / 16, s = (g / 4) % 4, l8 = g % 4;
-    return (qk_u8x8(qs + 32 * h + 8 * l8) >> (2 * s)) & 3;
+/* Q2_K/Q3_K 2-bit fields: element e = 128h + 32s + l is bits 2s of
+ * qs[32h + l]; its scale is sub-block e/16. */
+static inline qk_vi qk_crumbs(const uint8_t *qs, int e) {
+    return (qk_u8v(qs + 32 * (e / 128) + e % 32) >> (2 * ((e / 32) % 4))) & 3;
 }
 
-static inline qk_v8f qk_grp_q2_k(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->dl[g / 2] * qk_cvt(qk_crumbs(s + 16, g)) - c->ml[g / 2];
+static inline qk_vf qk_grp_q2_k(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->dl[e / 16] * qk_cvt(qk_crumbs(s + 16, e)) - c->ml[e / 16];
 }
 
 /* Q3_K: 16 signed 6-bit scales (low 4 bits from the nibbles of s[0..7],
@@ -250,16 +258,15 @@ static inline void qk_prep_q3_k(const uint8_t *s, qk_ctx *c) {
     }
 }
 
-/* Q3_K value: the 2-bit field minus 4 where bit (4h + s) of hmask[l] is
+/* Q3_K value: the 2-bit field minus 4 where bit e/32 of hmask[e % 32] is
  * clear. */
-static inline qk_v8f qk_grp_q3_k(const uint8_t *s, const qk_ctx *c, int g) {
-    const int bit = 4 * (g / 16) + (g / 4) % 4;
-    const qk_v8i hb = (qk_u8x8(s + 8 * (g % 4)) >> bit) & 1;
-    return c->dl[g / 2] * qk_cvt(qk_crumbs(s + 32, g) - ((hb ^ 1) << 2));
+static inline qk_vf qk_grp_q3_k(const uint8_t *s, const qk_ctx *c, int e) {
+    const qk_vi hb = (qk_u8v(s + e % 32) >> (e / 32)) & 1;
+    return c->dl[e / 16] * qk_cvt(qk_crumbs(s + 32, e) - ((hb ^ 1) << 2));
 }
 
 /* Q4_K/Q5_K: 8 unsigned 6-bit scale/min pairs packed in 12 bytes; the
- * factors dl = d*sc, ml = dmin*mn are rounded first, as the reference. */
+ * factors dl = d*sc and ml = dmin*mn are rounded first, as the reference. */
 static inline void qk_prep_k4(const uint8_t *s, qk_ctx *c) {
     const uint8_t *p = s + 4;
     const float d = qk_f16_at(s), dmin = qk_f16_at(s + 2);
@@ -271,20 +278,20 @@ static inline void qk_prep_k4(const uint8_t *s, qk_ctx *c) {
     }
 }
 
-/* Sub-block j = g/4 (32 values) is nibble j%2 of qs[32(j/2) + l]. */
-static inline qk_v8i qk_k4_nibbles(const uint8_t *qs, int g) {
-    const int j = g / 4;
-    return (qk_u8x8(qs + 32 * (j / 2) + 8 * (g % 4)) >> (4 * (j % 2))) & 15;
+/* Sub-block j = e/32 is nibble j%2 of qs[32(j/2) + e%32]. */
+static inline qk_vi qk_k4_nibbles(const uint8_t *qs, int e) {
+    const int j = e / 32;
+    return (qk_u8v(qs + 32 * (j / 2) + e % 32) >> (4 * (j % 2))) & 15;
 }
 
-static inline qk_v8f qk_grp_q4_k(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->dl[g / 4] * qk_cvt(qk_k4_nibbles(s + 16, g)) - c->ml[g / 4];
+static inline qk_vf qk_grp_q4_k(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->dl[e / 32] * qk_cvt(qk_k4_nibbles(s + 16, e)) - c->ml[e / 32];
 }
 
-/* Q5_K adds bit j of qh[l] as bit 4. */
-static inline qk_v8f qk_grp_q5_k(const uint8_t *s, const qk_ctx *c, int g) {
-    const qk_v8i hb = ((qk_u8x8(s + 16 + 8 * (g % 4)) >> (g / 4)) & 1) << 4;
-    return c->dl[g / 4] * qk_cvt(qk_k4_nibbles(s + 48, g) | hb) - c->ml[g / 4];
+/* Q5_K adds bit e/32 of qh[e % 32] as bit 4. */
+static inline qk_vf qk_grp_q5_k(const uint8_t *s, const qk_ctx *c, int e) {
+    const qk_vi hb = ((qk_u8v(s + 16 + e % 32) >> (e / 32)) & 1) << 4;
+    return c->dl[e / 32] * qk_cvt(qk_k4_nibbles(s + 48, e) | hb) - c->ml[e / 32];
 }
 
 /* Q6_K: ql[128], qh[64], int8 scales[16], d. */
@@ -294,19 +301,19 @@ static inline void qk_prep_q6_k(const uint8_t *s, qk_ctx *c) {
         c->dl[sb] = d * (float)(int8_t)s[192 + sb];
 }
 
-/* Element 128h + 32k + l is nibble k/2 of ql[64h + 32(k%2) + l] plus bits
- * 2k of qh[32h + l] as bits 4-5, minus 32; group 16h + 4k + l/8. */
-static inline qk_v8f qk_grp_q6_k(const uint8_t *s, const qk_ctx *c, int g) {
-    const int h = g / 16, k = (g / 4) % 4, l8 = g % 4;
-    const qk_v8i lo = (qk_u8x8(s + 64 * h + 32 * (k % 2) + 8 * l8) >> (4 * (k / 2))) & 15;
-    const qk_v8i hi = (qk_u8x8(s + 128 + 32 * h + 8 * l8) >> (2 * k)) & 3;
-    return c->dl[g / 2] * qk_cvt((lo | hi << 4) - 32);
+/* Element e = 128h + 32k + l is nibble k/2 of ql[64h + 32(k%2) + l] plus
+ * bits 2k of qh[32h + l] as bits 4-5, minus 32; scale e/16. */
+static inline qk_vf qk_grp_q6_k(const uint8_t *s, const qk_ctx *c, int e) {
+    const int h = e / 128, k = (e / 32) % 4, l = e % 32;
+    const qk_vi lo = (qk_u8v(s + 64 * h + 32 * (k % 2) + l) >> (4 * (k / 2))) & 15;
+    const qk_vi hi = (qk_u8v(s + 128 + 32 * h + l) >> (2 * k)) & 3;
+    return c->dl[e / 16] * qk_cvt((lo | hi << 4) - 31);
 }
 
 static inline void qk_prep_q8_k(const uint8_t *s, qk_ctx *c) { c->d = qk_bits_f32(qk_u32(s)); }
 
-static inline qk_v8f qk_grp_q8_k(const uint8_t *s, const qk_ctx *c, int g) {
-    return c->d * qk_cvt(qk_s8x8(s + 4 + 8 * g));
+static inline qk_vf qk_grp_q8_k(const uint8_t *s, const qk_ctx *c, int e) {
+    return c->d * qk_cvt(qk_s8v(s + 4 + e));
 }
 
 /* ---- scalar elements, for the n % 16 tail of plain-type rows ----------- */
@@ -326,11 +333,16 @@ static inline float qk_one_none(const uint8_t *row, uint64_t i) {
 
 /* ---- the canonical dot ------------------------------------------------ */
 
-/* qdot.h's combine tree: lanes 0-7 are a0, lanes 8-15 are a1. */
-static inline float qk_reduce(qk_v8f a0, qk_v8f a1) {
-    const qk_v8f t = a0 + a1;
-    const float u0 = t[0] + t[4], u1 = t[1] + t[5], u2 = t[2] + t[6], u3 = t[3] + t[7];
-    return (u0 + u2) + (u1 + u3);
+/* qdot.h's combine tree over the 16 lanes (vector a holds lanes
+ * QV*a .. QV*a + QV-1). Runs once per dot, so plain scalar code. */
+static inline float qk_reduce(const qk_vf acc[QACC]) {
+    float a[CPU_DOT_LANES], t[8], u[4];
+    memcpy(a, acc, sizeof a);
+    for (int j = 0; j < 8; j++)
+        t[j] = a[j] + a[j + 8];
+    for (int j = 0; j < 4; j++)
+        u[j] = t[j] + t[j + 4];
+    return (u[0] + u[2]) + (u[1] + u[3]);
 }
 
 /* The last n % 16 elements of a plain-type row, as one padded chunk: pad
@@ -346,35 +358,37 @@ static inline float qk_reduce(qk_v8f a0, qk_v8f a1) {
         for (int t = 0; t < (NX); t++) {                                            \
             for (int l = 0; l < 16; l++)                                            \
                 xt[l] = (uint64_t)l < rem ? x[(uint64_t)t * xs + i0 + (uint64_t)l] : 0.0f; \
-            acc[t][0] += qk_ld8f(wt) * qk_ld8f(xt);                                 \
-            acc[t][1] += qk_ld8f(wt + 8) * qk_ld8f(xt + 8);                         \
+            for (int a = 0; a < QACC; a++)                                          \
+                acc[t][a] += qk_ldf(wt + QV * a) * qk_ldf(xt + QV * a);             \
         }                                                                           \
     } while (0)
 
 /* QK_DOT_NX: out[t] = canonical dot of the row with x + t*xs, t < NX. Each
- * group of a block is dequantized once and used by all NX rows of x. */
+ * group of a block is dequantized once and used by all NX rows of x;
+ * element e lands in accumulator vector (e / QV) % QACC, lane e % QV,
+ * i.e. canonical lane e % 16. */
 #define QK_DOT_NX(name, PREP, BE, BB, NX, ONE, TAIL)                                 \
     static void qk_dot_##name##_x##NX(const uint8_t *row, const float *x, uint64_t xs, \
                                       uint64_t n, float *out) {                      \
-        qk_v8f acc[NX][2];                                                           \
+        qk_vf acc[NX][QACC];                                                         \
         qk_ctx c;                                                                    \
-        for (int t = 0; t < (NX); t++)                                               \
-            acc[t][0] = acc[t][1] = (qk_v8f){0};                                     \
+        memset(acc, 0, sizeof acc);                                                  \
         const uint64_t nb = n / (BE);                                                \
         for (uint64_t b = 0; b < nb; b++) {                                          \
             const uint8_t *src = row + b * (BB);                                     \
             const float *xb = x + b * (BE);                                          \
             PREP(src, &c);                                                           \
-            for (int g = 0; g < (BE) / 8; g++) {                                     \
-                const qk_v8f w = qk_grp_##name(src, &c, g);                          \
+            QK_UNROLL                                                                \
+            for (int e = 0; e < (BE); e += QV) {                                     \
+                const qk_vf w = qk_grp_##name(src, &c, e);                           \
                 for (int t = 0; t < (NX); t++)                                       \
-                    acc[t][g & 1] += w * qk_ld8f(xb + (uint64_t)t * xs + 8 * g);      \
+                    acc[t][(e / QV) % QACC] += w * qk_ldf(xb + (uint64_t)t * xs + e); \
             }                                                                        \
         }                                                                            \
         if ((TAIL) && n % (BE) != 0)                                                 \
             QK_TAIL(ONE, NX);                                                        \
         for (int t = 0; t < (NX); t++)                                               \
-            out[t] = qk_reduce(acc[t][0], acc[t][1]);                                \
+            out[t] = qk_reduce(acc[t]);                                              \
     }
 
 /* QK_TYPE: the x1 and x4 dots, the multi-x driver and the row dequantizer
@@ -395,9 +409,10 @@ static inline float qk_reduce(qk_v8f a0, qk_v8f a1) {
         const uint64_t nb = n / (BE);                                                \
         for (uint64_t b = 0; b < nb; b++) {                                          \
             PREP(src + b * (BB), &c);                                                \
-            for (int g = 0; g < (BE) / 8; g++) {                                     \
-                const qk_v8f w = qk_grp_##name(src + b * (BB), &c, g);               \
-                memcpy(dst + b * (BE) + 8 * g, &w, sizeof w);                        \
+            QK_UNROLL                                                                \
+            for (int e = 0; e < (BE); e += QV) {                                     \
+                const qk_vf w = qk_grp_##name(src + b * (BB), &c, e);                \
+                memcpy(dst + b * (BE) + e, &w, sizeof w);                            \
             }                                                                        \
         }                                                                            \
         for (uint64_t i = nb * (BE); i < n; i++)                                     \

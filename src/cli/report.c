@@ -1,0 +1,60 @@
+/*
+ * report.c — --report and --report-json: what the engine measured beside
+ * what its plan predicted (memory per tier, bytes moved, overlap, speed).
+ */
+#include <inttypes.h>
+
+#include "cli/cli.h"
+
+static double mib(uint64_t b) { return (double)b / 1048576.0; }
+
+int cli_print_report(const sw_engine *e, FILE *out) {
+    sw_report r;
+    sw_status st = sw_engine_report(e, &r);
+    if (st != SW_OK)
+        return cli_fail(st);
+    double hidden = r.copy_busy_s > r.copy_stall_s ? r.copy_busy_s - r.copy_stall_s : 0;
+    fprintf(out, "\nreport                 measured        planned\n");
+    fprintf(out, "device peak            %8.1f MiB    %8.1f MiB  (budget %.1f MiB)\n",
+            mib(r.peak_device_bytes), mib(r.plan_device_bytes), mib(r.device_budget_bytes));
+    fprintf(out, "host peak RSS          %8.1f MiB\n", mib(r.peak_host_rss_bytes));
+    fprintf(out, "to device              %8.1f MiB    link busy %.2f s: %.2f s hidden behind "
+            "compute, %.2f s stalled\n", mib(r.bytes_to_device), r.copy_busy_s, hidden,
+            r.copy_stall_s);
+    fprintf(out, "prefill                %8.1f tok/s  %8.1f tok/s  (%" PRIu64 " tokens)\n",
+            r.prefill_tokens_per_s, r.pred_prefill_tokens_per_s, r.n_prefill_tokens);
+    fprintf(out, "decode                 %8.1f tok/s  %8.1f tok/s  (%" PRIu64 " tokens)\n",
+            r.decode_tokens_per_s, r.pred_decode_tokens_per_s, r.n_decode_tokens);
+    if (r.n_replans)
+        fprintf(out, "re-planned %u time(s): %s", r.n_replans, sw_engine_notes(e));
+    return CLI_EXIT_OK;
+}
+
+int cli_write_report_json(const sw_engine *e, const char *path) {
+    sw_report r;
+    sw_status st = sw_engine_report(e, &r);
+    if (st != SW_OK)
+        return cli_fail(st);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        cli_error("cannot write the report to '%s'", path);
+        return CLI_EXIT_IO;
+    }
+    fprintf(f, "{\"device_budget_bytes\":%" PRIu64 ",\"plan_device_bytes\":%" PRIu64
+            ",\"peak_device_bytes\":%" PRIu64 ",\"peak_host_rss_bytes\":%" PRIu64
+            ",\"bytes_to_device\":%" PRIu64 ",\"copy_busy_s\":%.6f,\"copy_stall_s\":%.6f"
+            ",\"n_prefill_tokens\":%" PRIu64 ",\"n_decode_tokens\":%" PRIu64
+            ",\"prefill_tokens_per_s\":%.3f,\"decode_tokens_per_s\":%.3f"
+            ",\"predicted_prefill_tokens_per_s\":%.3f,\"predicted_decode_tokens_per_s\":%.3f"
+            ",\"n_replans\":%u}\n",
+            r.device_budget_bytes, r.plan_device_bytes, r.peak_device_bytes,
+            r.peak_host_rss_bytes, r.bytes_to_device, r.copy_busy_s, r.copy_stall_s,
+            r.n_prefill_tokens, r.n_decode_tokens, r.prefill_tokens_per_s,
+            r.decode_tokens_per_s, r.pred_prefill_tokens_per_s, r.pred_decode_tokens_per_s,
+            r.n_replans);
+    if (fclose(f) != 0) {
+        cli_error("cannot write the report to '%s'", path);
+        return CLI_EXIT_IO;
+    }
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,265 @@
+/*
+ * api.c — the public plan API (sw_plan_*, sw_parse_size, sw_parse_rate):
+ * gathers plan_build()'s inputs from the machine and the options — the
+ * model's sizes (file or catalog), the device budget (sim capacity, or a
+ * CUDA device's free memory capped by --device-mem), the host budget
+ * (MemAvailable capped by --host-mem), rates (doctor's cache or the
+ * defaults) and pins — then plans. The reading of the machine happens
+ * here so plan_build stays pure.
+ *
+ * Defaults mirror the engine's (context min(trained, 4096), chunk 64, all
+ * cores) so `spillway plan` shows what `spillway run` would execute.
+ */
+#define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/model_internal.h"
+#include "model/weights.h"
+#include "plan/plan_api.h"
+#include "util/error.h"
+
+#define DEFAULT_CTX 4096
+#define DEFAULT_BATCH 64
+#define MAX_DEFAULT_THREADS 64
+
+struct sw_plan {
+    plan p;
+};
+
+sw_plan_options sw_plan_options_default(void) {
+    sw_plan_options o;
+    memset(&o, 0, sizeof o);
+    o.n_gpu_layers = -1;
+    return o;
+}
+
+/* The plan_model of an opened file, sized exactly as the engine packs it. */
+static sw_status describe_file(const sw_model *model, plan_model *pm) {
+    model_config c;
+    model_weights w;
+    const char *slash = strrchr(model->path, '/');
+    sw_status st = model_config_from_gguf(model->gguf, &c);
+    if (st != SW_OK)
+        return st;
+    memset(&w, 0, sizeof w);
+    if ((st = model_weights_bind(model->gguf, &c, &w)) != SW_OK)
+        return st;
+    st = plan_model_from_weights(&c, &w, slash ? slash + 1 : model->path,
+                                 plan_file_type_name(model->summary.file_type),
+                                 model->summary.file_bytes, pm);
+    model_weights_free(&w);
+    return st;
+}
+
+static uint32_t default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_DEFAULT_THREADS ? MAX_DEFAULT_THREADS : (uint32_t)n;
+}
+
+static sw_status make_workload(const sw_plan_options *o, const model_config *c,
+                               plan_workload *w) {
+    memset(w, 0, sizeof *w);
+    w->n_ctx = o->n_ctx ? o->n_ctx : c->n_ctx_train < DEFAULT_CTX ? c->n_ctx_train : DEFAULT_CTX;
+    w->n_batch = o->n_batch ? o->n_batch : DEFAULT_BATCH;
+    if (w->n_batch > w->n_ctx)
+        w->n_batch = w->n_ctx;
+    w->n_seq = o->n_seq ? o->n_seq : 1;
+    if (o->n_threads < 0 || o->n_threads > 256)
+        return sw_errorf(SW_ERR_ARG, "thread count %d is out of range (1..256)", o->n_threads);
+    w->n_threads = o->n_threads ? (uint32_t)o->n_threads : default_threads();
+    return o->kv_type ? plan_parse_kv_type(o->kv_type, &w->kv_type) : SW_OK;
+}
+
+/* Budget for a CUDA device: the first visible one's free memory, capped. */
+static sw_status cuda_budget(const sw_plan_options *o, plan_budget *b) {
+    sw_device_report *rep = malloc(sizeof *rep);
+    if (rep == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory querying devices");
+    sw_status st = sw_devices_query(rep);
+    if (st == SW_OK) {
+        const sw_device_info *d = &rep->devices[0];
+        b->has_device = true;
+        snprintf(b->device_name, sizeof b->device_name, "cuda:%d %.48s", d->index, d->name);
+        b->device_total_bytes = d->total_bytes;
+        b->device_bytes = o->device_mem_bytes && o->device_mem_bytes < d->free_bytes
+                              ? o->device_mem_bytes : d->free_bytes;
+    }
+    free(rep);
+    return st;
+}
+
+/* Picks the backend (cuda if visible when none is named) and the budgets.
+ * *note receives a remark for the plan ("" if none). */
+static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *note, size_t cap) {
+    const char *kind = o->backend;
+    memset(b, 0, sizeof *b);
+    b->pinned_limit_bytes = UINT64_MAX;
+    note[0] = '\0';
+    if (kind == NULL) {
+        sw_status st = cuda_budget(o, b);
+        if (st == SW_OK)
+            kind = "cuda";
+        else if (st == SW_ERR_NO_DEVICE) {
+            kind = "cpu";
+            snprintf(note, cap, "no device visible, so the cpu backend (%s); --backend sim "
+                     "--device-mem SIZE rehearses a device", sw_last_error());
+        } else
+            return st;
+    } else if (!strcmp(kind, "cuda")) {
+        sw_status st = cuda_budget(o, b);
+        if (st != SW_OK)
+            return st;
+    } else if (!strcmp(kind, "sim")) {
+        if (o->device_mem_bytes == 0)
+            return sw_errorf(SW_ERR_ARG, "the simulated device needs a capacity: pass "
+                             "--device-mem SIZE (e.g. 512M)");
+        b->has_device = true;
+        snprintf(b->device_name, sizeof b->device_name, "sim");
+        b->device_bytes = b->device_total_bytes = o->device_mem_bytes;
+    } else if (strcmp(kind, "cpu") != 0) {
+        return sw_errorf(SW_ERR_ARG, "unknown backend '%s' (cpu, sim or cuda)", kind);
+    }
+    if (!strcmp(kind, "sim") && o->host_mem_bytes)
+        b->host_bytes = o->host_mem_bytes;   /* a rehearsal: as given */
+    else
+        b->host_bytes = plan_host_available(o->host_mem_bytes);
+    return SW_OK;
+}
+
+/* Doctor's rates or the defaults; a simulated device computes with the
+ * host's kernels, so its rates are the host's and its link the sim cap. */
+static void make_rates(const sw_plan_options *o, const plan_budget *b, plan_rates *r) {
+    if (o->default_rates || plan_rates_load_cache(r) != SW_OK)
+        plan_rates_default(r);
+    if (!b->has_device || strcmp(b->device_name, "sim") != 0)
+        return;
+    r->device_mem_Bps = r->host_mem_Bps;
+    r->device_flops = r->host_flops;
+    r->h2d_pinned_Bps = o->sim_link_Bps > 0 ? o->sim_link_Bps : r->host_mem_Bps;
+    r->h2d_pageable_Bps = r->h2d_pinned_Bps;
+}
+
+static sw_status make_pins(const sw_plan_options *o, const plan_budget *b, uint32_t n_layer,
+                           plan_pins *pins, char *note, size_t cap) {
+    memset(pins, 0, sizeof *pins);
+    if (o->place != NULL) {
+        sw_status st = plan_parse_place(o->place, n_layer, pins);
+        if (st != SW_OK)
+            return st;
+    }
+    if (o->n_gpu_layers >= 0 && b->has_device)
+        plan_pins_apply_ngl(pins, n_layer, (uint32_t)o->n_gpu_layers);
+    else if (o->n_gpu_layers >= 0 && note[0] == '\0')
+        snprintf(note, cap, "-ngl %d ignored: there is no device (cpu backend)",
+                 o->n_gpu_layers);
+    return SW_OK;
+}
+
+static void add_note(plan *p, const char *text) {
+    if (text[0] && p->n_notes < PLAN_MAX_NOTES)
+        snprintf(p->notes[p->n_notes++], sizeof p->notes[0], "%s", text);
+}
+
+sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
+                         const sw_plan_options *opt, sw_plan **out) {
+    sw_plan_options defaults = sw_plan_options_default();
+    plan_model *pm = NULL;
+    plan_pins *pins = NULL;
+    sw_plan *sp = NULL;
+    plan_budget budget;
+    plan_rates rates;
+    plan_workload work;
+    char note[256], ngl_note[128] = "";
+    sw_status st;
+    if (out == NULL || (model == NULL) == (catalog_name == NULL))
+        return sw_errorf(SW_ERR_ARG, "sw_plan_create: give exactly one of a model and a "
+                         "catalog name, and an output pointer");
+    *out = NULL;
+    if (opt == NULL)
+        opt = &defaults;
+    pm = malloc(sizeof *pm);
+    pins = malloc(sizeof *pins);
+    sp = malloc(sizeof *sp);
+    if (pm == NULL || pins == NULL || sp == NULL) {
+        st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning");
+        goto fail;
+    }
+    if (model != NULL && opt->weights != NULL) {
+        st = sw_errorf(SW_ERR_ARG, "--weights applies to catalog models; a file is planned "
+                       "in the types it stores");
+        goto fail;
+    }
+    st = model ? describe_file(model, pm) : plan_model_from_catalog(catalog_name, opt->weights,
+                                                                   pm);
+    if (st != SW_OK || (st = make_workload(opt, &pm->config, &work)) != SW_OK ||
+        (st = make_budget(opt, &budget, note, sizeof note)) != SW_OK ||
+        (st = make_pins(opt, &budget, pm->config.n_layer, pins, ngl_note, sizeof ngl_note)) !=
+            SW_OK)
+        goto fail;
+    make_rates(opt, &budget, &rates);
+    if ((st = plan_build(pm, &budget, &rates, &work, pins, &sp->p)) != SW_OK)
+        goto fail;
+    add_note(&sp->p, note);
+    add_note(&sp->p, ngl_note);
+    free(pm);
+    free(pins);
+    *out = sp;
+    return SW_OK;
+fail:
+    free(pm);
+    free(pins);
+    free(sp);
+    return st;
+}
+
+sw_status sw_plan_print(const sw_plan *sp, FILE *out, int json) {
+    if (sp == NULL || out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_plan_print: NULL argument");
+    if (json)
+        plan_print_json(out, &sp->p);
+    else
+        plan_print_table(out, &sp->p);
+    return SW_OK;
+}
+
+sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
+    if (sp == NULL || s == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_plan_get_summary: NULL argument");
+    const plan *p = &sp->p;
+    memset(s, 0, sizeof *s);
+    s->device_bytes = p->tier_bytes[TIER_DEVICE];
+    s->pinned_bytes = p->tier_bytes[TIER_PINNED];
+    s->host_bytes = p->tier_bytes[TIER_HOST];
+    for (uint32_t il = 0; il < p->model.config.n_layer; il++) {
+        s->n_resident += p->layer_place[il] == PLACE_RESIDENT;
+        s->n_streamed += p->layer_place[il] == PLACE_STREAMED;
+        s->n_host += p->layer_place[il] == PLACE_HOST;
+    }
+    s->prefill_tokens_per_s = p->prefill_tokens_per_s;
+    s->decode_tokens_per_s = p->decode_tokens_per_s;
+    return SW_OK;
+}
+
+void sw_plan_destroy(sw_plan *sp) { free(sp); }
+
+sw_status sw_parse_size(const char *text, uint64_t whole, uint64_t *out) {
+    return plan_parse_size(text, whole, out);
+}
+
+sw_status sw_parse_rate(const char *text, uint64_t *bytes_per_s) {
+    char buf[64];
+    size_t n = text ? strlen(text) : 0;
+    if (text == NULL || bytes_per_s == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_parse_rate: NULL argument");
+    if (n < 2 || n >= sizeof buf || text[n - 2] != '/' || (text[n - 1] != 's' &&
+                                                          text[n - 1] != 'S'))
+        return sw_errorf(SW_ERR_ARG, "rate '%s' is not a size per second (16GB/s, 500MB/s, "
+                         "2GiB/s)", text);
+    memcpy(buf, text, n - 2);
+    buf[n - 2] = '\0';
+    sw_status st = plan_parse_size(buf, 0, bytes_per_s);
+    return st == SW_OK ? SW_OK : sw_error_prefix(st, "rate '%s'", text);
+}

@@ -1,0 +1,247 @@
+/*
+ * cost.c — byte accounting and speed prediction for a placement.
+ *
+ * Bytes (exact): device = activations + [LM head + final norm + logits]
+ * + resident layers + ring slots (K x largest streamed layer) + KV of every
+ * layer computed on the device (resident or streamed: a layer's KV lives on
+ * the side that computes it). Host = host activations + KV of host layers
+ * + pinned copies of streamed layers (when they fit) + the part of the file
+ * mapping read every token that the host budget can cache; the rest of
+ * that working set is re-read from disk each token ("disk spill").
+ *
+ * Time (a model, not a measurement; rates from doctor or the defaults):
+ *   a layer on a side costs max(bytes read / memory rate, flops / flop rate)
+ *   per pass, bytes read = its weights + the KV it attends over (half the
+ *   context filled); flops = tokens x (2 x matrix params + 4 x heads x
+ *   head_dim x visible keys). A decode pass is n_seq tokens, a prefill
+ *   pass n_batch tokens (the LM head runs for the last token only).
+ *   A streamed layer also costs bytes / link rate per pass, copied by a
+ *   prefetcher into K ring slots in order, while compute proceeds; the pass
+ *   time is simulated over a few passes (max-plus recurrences below), so a
+ *   link-bound pass costs exactly (sum of streamed bytes) / link rate, and
+ *   copies hide behind host and resident compute only as far as K slots
+ *   allow. Disk spill adds bytes / disk rate to each pass. Crossing the
+ *   residual stream between sides (kilobytes) is ignored.
+ */
+#include <string.h>
+
+#include "engine/kv.h"
+#include "model/forward.h"
+#include "plan/plan_internal.h"
+
+#define SIM_PASSES 6    /* passes simulated; the last one's time is reported */
+
+uint64_t plan_padded(uint64_t bytes) {
+    return (bytes + PLAN_TENSOR_ALIGN - 1) / PLAN_TENSOR_ALIGN * PLAN_TENSOR_ALIGN;
+}
+
+const char *plan_cat_name(cost_cat cat) {
+    static const char *const names[CAT_COUNT] = {"compute", "device memory", "host compute",
+                                                 "host memory", "link", "disk"};
+    return cat < CAT_COUNT ? names[cat] : "?";
+}
+
+static uint32_t kv_elem_bytes(plan_kv_type t) { return t == PLAN_KV_F32 ? 4 : 2; }
+
+/* max(bytes / mem, flops / flop rate), naming the larger. */
+static cost_term side_cost(double bytes, double flops, double mem_Bps, double flop_rate,
+                           cost_cat mem_cat, cost_cat flop_cat) {
+    double tm = bytes / mem_Bps, tf = flops / flop_rate;
+    return tm >= tf ? (cost_term){tm, mem_cat} : (cost_term){tf, flop_cat};
+}
+
+/* Per-layer costs on both sides, both passes, both device rate sets. */
+static void layer_costs(plan_ctx *x) {
+    const model_config *c = &x->m->config;
+    const plan_rates *r = x->r;
+    plan_rates ref;
+    plan_rates_default(&ref);
+    const double dev_mem[2] = {r->device_mem_Bps, ref.device_mem_Bps};
+    const double dev_flops[2] = {r->device_flops, ref.device_flops};
+    double E = c->n_embd, nq = (double)c->n_head * c->n_embd_head;
+    double nkv = (double)c->n_head_kv * c->n_embd_head;
+    double params = E * (nq + 2 * nkv) + nq * E + 3 * E * c->n_ff;
+    double tokens[2] = {x->w.n_seq, x->n_chunk};
+    uint32_t half = x->w.n_ctx / 2 ? x->w.n_ctx / 2 : 1;
+    for (uint32_t il = 0; il < x->n_layer; il++) {
+        double visible = x->kv_rows[il] < half ? x->kv_rows[il] : half;
+        double kv_read = visible * 2 * nkv * kv_elem_bytes(x->w.kv_type) * x->w.n_seq;
+        double per_tok = 2 * params + 4 * nq * visible;
+        double bytes = (double)x->m->layer_bytes[il] + kv_read;
+        for (int p = 0; p < 2; p++) {
+            for (int k = 0; k < 2; k++)
+                x->dev[k][p][il] = side_cost(bytes, per_tok * tokens[p], dev_mem[k],
+                                             dev_flops[k], CAT_DEVICE_MEM, CAT_COMPUTE);
+            x->host[p][il] = side_cost(bytes, per_tok * tokens[p], r->host_mem_Bps,
+                                       r->host_flops, CAT_HOST_MEM, CAT_HOST_COMPUTE);
+        }
+    }
+    double lm_flops = 2 * E * c->n_vocab, lm_bytes = (double)x->m->output_bytes;
+    double lm_tokens[2] = {x->w.n_seq, 1};
+    for (int p = 0; p < 2; p++) {
+        for (int k = 0; k < 2; k++)
+            x->lm_dev[k][p] = side_cost(lm_bytes, lm_flops * lm_tokens[p], dev_mem[k],
+                                        dev_flops[k], CAT_DEVICE_MEM, CAT_COMPUTE);
+        x->lm_host[p] = side_cost(lm_bytes, lm_flops * lm_tokens[p], r->host_mem_Bps,
+                                  r->host_flops, CAT_HOST_MEM, CAT_HOST_COMPUTE);
+    }
+}
+
+void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
+                   const plan_rates *r, const plan_workload *w) {
+    const model_config *c = &m->config;
+    memset(x, 0, sizeof *x);
+    x->m = m;
+    x->b = b;
+    x->r = r;
+    x->w = *w;
+    x->n_layer = c->n_layer;
+    x->n_tok = w->n_batch > w->n_seq ? w->n_batch : w->n_seq;
+    x->n_chunk = w->n_batch < w->n_ctx ? w->n_batch : w->n_ctx;
+    uint64_t row_bytes = 2ull * c->n_head_kv * c->n_embd_head * kv_elem_bytes(w->kv_type);
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        x->kv_rows[il] = kv_layer_rows(c, il, w->n_ctx, w->n_batch);
+        x->kv_bytes[il] = (uint64_t)x->kv_rows[il] * row_bytes * w->n_seq;
+    }
+    x->dev_act_bytes = forward_scratch_bytes(c, x->n_tok, w->n_ctx, w->n_threads);
+    x->host_act_bytes = x->dev_act_bytes;
+    x->logits_bytes = (uint64_t)c->n_vocab * x->n_tok * sizeof(float);
+    x->lm_dev_bytes = m->output_bytes + m->output_norm_bytes + x->logits_bytes;
+    layer_costs(x);
+}
+
+uint64_t plan_all_resident_bytes(const plan_ctx *x) {
+    uint64_t total = x->dev_act_bytes + x->lm_dev_bytes;
+    for (uint32_t il = 0; il < x->n_layer; il++)
+        total += x->m->layer_bytes[il] + x->kv_bytes[il];
+    return total;
+}
+
+double plan_link_rate(const plan_ctx *x, bool pinned) {
+    return pinned ? x->r->h2d_pinned_Bps : x->r->h2d_pageable_Bps;
+}
+
+void plan_choice_account(const plan_ctx *x, plan_choice *c) {
+    uint64_t dev = 0, host_kv = 0, mapped = 0;
+    c->n_resident = c->n_streamed = c->n_host = 0;
+    c->slot_bytes = c->streamed_bytes = 0;
+    for (uint32_t il = 0; il < x->n_layer; il++) {
+        uint64_t lb = x->m->layer_bytes[il];
+        if (c->place[il] == PLACE_RESIDENT) {
+            c->n_resident++;
+            dev += lb + x->kv_bytes[il];
+        } else if (c->place[il] == PLACE_STREAMED) {
+            c->n_streamed++;
+            c->streamed_bytes += lb;
+            c->slot_bytes = lb > c->slot_bytes ? lb : c->slot_bytes;
+            dev += x->kv_bytes[il];
+        } else {
+            c->n_host++;
+            host_kv += x->kv_bytes[il];
+            mapped += lb;
+        }
+    }
+    if (x->b->has_device)
+        dev += x->dev_act_bytes + (uint64_t)(c->n_streamed ? PLAN_RING_SLOTS : 0) * c->slot_bytes;
+    if (c->lm == PLACE_RESIDENT)
+        dev += x->lm_dev_bytes;
+    else
+        mapped += x->m->output_bytes;   /* read every token from the mapping */
+    c->dev_bytes = dev;
+    c->host_alloc_bytes = x->host_act_bytes + host_kv;
+    /* Pin the streamed layers only if that pushes nothing else out of RAM:
+     * pinned memory cannot be paged, and the mapped working set must stay
+     * cached or it is re-read from disk every token. */
+    c->stream_pinned = c->n_streamed > 0 && c->streamed_bytes <= x->b->pinned_limit_bytes &&
+                       c->host_alloc_bytes + c->streamed_bytes + mapped <= x->b->host_bytes;
+    if (c->stream_pinned)
+        c->host_alloc_bytes += c->streamed_bytes;
+    else
+        mapped += c->streamed_bytes;
+    uint64_t room = x->b->host_bytes > c->host_alloc_bytes
+                        ? x->b->host_bytes - c->host_alloc_bytes : 0;
+    c->mapped_bytes = mapped;
+    c->disk_bytes = mapped > room ? mapped - room : 0;
+}
+
+/* Steady-state seconds of one pass: layers in order, each streamed layer
+ * waiting for its copy; copies run in order on one link as soon as their
+ * slot is free (the layer K streamed layers earlier has been computed). */
+static double simulate(const plan_ctx *x, const plan_choice *c, int k, int p, double tail_s) {
+    double t = 0, link_free = 0, slot_free[PLAN_RING_SLOTS] = {0}, prev_end = 0, end = 0;
+    double rate = plan_link_rate(x, c->stream_pinned);
+    uint64_t seq = 0;
+    for (int pass = 0; pass < SIM_PASSES; pass++) {
+        prev_end = end;
+        for (uint32_t il = 0; il < x->n_layer; il++) {
+            if (c->place[il] == PLACE_HOST) {
+                t += x->host[p][il].s;
+                continue;
+            }
+            if (c->place[il] == PLACE_STREAMED) {
+                double *slot = &slot_free[seq++ % PLAN_RING_SLOTS];
+                double start = link_free > *slot ? link_free : *slot;
+                link_free = start + (double)x->m->layer_bytes[il] / rate;
+                t = t > link_free ? t : link_free;
+                t += x->dev[k][p][il].s;
+                *slot = t;
+                continue;
+            }
+            t += x->dev[k][p][il].s;
+        }
+        t += tail_s;
+        end = t;
+    }
+    return end - prev_end;
+}
+
+/* Sums the sequential terms (layers, LM head, disk) by category into
+ * cat_s; returns their total. */
+static double sum_categories(const plan_ctx *x, const plan_choice *c, int k, int p,
+                             double *cat_s) {
+    double total = 0;
+    for (int i = 0; i < CAT_COUNT; i++)
+        cat_s[i] = 0;
+    for (uint32_t il = 0; il < x->n_layer; il++) {
+        const cost_term *t = c->place[il] == PLACE_HOST ? &x->host[p][il] : &x->dev[k][p][il];
+        cat_s[t->cat] += t->s;
+        total += t->s;
+    }
+    const cost_term *lm = c->lm == PLACE_RESIDENT ? &x->lm_dev[k][p] : &x->lm_host[p];
+    cat_s[lm->cat] += lm->s;
+    double disk = (double)c->disk_bytes / x->r->disk_read_Bps;
+    cat_s[CAT_DISK] += disk;
+    return total + lm->s + disk;
+}
+
+/* Seconds of pass p under rate set k; cat_s gets the time per category,
+ * with waiting for copies counted as the link's. */
+static double pass_time(const plan_ctx *x, const plan_choice *c, int k, int p, double *cat_s) {
+    double seq_s = sum_categories(x, c, k, p, cat_s);
+    if (c->n_streamed == 0)
+        return seq_s;
+    const cost_term *lm = c->lm == PLACE_RESIDENT ? &x->lm_dev[k][p] : &x->lm_host[p];
+    double tail = lm->s + (double)c->disk_bytes / x->r->disk_read_Bps;
+    double pass = simulate(x, c, k, p, tail);
+    /* Copies fully hidden: the pass is its sequential work, exactly, so it
+     * ties with placements that stream nothing (the simulation sums in
+     * another order and may differ in the last bits). */
+    if (pass < seq_s * (1 + 1e-12))
+        pass = seq_s;
+    cat_s[CAT_LINK] = pass - seq_s;
+    return pass;
+}
+
+void plan_choice_predict(const plan_ctx *x, plan_choice *c) {
+    for (int p = 0; p < 2; p++) {
+        double cat_s[CAT_COUNT], ref_cat[CAT_COUNT];
+        c->pass_s[p] = pass_time(x, c, RATES_ACTUAL, p, cat_s);
+        c->ref_s[p] = pass_time(x, c, RATES_REF, p, ref_cat);
+        c->link_s[p] = (double)c->streamed_bytes / plan_link_rate(x, c->stream_pinned);
+        cost_cat best = CAT_COMPUTE;
+        for (int i = 1; i < CAT_COUNT; i++)
+            if (cat_s[i] > cat_s[best])
+                best = (cost_cat)i;
+        c->cat[p] = best;
+    }
+}

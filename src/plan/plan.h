@@ -1,0 +1,160 @@
+/*
+ * plan.h — the placement plan: where every byte of a model and its
+ * workload lives (device, pinned host, pageable host, disk), computed before
+ * anything is allocated, with predicted memory per tier and predicted speed.
+ *
+ * plan_build() is a pure function: no I/O, no allocation beyond *out,
+ * deterministic (same inputs, same plan). The engine executes a plan
+ * exactly: it allocates on the device precisely the plan's device buffers
+ * (same sizes, same purposes) and nothing else. Sizes that both sides need
+ * come from shared functions (plan_layer_bytes(), kv_layer_rows(),
+ * forward_scratch_bytes()) so they cannot drift apart.
+ *
+ * Placements of a transformer layer's weights:
+ *   RESIDENT  copied to the device once at load;
+ *   STREAMED  kept in pinned/host memory, copied into one of `ring_slots`
+ *             device slots ahead of use (prefetch ring_slots - 1 ahead);
+ *   HOST      computed by the CPU backend where the weights live.
+ */
+#ifndef SW_PLAN_PLAN_H
+#define SW_PLAN_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/config.h"
+#include "spillway.h"
+
+#define PLAN_MAX_LAYERS MODEL_MAX_LAYERS
+#define PLAN_MAX_BUFFERS (2 * PLAN_MAX_LAYERS + 64)
+#define PLAN_MAX_NOTES 16
+#define PLAN_TENSOR_ALIGN 256   /* each tensor in a device buffer starts here */
+
+typedef enum plan_place {
+    PLACE_AUTO = 0,  /* pins only: the planner decides */
+    PLACE_RESIDENT,
+    PLACE_STREAMED,
+    PLACE_HOST
+} plan_place;
+
+typedef enum plan_tier { TIER_DEVICE, TIER_PINNED, TIER_HOST, TIER_DISK, TIER_COUNT } plan_tier;
+
+typedef enum plan_kv_type { PLAN_KV_F32, PLAN_KV_F16, PLAN_KV_BF16 } plan_kv_type;
+
+/* What the planner knows of a model: shapes and byte sizes, no data.
+ * Built from an opened file (engine) or from the catalog (plan -m NAME). */
+typedef struct plan_model {
+    char name[64];                          /* "gemma3-27b", or the file name */
+    char weight_type[16];                   /* "Q4_K_M", "BF16", ... (display) */
+    model_config config;                    /* dims, window, pattern, ... */
+    uint64_t layer_bytes[PLAN_MAX_LAYERS];  /* one layer's tensors as held in
+                                             * memory, each padded to
+                                             * PLAN_TENSOR_ALIGN, norms as f32 */
+    uint64_t embd_bytes;                    /* token embedding matrix */
+    uint64_t output_bytes;                  /* LM head (== embd_bytes if tied) */
+    bool tied;                              /* LM head is the embedding */
+    uint64_t output_norm_bytes;             /* final norm (f32) */
+    uint64_t file_bytes;                    /* on disk (0 for catalog models) */
+} plan_model;
+
+typedef struct plan_budget {
+    bool has_device;                /* false: no accelerator, all host */
+    char device_name[64];           /* "sim", "cuda:0 NVIDIA H200" */
+    uint64_t device_bytes;          /* usable: min(free, --device-mem) */
+    uint64_t device_total_bytes;    /* the card's total (display) */
+    uint64_t host_bytes;            /* usable: min(MemAvailable, --host-mem) */
+    uint64_t pinned_limit_bytes;    /* page-lock limit; UINT64_MAX if none */
+} plan_budget;
+
+/* Rates in bytes/s and flop/s: doctor's measurements or stated defaults. */
+typedef struct plan_rates {
+    double h2d_pinned_Bps;
+    double h2d_pageable_Bps;
+    double host_mem_Bps;            /* host kernels' weight-streaming rate */
+    double device_mem_Bps;
+    double disk_read_Bps;
+    double host_flops;
+    double device_flops;
+    bool measured;                  /* false: defaults (said in the plan) */
+} plan_rates;
+
+typedef struct plan_workload {
+    uint32_t n_ctx;                 /* context length */
+    uint32_t n_seq;                 /* batch: sequences decoded together */
+    uint32_t n_batch;               /* prefill chunk, tokens per pass */
+    uint32_t n_threads;             /* host threads (scratch sizing) */
+    plan_kv_type kv_type;
+} plan_workload;
+
+/* --place / -ngl: parts pinned by hand; PLACE_AUTO elsewhere. */
+typedef struct plan_pins {
+    plan_place layer[PLAN_MAX_LAYERS];
+    plan_place lm_head;             /* AUTO, RESIDENT (device) or HOST */
+} plan_pins;
+
+/* What a buffer is for; the engine allocates by kind, in plan order. */
+typedef enum plan_buffer_kind {
+    BUF_LAYER,        /* a resident layer's packed weights (layer = index) */
+    BUF_RING_SLOT,    /* one ring slot (layer = slot index) */
+    BUF_KV,           /* a layer's keys + values (layer = index) */
+    BUF_ACTIVATIONS,  /* forward_scratch_bytes() */
+    BUF_LM_HEAD,      /* output matrix + final norm, each plan_padded */
+    BUF_LOGITS,       /* n_batch * n_vocab f32 */
+    BUF_OTHER         /* host/pinned/disk bookkeeping entries */
+} plan_buffer_kind;
+
+typedef struct plan_buffer {
+    plan_buffer_kind kind;
+    char purpose[48];               /* "layer 3 weights", "ring slot 0",
+                                     * "kv layer 5", "activations", "lm head" */
+    plan_tier tier;
+    uint64_t bytes;
+    int32_t layer;                  /* -1 when not per layer */
+} plan_buffer;
+
+typedef struct plan {
+    plan_model model;
+    plan_budget budget;
+    plan_workload workload;
+    plan_rates rates;
+    plan_place layer_place[PLAN_MAX_LAYERS];   /* RESIDENT / STREAMED / HOST */
+    plan_tier kv_tier[PLAN_MAX_LAYERS];        /* DEVICE or HOST */
+    uint32_t kv_rows[PLAN_MAX_LAYERS];         /* kv_layer_rows() */
+    plan_place lm_head_place;                  /* RESIDENT or HOST */
+    uint32_t ring_slots;                       /* 0 when nothing streams, else >= 2 */
+    uint64_t ring_slot_bytes;                  /* largest streamed layer */
+    uint32_t n_buffers;
+    plan_buffer buffers[PLAN_MAX_BUFFERS];     /* every buffer, every tier */
+    uint64_t tier_bytes[TIER_COUNT];           /* totals per tier */
+    double prefill_tokens_per_s;
+    double decode_tokens_per_s;
+    char prefill_bottleneck[24];               /* "compute", "link", "host memory", ... */
+    char decode_bottleneck[24];
+    /* Added by the planner for the engine and the printers: */
+    bool stream_pinned;                        /* streamed layers are copied once
+                                                * into pinned host buffers (h2d at
+                                                * the pinned rate); else read from
+                                                * the file mapping (pageable) */
+    uint32_t n_tok;                            /* tokens per pass the buffers are
+                                                * sized for: max(n_batch, n_seq) */
+    uint64_t disk_bytes_per_token;             /* mapped bytes the host budget
+                                                * cannot cache: re-read per token */
+    char better[160];                          /* a cheaper change that would
+                                                * speed up, or "" */
+    uint32_t n_notes;
+    char notes[PLAN_MAX_NOTES][160];           /* why each choice was made */
+} plan;
+
+/* Bytes of one layer's tensors as the engine holds them in one buffer:
+ * each tensor's bytes rounded up to PLAN_TENSOR_ALIGN. */
+uint64_t plan_padded(uint64_t bytes);
+
+/* Builds the plan. On failure returns SW_ERR_OOM_DEVICE or SW_ERR_OOM_HOST
+ * with a message naming the short tier, the bytes missing and the cheapest
+ * changes that would fit (each with its numbers), or SW_ERR_ARG for pins
+ * that cannot hold. Pure and deterministic. */
+sw_status plan_build(const plan_model *model, const plan_budget *budget,
+                     const plan_rates *rates, const plan_workload *work,
+                     const plan_pins *pins, plan *out);
+
+#endif

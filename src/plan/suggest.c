@@ -1,0 +1,316 @@
+/*
+ * suggest.c — what to change when nothing fits, and what would help when
+ * something does. Every suggestion is checked by re-running the search
+ * with the change (pure, like the rest of the planner), so each one comes
+ * with the numbers it would give; none is a guess.
+ *
+ * Failure candidates, cheapest first: the largest context that fits,
+ * batch 1, the largest prefill chunk that fits, f16 KV, lower-precision
+ * weights (for f32/f16/bf16 sources), the largest smaller catalog model,
+ * and, when only the device is short, the cpu backend.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/plan_internal.h"
+#include "util/error.h"
+
+#define MSG_MAX 1024
+
+typedef struct trial {
+    plan_choice best;
+    uint64_t all_resident_bytes;
+} trial;
+
+/* Plans m with workload w (no pins): true and *t filled if it fits. */
+static bool try_plan(const plan_model *m, const plan_budget *b, const plan_rates *r,
+                     const plan_workload *w, trial *t) {
+    static const plan_pins no_pins;
+    plan_ctx x;
+    search_result res;
+    if (w->n_ctx > m->config.n_ctx_train || w->n_ctx == 0 || w->n_batch == 0)
+        return false;
+    plan_ctx_init(&x, m, b, r, w);
+    plan_search(&x, &no_pins, &res);
+    if (res.found) {
+        t->best = res.best;
+        t->all_resident_bytes = plan_all_resident_bytes(&x);
+    }
+    return res.found;
+}
+
+typedef struct msg {
+    char text[MSG_MAX];
+    size_t len;
+    uint32_t n_items;
+} msg;
+
+static void put(msg *m, const char *fmt, ...) SW_PRINTF(2, 3);
+
+static void put(msg *m, const char *fmt, ...) {
+    if (m->len + 1 >= sizeof m->text)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(m->text + m->len, sizeof m->text - m->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        m->len += (size_t)n < sizeof m->text - m->len ? (size_t)n : sizeof m->text - m->len - 1;
+}
+
+/* "  CHANGE (device 198.2 MiB, decode 12.3 tok/s)" */
+static void put_item(msg *m, const plan_ctx *x, const char *change, const trial *t,
+                     uint32_t n_seq) {
+    char sz[32];
+    bool dev = x->b->has_device && (t->best.lm == PLACE_RESIDENT || t->best.n_resident +
+                                    t->best.n_streamed > 0);
+    plan_format_size(dev ? t->best.dev_bytes : t->best.host_alloc_bytes, sz, sizeof sz);
+    put(m, "\n  %s (%s %s, decode %.1f tok/s)", change, dev ? "device" : "host", sz,
+        n_seq / t->best.pass_s[PASS_DECODE]);
+    m->n_items++;
+}
+
+/* Largest value in [1, hi] for which set(w, v) fits; 0 if none. Fitting
+ * is monotone in context and chunk size (both only add bytes). */
+static uint32_t largest_fit(const plan_ctx *x, uint32_t hi, bool ctx, trial *t) {
+    uint32_t lo = 1, found = 0;
+    trial cur;
+    while (lo <= hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        plan_workload w = x->w;
+        if (ctx) {
+            w.n_ctx = mid;
+            w.n_batch = w.n_batch < mid ? w.n_batch : mid;
+        } else {
+            w.n_batch = mid;
+        }
+        if (try_plan(x->m, x->b, x->r, &w, &cur)) {
+            found = mid;
+            *t = cur;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return found;
+}
+
+static void suggest_workload(msg *m, const plan_ctx *x) {
+    char change[64];
+    trial t;
+    uint32_t v;
+    if (x->w.n_ctx > 1 && (v = largest_fit(x, x->w.n_ctx - 1, true, &t)) != 0) {
+        snprintf(change, sizeof change, "-c %u", v);
+        put_item(m, x, change, &t, x->w.n_seq);
+    }
+    if (x->w.n_seq > 1) {
+        plan_workload w = x->w;
+        w.n_seq = 1;
+        if (try_plan(x->m, x->b, x->r, &w, &t))
+            put_item(m, x, "--batch 1", &t, 1);
+    }
+    if (x->w.n_batch > 1 && (v = largest_fit(x, x->w.n_batch - 1, false, &t)) != 0) {
+        snprintf(change, sizeof change, "-b %u (prefill chunk)", v);
+        put_item(m, x, change, &t, x->w.n_seq);
+    }
+    if (x->w.kv_type == PLAN_KV_F32) {
+        plan_workload w = x->w;
+        w.kv_type = PLAN_KV_F16;
+        if (try_plan(x->m, x->b, x->r, &w, &t))
+            put_item(m, x, "--kv-type f16", &t, x->w.n_seq);
+    }
+}
+
+/* Lower-precision weights, for sources stored at 16 or 32 bits. */
+static void suggest_weights(msg *m, const plan_ctx *x) {
+    const char *src = x->m->weight_type;
+    bool f32 = !strcmp(src, "F32");
+    if (!f32 && strcmp(src, "F16") != 0 && strcmp(src, "BF16") != 0)
+        return;
+    const char *types[2] = {f32 ? "bf16" : NULL, "q8_0"};
+    for (int i = 0; i < 2; i++) {
+        plan_model pm;
+        trial t;
+        char change[64], sz[32];
+        if (types[i] == NULL || plan_model_for_type(&x->m->config, types[i], &pm) != SW_OK)
+            continue;
+        pm.file_bytes = 0;
+        snprintf(pm.name, sizeof pm.name, "%s", x->m->name);
+        if (!try_plan(&pm, x->b, x->r, &x->w, &t))
+            continue;
+        plan_format_size(plan_model_total_bytes(&pm), sz, sizeof sz);
+        snprintf(change, sizeof change, "--weights %s (weights %s)", types[i], sz);
+        put_item(m, x, change, &t, x->w.n_seq);
+        return;
+    }
+}
+
+/* The largest catalog model smaller than this one that fits, in the same
+ * weight type when the catalog knows it (else q4_k_m). */
+static void suggest_model(msg *m, const plan_ctx *x) {
+    const char *type = plan_catalog_type(x->m->weight_type);
+    uint64_t cur = plan_model_total_bytes(x->m), best_bytes = 0;
+    const char *best_name = NULL;
+    trial best_t, t;
+    if (type == NULL)
+        type = PLAN_CATALOG_DEFAULT_TYPE;
+    for (size_t i = 0; i < plan_catalog_count(); i++) {
+        plan_model pm;
+        if (plan_model_from_catalog(plan_catalog_name(i), type, &pm) != SW_OK)
+            continue;
+        uint64_t total = plan_model_total_bytes(&pm);
+        plan_workload w = x->w;
+        if (w.n_ctx > pm.config.n_ctx_train)
+            w.n_ctx = pm.config.n_ctx_train;
+        if (total >= cur || total <= best_bytes || !try_plan(&pm, x->b, x->r, &w, &t))
+            continue;
+        best_bytes = total;
+        best_name = plan_catalog_name(i);
+        best_t = t;
+    }
+    if (best_name != NULL) {
+        char change[64], sz[32];
+        plan_format_size(best_bytes, sz, sizeof sz);
+        snprintf(change, sizeof change, "-m %s --weights %s (%s)", best_name, type, sz);
+        put_item(m, x, change, &best_t, x->w.n_seq);
+    }
+}
+
+static void suggest_cpu(msg *m, const plan_ctx *x) {
+    plan_budget b = *x->b;
+    trial t;
+    b.has_device = false;
+    b.device_bytes = 0;
+    if (try_plan(x->m, &b, x->r, &x->w, &t)) {
+        plan_ctx y = *x;
+        y.b = &b;
+        put_item(m, &y, "--backend cpu (everything on the host)", &t, x->w.n_seq);
+    }
+}
+
+/* "activations 9.1 MiB, 1 layer 4.2 MiB, ..." for the smallest device plan. */
+static void describe_min(const plan_ctx *x, const plan_choice *c, char *buf, size_t cap) {
+    char a[32], l[32], k[32], s[32], h[32];
+    uint64_t lay = 0, kv = 0;
+    for (uint32_t il = 0; il < x->n_layer; il++) {
+        lay += c->place[il] == PLACE_RESIDENT ? x->m->layer_bytes[il] : 0;
+        kv += c->place[il] != PLACE_HOST ? x->kv_bytes[il] : 0;
+    }
+    plan_format_size(x->dev_act_bytes, a, sizeof a);
+    plan_format_size(lay, l, sizeof l);
+    plan_format_size(kv, k, sizeof k);
+    plan_format_size(c->slot_bytes, s, sizeof s);
+    plan_format_size(x->lm_dev_bytes, h, sizeof h);
+    int n = snprintf(buf, cap, "activations %s, %u layer%s resident %s, KV %s", a,
+                     c->n_resident, c->n_resident == 1 ? "" : "s", l, k);
+    if (n > 0 && (size_t)n < cap && c->n_streamed)
+        n += snprintf(buf + n, cap - (size_t)n, ", ring %u x %s", PLAN_RING_SLOTS, s);
+    if (n > 0 && (size_t)n < cap && c->lm == PLACE_RESIDENT)
+        snprintf(buf + n, cap - (size_t)n, ", LM head + logits %s", h);
+}
+
+sw_status plan_explain_failure(const plan_ctx *x, const search_result *res) {
+    msg m;
+    char need[32], budget[32], miss[32], what[200];
+    bool dev_short = x->b->has_device && res->host_ok_any;
+    uint64_t need_b = dev_short ? res->min_dev_bytes : res->min_host_bytes;
+    uint64_t budget_b = dev_short ? x->b->device_bytes : x->b->host_bytes;
+    memset(&m, 0, sizeof m);
+    plan_format_size(need_b, need, sizeof need);
+    plan_format_size(budget_b, budget, sizeof budget);
+    plan_format_size(need_b - budget_b, miss, sizeof miss);
+    if (dev_short) {
+        describe_min(x, &res->min_dev, what, sizeof what);
+        put(&m, "device memory (%s) is short by %llu bytes (%s): the smallest plan for %s at "
+            "context %u needs %s (%s) but the budget is %s", x->b->device_name,
+            (unsigned long long)(need_b - budget_b), miss, x->m->name, x->w.n_ctx, need,
+            what, budget);
+    } else {
+        put(&m, "host memory is short by %llu bytes (%s): %s at context %u needs %s of host "
+            "memory (activations and the KV of host layers) but the budget is %s",
+            (unsigned long long)(need_b - budget_b), miss, x->m->name, x->w.n_ctx, need,
+            budget);
+    }
+    put(&m, "\nchanges that fit:");
+    suggest_workload(&m, x);
+    suggest_weights(&m, x);
+    suggest_model(&m, x);
+    if (dev_short)
+        suggest_cpu(&m, x);
+    if (m.n_items == 0)
+        put(&m, " none of context, batch, chunk, KV type, weights or a smaller model alone; "
+            "raise the budget");
+    return sw_errorf(dev_short ? SW_ERR_OOM_DEVICE : SW_ERR_OOM_HOST, "%s", m.text);
+}
+
+/* One "better" candidate: a changed workload or model. */
+static void consider_better(const plan_ctx *x, const plan_choice *chosen, const char *change,
+                            const plan_model *m, const plan_workload *w, double *best_gain,
+                            char *out, size_t cap) {
+    trial t;
+    char frees[32];
+    if (!try_plan(m, x->b, x->r, w, &t))
+        return;
+    double now = x->w.n_seq / chosen->pass_s[PASS_DECODE];
+    double then = w->n_seq / t.best.pass_s[PASS_DECODE];
+    if (then < now * 1.05 || then / now <= *best_gain)
+        return;
+    *best_gain = then / now;
+    uint64_t before = plan_all_resident_bytes(x);
+    plan_format_size(before > t.all_resident_bytes ? before - t.all_resident_bytes : 0, frees,
+                     sizeof frees);
+    snprintf(out, cap, "%s frees %s -> %u resident -> decode %.1f tok/s (now %.1f)", change,
+             frees, t.best.n_resident, then, now);
+}
+
+void plan_find_better(const plan_ctx *x, const plan_choice *chosen, char *out, size_t cap) {
+    double gain = 0;
+    char change[48];
+    out[0] = '\0';
+    if (!x->b->has_device || (chosen->n_resident == x->n_layer && chosen->lm == PLACE_RESIDENT))
+        return;
+    plan_workload w = x->w;
+    if (x->w.kv_type == PLAN_KV_F32) {
+        w.kv_type = PLAN_KV_F16;
+        consider_better(x, chosen, "--kv-type f16", x->m, &w, &gain, out, cap);
+    }
+    w = x->w;
+    if (x->w.n_ctx >= 2) {
+        w.n_ctx = x->w.n_ctx / 2;
+        w.n_batch = w.n_batch < w.n_ctx ? w.n_batch : w.n_ctx;
+        snprintf(change, sizeof change, "-c %u", w.n_ctx);
+        consider_better(x, chosen, change, x->m, &w, &gain, out, cap);
+    }
+    w = x->w;
+    if (x->w.n_batch >= 2) {
+        w.n_batch = x->w.n_batch / 2;
+        snprintf(change, sizeof change, "-b %u", w.n_batch);
+        consider_better(x, chosen, change, x->m, &w, &gain, out, cap);
+    }
+    const char *src = x->m->weight_type;
+    plan_model pm;
+    if ((!strcmp(src, "F32") || !strcmp(src, "F16") || !strcmp(src, "BF16")) &&
+        plan_model_for_type(&x->m->config, "q8_0", &pm) == SW_OK) {
+        snprintf(pm.name, sizeof pm.name, "%s", x->m->name);
+        consider_better(x, chosen, "--weights q8_0", &pm, &x->w, &gain, out, cap);
+    }
+}
+
+void plan_format_ranges(const plan_place *place, uint32_t n_layer, plan_place p, char *buf,
+                        size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t il = 0; il < n_layer && len + 1 < cap; il++) {
+        if (place[il] != p || (il > 0 && place[il - 1] == p))
+            continue;
+        uint32_t end = il;
+        while (end + 1 < n_layer && place[end + 1] == p)
+            end++;
+        int n = end == il ? snprintf(buf + len, cap - len, "%s%u", len ? "," : "", il)
+                          : snprintf(buf + len, cap - len, "%s%u-%u", len ? "," : "", il, end);
+        if (n < 0 || (size_t)n >= cap - len)
+            break;
+        len += (size_t)n;
+    }
+}
