@@ -156,10 +156,15 @@ sw_status sw_model_tensor_to_f32(const sw_model *model, size_t index, float *dst
 #define SW_TOK_ADD_BOS 1u        /* prepend BOS when the model asks for it */
 #define SW_TOK_PARSE_SPECIAL 2u  /* recognise control tokens in the text */
 
+/* An upper bound on the ids sw_tokenize produces for `len` bytes. */
+#define SW_TOKENIZE_MAX_IDS(len) (3 * (size_t)(len) + 2)
+
 /* Encodes `len` bytes of text (any bytes; invalid UTF-8 is byte-encoded)
  * into token ids using the model's own vocabulary. Writes at most `cap`
  * ids; *n_ids receives the full count (retry with a larger buffer when it
- * exceeds cap). len + 2 ids always suffice. Linear-time in len.
+ * exceeds cap). SW_TOKENIZE_MAX_IDS(len) ids always suffice (len + 2 for
+ * valid UTF-8; a broken lead byte can swallow a following U+2581 whose
+ * three bytes then fall back to byte tokens). O(len log len).
  * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED (no or unknown tokenizer). */
 sw_status sw_tokenize(const sw_model *model, const char *text, size_t len,
                       unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
@@ -170,6 +175,13 @@ sw_status sw_tokenize(const sw_model *model, const char *text, size_t len,
  * Errors: SW_ERR_ARG (id out of range), SW_ERR_UNSUPPORTED. */
 sw_status sw_token_to_piece(const sw_model *model, int32_t id, char *buf, size_t cap,
                             size_t *len);
+
+/* Decodes ids to text (the inverse of sw_tokenize: pieces concatenated,
+ * byte tokens reassembled, control tokens skipped). Writes at most cap
+ * bytes; *len receives the full length. Errors: SW_ERR_ARG,
+ * SW_ERR_UNSUPPORTED (no vocabulary). */
+sw_status sw_detokenize(const sw_model *model, const int32_t *ids, size_t n, char *buf,
+                        size_t cap, size_t *len);
 
 /* The vocabulary entry as stored ("▁the", "<0x0A>", "<start_of_turn>"), or
  * NULL when id is out of range. Borrowed from the model. */

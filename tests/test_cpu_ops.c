@@ -556,7 +556,7 @@ static void run_attention(cpu_pool *pool, const float *q, const float *k, const 
  * and the same bits for 1..4 threads. */
 static void test_attention_linear(cpu_pool *pools[4], const attn_data *d) {
     enum { T = 7, N = T * AT_HEAD * AT_HD };
-    const int32_t q_pos[T] = {17, 18, 19, 20, 21, 22, 23};
+    const int32_t q_pos[T] = {0, 4, 5, 6, 12, 20, 23}; /* window edges near 0 */
     static float out[N], out_t[N], q4[N];
     static double ref[N];
     const uint32_t windows[3] = {0, 5, 0};
@@ -584,14 +584,15 @@ static void test_attention_linear(cpu_pool *pools[4], const attn_data *d) {
     }
 }
 
-/* A ring of 8 rows holding positions 16..23 (row p % 8), window 5, equals
- * the linear cache with the window mask, bit for bit; also decode. */
+/* A ring of 8 rows holding positions 13..20 (row p % 8, so a query's
+ * keys wrap from row 7 to row 0), window 5, equals the linear cache with
+ * the window mask, bit for bit; also decode. */
 static void test_attention_ring(cpu_pool *pools[4], const attn_data *d) {
     enum { T = 4, N = T * AT_HEAD * AT_HD, ROW = AT_HEAD_KV * AT_HD };
-    const int32_t q_pos[T] = {20, 21, 22, 23};
+    const int32_t q_pos[T] = {17, 18, 19, 20};
     static float kr[AT_RING * ROW], vr[AT_RING * ROW], out_lin[N], out_ring[N];
     static double ref[N];
-    for (int p = 16; p < 24; p++) {
+    for (int p = 13; p <= 20; p++) {
         memcpy(kr + (p % AT_RING) * ROW, d->k + p * ROW, ROW * sizeof(float));
         memcpy(vr + (p % AT_RING) * ROW, d->v + p * ROW, ROW * sizeof(float));
     }
@@ -602,7 +603,7 @@ static void test_attention_ring(cpu_pool *pools[4], const attn_data *d) {
         check_bits("attention ring vs linear (window 5)", out_ring, out_lin, N);
     }
     check_close("attention ring", out_ring, ref, N, 1e-5, 1e-4);
-    /* Decode: one query at position 23 (ring row 7), all threads. */
+    /* Decode: one query at position 20 (ring row 4), all threads. */
     for (int p = 0; p < 4; p++) {
         run_attention(pools[p], d->q + 3 * AT_HEAD * AT_HD, kr, vr, q_pos + 3, 1, AT_RING, 5,
                       0.0f, out_ring);

@@ -40,7 +40,7 @@ typedef struct chat_state {
 /* Appends the tokens of `text` to st->ids at *n (special tokens parsed). */
 static int append_text(chat_state *st, const char *text, bool bos, size_t *n) {
     size_t len = strlen(text);
-    size_t need = *n + len + 2;
+    size_t need = *n + SW_TOKENIZE_MAX_IDS(len);
     if (need > st->ids_cap) {
         int32_t *bigger = realloc(st->ids, need * sizeof *bigger);
         if (bigger == NULL) {
@@ -52,7 +52,8 @@ static int append_text(chat_state *st, const char *text, bool bos, size_t *n) {
     }
     size_t got = 0;
     unsigned flags = SW_TOK_PARSE_SPECIAL | (bos ? SW_TOK_ADD_BOS : 0);
-    sw_status s = sw_tokenize(st->model, text, len, flags, st->ids + *n, len + 2, &got);
+    sw_status s = sw_tokenize(st->model, text, len, flags, st->ids + *n,
+                              SW_TOKENIZE_MAX_IDS(len), &got);
     if (s != SW_OK)
         return cli_fail(s);
     *n += got;

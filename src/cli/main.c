@@ -17,6 +17,7 @@ static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
     {"chat", cmd_chat, "talk with the model (Gemma chat format), one line per turn"},
     {"plan", cmd_plan, "show where every byte would live and how fast it would run"},
+    {"verify", cmd_verify, "check a memory plan against the all-host plan on four prompts"},
     {"info", cmd_info, "describe a model file (metadata, tensors) or the devices"},
     {"fetch", cmd_fetch, "download the default model (Gemma 3 270M Q4_K_M) into the cache"},
     {"tokenize", cmd_tokenize, "show how the model's tokenizer splits a text into tokens"},

@@ -19,12 +19,12 @@ static void usage(FILE *out) {
 static int prompt_tokens(const gen_opts *o, const sw_model *m, uint32_t n_ctx,
                          const char *text, size_t len, int32_t **ids, size_t *n) {
     unsigned flags = SW_TOK_ADD_BOS | (o->no_special ? 0 : SW_TOK_PARSE_SPECIAL);
-    *ids = malloc((len + 2) * sizeof **ids);
+    *ids = malloc(SW_TOKENIZE_MAX_IDS(len) * sizeof **ids);
     if (*ids == NULL) {
         cli_error("out of memory tokenizing the prompt");
         return CLI_EXIT_OOM_HOST;
     }
-    sw_status st = sw_tokenize(m, text, len, flags, *ids, len + 2, n);
+    sw_status st = sw_tokenize(m, text, len, flags, *ids, SW_TOKENIZE_MAX_IDS(len), n);
     if (st != SW_OK)
         return cli_fail(st);
     size_t reserve = o->n_predict > 0 ? (size_t)o->n_predict : 1;

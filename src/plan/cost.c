@@ -1,10 +1,11 @@
 /*
  * cost.c — byte accounting and speed prediction for a placement.
  *
- * Bytes (exact): device = activations + [LM head + final norm + logits]
- * + resident layers + ring slots (K x largest streamed layer) + KV of every
- * layer computed on the device (resident or streamed: a layer's KV lives on
- * the side that computes it). Host = host activations + KV of host layers
+ * Bytes (exact; each device buffer padded to PLAN_TENSOR_ALIGN, as device
+ * allocators hand out aligned blocks): device = activations + [LM head +
+ * final norm + logits] + resident layers + ring slots (K x largest
+ * streamed layer) + KV of every layer computed on the device (resident or
+ * streamed: a layer's KV lives on the side that computes it). Host = host activations + KV of host layers
  * + pinned copies of streamed layers (when they fit) + the part of the file
  * mapping read every token that the host budget can cache; the rest of
  * that working set is re-read from disk each token ("disk spill").
@@ -101,11 +102,13 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     uint64_t row_bytes = 2ull * c->n_head_kv * c->n_embd_head * kv_elem_bytes(w->kv_type);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         x->kv_rows[il] = kv_layer_rows(c, il, w->n_ctx, w->n_batch);
-        x->kv_bytes[il] = (uint64_t)x->kv_rows[il] * row_bytes * w->n_seq;
+        x->kv_bytes[il] = plan_padded((uint64_t)x->kv_rows[il] * row_bytes * w->n_seq);
     }
-    x->dev_act_bytes = forward_scratch_bytes(c, x->n_tok, w->n_ctx, w->n_threads);
-    x->host_act_bytes = x->dev_act_bytes;
-    x->logits_bytes = (uint64_t)c->n_vocab * x->n_tok * sizeof(float);
+    /* Device allocators hand out aligned blocks (the sim pool: 256 bytes),
+     * so every device buffer is counted padded to PLAN_TENSOR_ALIGN. */
+    x->host_act_bytes = forward_scratch_bytes(c, x->n_tok, w->n_ctx, w->n_threads);
+    x->dev_act_bytes = plan_padded(x->host_act_bytes);
+    x->logits_bytes = plan_padded((uint64_t)c->n_vocab * x->n_tok * sizeof(float));
     x->lm_dev_bytes = m->output_bytes + m->output_norm_bytes + x->logits_bytes;
     layer_costs(x);
 }

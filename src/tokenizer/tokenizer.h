@@ -154,10 +154,5 @@ size_t utf8_stream_feed(utf8_stream *s, const char *in, size_t n, char *out);
 /* Writes out (room for 4 bytes) whatever is held back; returns the count. */
 size_t utf8_stream_flush(utf8_stream *s, char *out);
 
-/* Proposed public API (not yet in spillway.h): sw_tokenize's inverse, as
- * tokenizer_decode over the model's vocabulary.
- * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED (no vocabulary). */
-sw_status sw_detokenize(const sw_model *model, const int32_t *ids, size_t n, char *buf,
-                        size_t cap, size_t *len);
 
 #endif

@@ -307,7 +307,7 @@ static inline qk_vf qk_grp_q6_k(const uint8_t *s, const qk_ctx *c, int e) {
     const int h = e / 128, k = (e / 32) % 4, l = e % 32;
     const qk_vi lo = (qk_u8v(s + 64 * h + 32 * (k % 2) + l) >> (4 * (k / 2))) & 15;
     const qk_vi hi = (qk_u8v(s + 128 + 32 * h + l) >> (2 * k)) & 3;
-    return c->dl[e / 16] * qk_cvt((lo | hi << 4) - 31);
+    return c->dl[e / 16] * qk_cvt((lo | hi << 4) - 32);
 }
 
 static inline void qk_prep_q8_k(const uint8_t *s, qk_ctx *c) { c->d = qk_bits_f32(qk_u32(s)); }

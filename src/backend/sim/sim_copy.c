@@ -52,8 +52,10 @@ static bool pace_until(sim_copier *c, double t) {
  * during a memcpy. Returns false if cancelled by a stop. */
 static bool copy_paced(sim_copier *c, const sim_copy_req *r) {
     const double rate = c->link_bytes_per_s;
-    const double now = sim_now_s();
-    double due = c->link_free_s > now ? c->link_free_s : now;
+    /* The link starts this copy when it is free or when the copy was
+     * queued, whichever is later — not when this thread got round to it, so
+     * late wake-ups from pacing sleeps do not add up into a slower link. */
+    double due = c->link_free_s > r->submit_s ? c->link_free_s : r->submit_s;
     for (uint64_t done = 0; done < r->bytes;) {
         uint64_t n = r->bytes - done < SIM_CHUNK_BYTES ? r->bytes - done : SIM_CHUNK_BYTES;
         pthread_mutex_unlock(&c->mu);
@@ -175,6 +177,7 @@ sw_status sim_copier_submit(sim_copier *c, void *dst, const void *src, uint64_t 
     }
     uint32_t tail = (c->head + c->count) % SIM_QUEUE_LEN;
     c->queue[tail] = (sim_copy_req){.dst = dst, .src = src, .bytes = bytes,
+                                    .submit_s = sim_now_s(),
                                     .seq = ++c->last_seq};
     c->count++;
     if (ev != NULL)

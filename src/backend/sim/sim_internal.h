@@ -75,6 +75,7 @@ typedef struct sim_copy_req {
     const void *src;
     uint64_t bytes;
     uint64_t seq;            /* 1, 2, 3, ... in queue order */
+    double submit_s;         /* when it was queued (the link may start then) */
 } sim_copy_req;
 
 typedef struct sim_copier {

@@ -1,0 +1,156 @@
+/*
+ * verify.c — `spillway verify`: the check to run after changing memory
+ * settings. Four short prompts run under the chosen plan and under the
+ * all-host reference plan (cpu backend); it prints each plan's peak device
+ * memory and bytes streamed, and how the outputs agree: max |Δlogit| over
+ * every prompt position, same argmax, and equal greedy continuations.
+ * Exit 0 only when argmax and continuations agree everywhere.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/gen_opts.h"
+#include "cli/model_arg.h"
+
+#define N_CONTINUE 16
+
+static const char *const prompts[] = {
+    "The quick brown fox jumps over the lazy dog because",
+    "In 1969, the first humans landed on the Moon. The mission was called",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "春天来了，公园里的花都开了，",
+};
+#define N_PROMPTS (sizeof prompts / sizeof prompts[0])
+
+typedef struct side_run {
+    sw_engine *engine;
+    sw_session *session;
+    float *logits;         /* (n_ids, n_vocab) */
+    int32_t cont[N_CONTINUE];
+} side_run;
+
+static int32_t argmax(const float *x, uint32_t n) {
+    int32_t b = 0;
+    for (uint32_t i = 1; i < n; i++)
+        b = x[i] > x[b] ? (int32_t)i : b;
+    return b;
+}
+
+/* Evaluates ids (all logits), then greedily continues N_CONTINUE tokens. */
+static sw_status run_side(side_run *r, const int32_t *ids, size_t n, uint32_t V) {
+    sw_status st;
+    if ((st = sw_session_create(r->engine, &r->session)) != SW_OK ||
+        (st = sw_session_eval(r->session, ids, n, r->logits, 1)) != SW_OK)
+        goto done;
+    float *last = r->logits + (n - 1) * V;
+    float *step = malloc(V * sizeof *step);
+    if (step == NULL) {
+        st = SW_ERR_OOM_HOST;
+        goto done;
+    }
+    memcpy(step, last, V * sizeof *step);
+    for (int i = 0; i < N_CONTINUE && st == SW_OK; i++) {
+        r->cont[i] = argmax(step, V);
+        st = sw_session_eval(r->session, &r->cont[i], 1, step, 0);
+    }
+    free(step);
+done:
+    sw_session_destroy(r->session);
+    r->session = NULL;
+    return st;
+}
+
+static void print_side(const char *name, const sw_engine *e) {
+    sw_report rep;
+    sw_engine_report(e, &rep);
+    printf("%-10s device peak %8.1f MiB (plan %.1f MiB, budget %.1f MiB), to device %8.1f MiB\n",
+           name, rep.peak_device_bytes / 1048576.0, rep.plan_device_bytes / 1048576.0,
+           rep.device_budget_bytes / 1048576.0, rep.bytes_to_device / 1048576.0);
+}
+
+static int compare(sw_model *m, side_run *a, side_run *b) {
+    uint32_t V = sw_engine_n_vocab(a->engine);
+    int bad = 0;
+    printf("%-6s %6s %12s %8s %10s\n", "prompt", "tokens", "max|dlogit|", "argmax", "greedy");
+    for (size_t p = 0; p < N_PROMPTS; p++) {
+        int32_t ids[256];
+        size_t n = 0;
+        sw_status st = sw_tokenize(m, prompts[p], strlen(prompts[p]), SW_TOK_ADD_BOS, ids,
+                                   256, &n);
+        if (st != SW_OK || (st = run_side(a, ids, n, V)) != SW_OK ||
+            (st = run_side(b, ids, n, V)) != SW_OK)
+            return cli_fail(st);
+        double maxd = 0;
+        size_t same = 0;
+        for (size_t t = 0; t < n; t++) {
+            const float *x = a->logits + t * V, *y = b->logits + t * V;
+            for (uint32_t v = 0; v < V; v++)
+                maxd = fmax(maxd, fabs((double)x[v] - y[v]));
+            same += argmax(x, V) == argmax(y, V);
+        }
+        int greedy = !memcmp(a->cont, b->cont, sizeof a->cont);
+        bad += same != n || !greedy;
+        printf("%-6zu %6zu %12.3g %4zu/%-3zu %10s\n", p + 1, n, maxd, same, n,
+               greedy ? "equal" : "DIFFERENT");
+    }
+    printf("%s\n", bad ? "verify: outputs DISAGREE" : "verify: outputs agree");
+    return bad ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+int cmd_verify(int argc, char **argv) {
+    gen_opts o;
+    gen_opts_init(&o);
+    for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs("usage: spillway verify [-m MODEL] [memory options]\n"
+                  "  runs four prompts under the chosen plan and the all-host plan\n", stdout);
+            gen_opts_usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        int used = gen_opts_parse(&o, argc, argv, i);
+        if (used <= 0) {
+            if (used == 0)
+                cli_error("verify: unknown option '%s'", argv[i]);
+            return CLI_EXIT_USAGE;
+        }
+        i += used;
+    }
+    sw_model *m = NULL;
+    side_run a = {0}, b = {0};
+    sw_engine_options ref = o.engine;
+    ref.backend = "cpu";
+    ref.place = NULL;
+    ref.n_gpu_layers = -1;
+    if (o.engine.n_ctx == 0)
+        o.engine.n_ctx = ref.n_ctx = 512;
+    int rc = cli_open_model(o.model, &m);
+    sw_status st;
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if ((st = sw_engine_create(m, &o.engine, &a.engine)) != SW_OK ||
+        (st = sw_engine_create(m, &ref, &b.engine)) != SW_OK) {
+        rc = cli_fail(st);
+        goto done;
+    }
+    size_t V = sw_engine_n_vocab(a.engine);
+    a.logits = malloc(256 * V * sizeof(float));
+    b.logits = malloc(256 * V * sizeof(float));
+    if (a.logits == NULL || b.logits == NULL) {
+        cli_error("out of host memory for logits");
+        rc = CLI_EXIT_OOM_HOST;
+        goto done;
+    }
+    sw_engine_print_plan(a.engine, stdout, 0);
+    printf("\n");
+    rc = compare(m, &a, &b);
+    print_side("plan", a.engine);
+    print_side("all-host", b.engine);
+done:
+    free(a.logits);
+    free(b.logits);
+    sw_engine_destroy(a.engine);
+    sw_engine_destroy(b.engine);
+    sw_model_close(m);
+    return rc;
+}
