@@ -123,20 +123,9 @@ static int chat_loop(chat_state *st, const gen_opts *o) {
 int cmd_chat(int argc, char **argv) {
     gen_opts o;
     gen_opts_init(&o);
-    for (int i = 1; i < argc;) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        int used = gen_opts_parse(&o, argc, argv, i);
-        if (used < 0)
-            return CLI_EXIT_USAGE;
-        if (used == 0) {
-            cli_error("chat: unknown option '%s' (see spillway chat --help)", argv[i]);
-            return CLI_EXIT_USAGE;
-        }
-        i += used;
-    }
+    int parsed = gen_opts_parse_all(&o, argc, argv, usage);
+    if (parsed != CLI_EXIT_OK)
+        return parsed < 0 ? CLI_EXIT_OK : parsed;
     chat_state st = {.pending = -1, .first_turn = true};
     sw_status s;
     int rc = cli_open_model(o.model, &st.model);

@@ -216,3 +216,22 @@ int gen_opts_read_prompt(const gen_opts *o, char **text, size_t *len) {
     memcpy(*text, o->prompt, *len + 1);
     return CLI_EXIT_OK;
 }
+
+int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *out)) {
+    for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return -1;
+        }
+        int used = gen_opts_parse(o, argc, argv, i);
+        if (used < 0)
+            return CLI_EXIT_USAGE;
+        if (used == 0) {
+            cli_error("%s: unknown option '%s' (see spillway %s --help)", argv[0], argv[i],
+                      argv[0]);
+            return CLI_EXIT_USAGE;
+        }
+        i += used;
+    }
+    return CLI_EXIT_OK;
+}

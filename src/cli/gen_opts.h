@@ -29,6 +29,11 @@ void gen_opts_init(gen_opts *o);
  * a bad value (message printed). */
 int gen_opts_parse(gen_opts *o, int argc, char **argv, int i);
 
+/* Parses a whole command line (argv[0] = the subcommand) of shared flags.
+ * Returns CLI_EXIT_OK, CLI_EXIT_USAGE (message printed), or -1 when --help
+ * was given and `usage` printed (the caller then exits 0). */
+int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *out));
+
 /* Usage lines for the shared flags. */
 void gen_opts_usage(FILE *out);
 

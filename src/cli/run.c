@@ -57,20 +57,9 @@ static void print_stats(const gen_stats *s) {
 int cmd_run(int argc, char **argv) {
     gen_opts o;
     gen_opts_init(&o);
-    for (int i = 1; i < argc;) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        int used = gen_opts_parse(&o, argc, argv, i);
-        if (used < 0)
-            return CLI_EXIT_USAGE;
-        if (used == 0) {
-            cli_error("run: unknown option '%s' (see spillway run --help)", argv[i]);
-            return CLI_EXIT_USAGE;
-        }
-        i += used;
-    }
+    int parsed = gen_opts_parse_all(&o, argc, argv, usage);
+    if (parsed != CLI_EXIT_OK)
+        return parsed < 0 ? CLI_EXIT_OK : parsed;
     char *text = NULL;
     int32_t *ids = NULL;
     float *logits = NULL;

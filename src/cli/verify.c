@@ -98,24 +98,19 @@ static int compare(sw_model *m, side_run *a, side_run *b) {
     return bad ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
+static void usage(FILE *out) {
+    fputs("usage: spillway verify [-m MODEL] [memory options]\n"
+          "  runs four prompts under the chosen plan and the all-host plan and compares\n"
+          "  their logits, argmax and greedy continuations\n", out);
+    gen_opts_usage(out);
+}
+
 int cmd_verify(int argc, char **argv) {
     gen_opts o;
     gen_opts_init(&o);
-    for (int i = 1; i < argc;) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs("usage: spillway verify [-m MODEL] [memory options]\n"
-                  "  runs four prompts under the chosen plan and the all-host plan\n", stdout);
-            gen_opts_usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        int used = gen_opts_parse(&o, argc, argv, i);
-        if (used <= 0) {
-            if (used == 0)
-                cli_error("verify: unknown option '%s'", argv[i]);
-            return CLI_EXIT_USAGE;
-        }
-        i += used;
-    }
+    int parsed = gen_opts_parse_all(&o, argc, argv, usage);
+    if (parsed != CLI_EXIT_OK)
+        return parsed < 0 ? CLI_EXIT_OK : parsed;
     sw_model *m = NULL;
     side_run a = {0}, b = {0};
     sw_engine_options ref = o.engine;
