@@ -208,6 +208,8 @@ typedef struct buf {
 } buf;
 
 static void put(buf *b, const void *p, size_t n) {
+    if (n == 0)
+        return; /* p may be NULL */
     memcpy(b->b + b->n, p, n);
     b->n += n;
 }

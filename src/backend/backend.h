@@ -57,7 +57,8 @@ typedef struct backend_vtable {
     const char *name;                                       /* "cpu", "sim", "cuda" */
     void (*destroy)(backend *b);
 
-    /* Buffers: accounted against the capacity. alloc zero-fills nothing. */
+    /* Buffers: accounted against the capacity. alloc zero-fills nothing;
+     * bytes == 0 gives *out = NULL and SW_OK. Thread-safe. */
     sw_status (*alloc)(backend *b, uint64_t bytes, const char *purpose, void **out);
     void (*free)(backend *b, void *ptr);                    /* NULL is a no-op */
 
@@ -113,15 +114,22 @@ sw_status backend_cpu_create(cpu_pool *pool, uint32_t max_attn_keys, backend **o
 typedef struct sim_options {
     uint64_t capacity_bytes;     /* hard device memory capacity (> 0) */
     double link_bytes_per_s;     /* copy bandwidth cap; 0 = memcpy speed */
-    /* Fault injection for tests: the Nth successful-would-be allocation
-     * (1-based) fails as if the device were full; 0 = never. */
+    /* Fault injection for tests: the Nth allocation attempt (1-based;
+     * zero-byte requests do not count) fails as if the device were full,
+     * its message ending "(injected fault)"; later ones proceed; 0 = never. */
     uint64_t fail_alloc_at;
     uint32_t max_attn_keys;      /* scratch sizing: most keys one query sees */
 } sim_options;
 
 /* A simulated accelerator: CPU kernels on memory from a pool with a hard
  * capacity, copies performed by a copy thread throttled to the link
- * bandwidth so overlap and stalls are real. `pool` is borrowed. */
+ * bandwidth so overlap and stalls are real. `pool` is borrowed.
+ * Memory: first fit over one arena, so it fragments like a device; each
+ * block starts 256-byte aligned and occupies its size rounded up to 256
+ * (in_use_bytes counts that). Copies: copy_async blocks while 64 copies
+ * are already queued; copy_async/copy_to_host must target live device
+ * allocations and matmul/get_rows weights must be in device memory, else
+ * SW_ERR_ARG. Destroy cancels copies not yet landed (no wait). */
 sw_status backend_sim_create(const sim_options *opt, cpu_pool *pool, backend **out);
 
 /* Destroys any backend. Accepts NULL. */

@@ -134,12 +134,8 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
 static void make_rates(const sw_plan_options *o, const plan_budget *b, plan_rates *r) {
     if (o->default_rates || plan_rates_load_cache(r) != SW_OK)
         plan_rates_default(r);
-    if (!b->has_device || strcmp(b->device_name, "sim") != 0)
-        return;
-    r->device_mem_Bps = r->host_mem_Bps;
-    r->device_flops = r->host_flops;
-    r->h2d_pinned_Bps = o->sim_link_Bps > 0 ? o->sim_link_Bps : r->host_mem_Bps;
-    r->h2d_pageable_Bps = r->h2d_pinned_Bps;
+    if (b->has_device && !strcmp(b->device_name, "sim"))
+        plan_rates_for_sim(r, o->sim_link_Bps);
 }
 
 static sw_status make_pins(const sw_plan_options *o, const plan_budget *b, uint32_t n_layer,

@@ -41,6 +41,13 @@ const char *plan_file_type_name(uint32_t file_type);
  *   host 1e11 flop/s; device 2e13 flop/s. */
 void plan_rates_default(plan_rates *out);
 
+/* Rates for the simulated device: it computes with the host's kernels in
+ * host memory, so its memory and flop rates are the host's, and its link
+ * is the sim's cap (sim_link_Bps; 0 = uncapped memcpy, taken as the host
+ * memory rate). Use the same in the engine and in `spillway plan` so both
+ * plan the sim alike. */
+void plan_rates_for_sim(plan_rates *r, double sim_link_Bps);
+
 /* Reads doctor's measurements from ${XDG_CACHE_HOME:-~/.cache}/spillway/
  * doctor.json: a flat JSON object with number values under the keys
  * h2d_pinned_Bps, h2d_pageable_Bps, host_mem_Bps, device_mem_Bps,

@@ -33,6 +33,13 @@ void plan_rates_default(plan_rates *r) {
     r->measured = false;
 }
 
+void plan_rates_for_sim(plan_rates *r, double sim_link_Bps) {
+    r->device_mem_Bps = r->host_mem_Bps;
+    r->device_flops = r->host_flops;
+    r->h2d_pinned_Bps = sim_link_Bps > 0 ? sim_link_Bps : r->host_mem_Bps;
+    r->h2d_pageable_Bps = r->h2d_pinned_Bps;
+}
+
 /* Stores value under `key` if it is one of ours and positive. */
 static void rates_set(plan_rates *r, const char *key, size_t len, double v) {
     static const struct { const char *key; size_t off; } fields[] = {

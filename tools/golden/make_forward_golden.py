@@ -273,35 +273,42 @@ def true_f64(model):
 
 @torch.no_grad()
 def noise_report(model, prompts: list[list[int]]) -> list[dict]:
-    """Per prompt: f32 repeatability, and max |logit| differences between
+    """Per prompt: f32 repeatability, and the largest differences between
     the f32 reference and (a) HF's own float64 path, (b) a true float64
-    forward (the best available estimate of the exact result)."""
-    rows = []
-    ref = [model(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
-           for ids in prompts]
-    again = [model(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
-             for ids in prompts]
+    forward (the best available estimate of the exact result): logits, lse,
+    and hidden states (max |d| over layers and positions, also relative to
+    the largest |h| of the same layer)."""
+    def run(m, ids):
+        return forward_with_hidden(m, ids, list(range(len(ids))))
+    ref = [run(model, ids) for ids in prompts]
+    again = [run(model, ids)[0] for ids in prompts]
     m64 = model.double()
     try:
         hf64 = [m64(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
                 for ids in prompts]
         with true_f64(m64):
-            ex64 = [m64(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
-                    for ids in prompts]
+            ex64 = [run(m64, ids) for ids in prompts]
     finally:
         model.float()
+    rows = []
     for n, ids in enumerate(prompts):
-        r = ref[n].double()
+        r, h = ref[n][0].double(), ref[n][1].double()
+        x, hx = ex64[n]
+        dh = (h - hx).abs().flatten(1).max(1).values           # per layer
+        scale = hx.abs().flatten(1).max(1).values
         rows.append({
             "prompt": n, "T": len(ids),
-            "f32_repeatable": bool(torch.equal(ref[n], again[n])),
+            "f32_repeatable": bool(torch.equal(ref[n][0], again[n])),
             "max_abs_logit": float(r.abs().max()),
             "d_hf64": float((r - hf64[n]).abs().max()),
-            "d_true64": float((r - ex64[n]).abs().max()),
+            "d_true64": float((r - x).abs().max()),
             "d_lse_true64": float((torch.logsumexp(r, -1) -
-                                   torch.logsumexp(ex64[n], -1)).abs().max()),
-            "argmax_agree_true64": float((r.argmax(-1) == ex64[n].argmax(-1))
+                                   torch.logsumexp(x, -1)).abs().max()),
+            "argmax_agree_true64": float((r.argmax(-1) == x.argmax(-1))
                                          .double().mean()),
+            "hidden_max_abs": float(scale.max()),
+            "d_hidden_true64": float(dh.max()),
+            "d_hidden_rel_true64": float((dh / scale).max()),
         })
     return rows
 

@@ -53,7 +53,7 @@ static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, int64_
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
         uint64_t p = (uint64_t)(lo + i);
-        uint64_t row = a->kv_ring > 0 ? (p + 1) % a->kv_ring : p;
+        uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
         float v = j->dot(q, a->k + row * row_stride + kvh * hd, hd);
         if (a->softcap != 0.0f)
             v = tanhf(v / a->softcap) * a->softcap;

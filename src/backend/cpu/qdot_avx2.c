@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "backend/cpu/qdot.h"
-#include "quant/dequant.h"
 #include "quant/types.h"
 
 const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32);
@@ -22,6 +21,8 @@ const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32);
 #pragma GCC target("avx2")
 #endif
 
+/* clang's attribute push does not define __AVX2__: say so ourselves. */
+#define QDOT_AVX2 1
 #define QDOT_TABLE_FN cpu_qkernel_table_avx2
 #include "backend/cpu/qdot_body.h"
 

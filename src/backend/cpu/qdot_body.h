@@ -13,7 +13,8 @@
  * rewrite): d*q, d*q + m, (d*sc)*q - (dmin*m). The f16 conversion is
  * branch-free and exact for all 65536 inputs, NaN payloads included; it
  * relies on the default FP environment (no FTZ/DAZ). The includer defines
- * QDOT_TABLE_FN, the name of the one function this body exports.
+ * QDOT_TABLE_FN, the name of the one function this body exports, and
+ * QDOT_AVX2 when it compiles the body for AVX2.
  */
 #include <stdint.h>
 #include <string.h>
@@ -38,7 +39,7 @@
 
 /* ---- vectors of QV lanes, and the ISA-specific loads ------------------- */
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(QDOT_AVX2)
 #define QV 8
 #else
 #define QV 4
@@ -58,7 +59,7 @@ static inline qk_vf qk_ldf(const void *p) {
 /* QV bytes (unsigned, signed) or u16s -> QV int32 lanes. GCC 12 lowers
  * __builtin_convertvector from such short vectors through general
  * registers, so x86 builds use the widening instructions directly. */
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(QDOT_AVX2)
 static inline __m128i qk_ld8b(const uint8_t *p) {
     return _mm_loadl_epi64((const __m128i *)(const void *)p);
 }

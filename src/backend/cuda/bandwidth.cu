@@ -96,9 +96,12 @@ extern "C" sw_status cuda_measure_h2d(int device, uint64_t bytes, double *pinned
     /* Touch every page first, so the timings do not include page faults. */
     memset(h_pinned, 0x5a, n);
     memset(h_pageable, 0x5a, n);
-    if ((st = time_copy(d_a, h_pinned, n, cudaMemcpyHostToDevice, e0, e1, &s_pinned)) != SW_OK ||
-        (st = time_copy(d_a, h_pageable, n, cudaMemcpyHostToDevice, e0, e1, &s_pageable)) != SW_OK ||
-        (st = time_copy(d_b, d_a, n, cudaMemcpyDeviceToDevice, e0, e1, &s_d2d)) != SW_OK)
+    st = time_copy(d_a, h_pinned, n, cudaMemcpyHostToDevice, e0, e1, &s_pinned);
+    if (st == SW_OK)
+        st = time_copy(d_a, h_pageable, n, cudaMemcpyHostToDevice, e0, e1, &s_pageable);
+    if (st == SW_OK)
+        st = time_copy(d_b, d_a, n, cudaMemcpyDeviceToDevice, e0, e1, &s_d2d);
+    if (st != SW_OK)
         goto fail;
     *pinned_Bps = rate((double)n, s_pinned);
     *pageable_Bps = rate((double)n, s_pageable);

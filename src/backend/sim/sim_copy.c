@@ -6,8 +6,9 @@
  * start + (bytes so far) / rate and the thread sleeps until that absolute
  * time (CLOCK_MONOTONIC), so late wake-ups are made up by the following
  * chunks and a long copy's average rate is the link rate. The link is
- * modelled as free again when the last chunk is due, and a copy never
- * starts before that. Copies land in queue order; an event records the
+ * modelled as free again when the last chunk is due; a copy starts on it
+ * then or when it was queued, whichever is later (not when this thread got
+ * round to it). Copies land in queue order; an event records the
  * sequence number of its copy (see sim_event). Nothing is allocated per
  * copy: copy_async blocks while all SIM_QUEUE_LEN slots are taken.
  */
