@@ -15,8 +15,8 @@
 #include "check.h"
 #include "engine/engine_internal.h"
 
-#define N_PROMPT 24
-#define N_DECODE 4
+#define N_PROMPT 12
+#define N_DECODE 2
 
 static int32_t prompt[N_PROMPT];
 static const char prompt_text[] =
@@ -107,7 +107,7 @@ static void budget_sweep(const sw_model *m, uint32_t n_vocab, const run_result *
     uint64_t min = find_minimum(m, 0, full);
     printf("all-resident plan %.2f MiB, smallest budget that fits %.2f MiB\n",
            full / 1048576.0, min / 1048576.0);
-    const double fractions[] = {1.0, 0.8, 0.6, 0.45, 0.3, 0.2, 0.1, 0.0};
+    const double fractions[] = {1.0, 0.6, 0.3, 0.15, 0.05, 0.0};
     for (size_t i = 0; i < sizeof fractions / sizeof fractions[0]; i++) {
         uint64_t budget = min + (uint64_t)((double)(full - min) * fractions[i]);
         sw_engine_options o = sim_opts(budget);

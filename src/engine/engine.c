@@ -48,23 +48,6 @@ static sw_status resolve_options(sw_engine *e, const sw_engine_options *opt) {
     return SW_OK;
 }
 
-/* The plan_model of the opened file: layer sizes exactly as packed. */
-static void describe_model(const sw_engine *e, plan_model *pm) {
-    memset(pm, 0, sizeof *pm);
-    const char *slash = strrchr(e->model->path, '/');
-    snprintf(pm->name, sizeof pm->name, "%s", slash ? slash + 1 : e->model->path);
-    snprintf(pm->weight_type, sizeof pm->weight_type, "%s",
-             sw_file_type_name(e->model->summary.file_type));
-    pm->config = e->config;
-    for (uint32_t il = 0; il < e->config.n_layer; il++)
-        pm->layer_bytes[il] = e->packs[il].total_bytes;
-    pm->embd_bytes = plan_padded(e->weights.tok_embd.n_bytes);
-    pm->tied = e->weights.output.data == e->weights.tok_embd.data;
-    pm->output_bytes = plan_padded(e->weights.output.n_bytes);
-    pm->output_norm_bytes = plan_padded((uint64_t)e->config.n_embd * sizeof(float));
-    pm->file_bytes = e->model->summary.file_bytes;
-}
-
 static sw_status create_backends(sw_engine *e, const sw_engine_options *opt) {
     sw_status st;
     uint32_t max_keys = e->n_ctx;
@@ -94,8 +77,13 @@ static sw_status make_plan(sw_engine *e, const sw_engine_options *opt, uint64_t 
     plan_rates rates;
     plan_pins pins;
     plan_workload work = {e->n_ctx, 1, e->n_batch, (uint32_t)e->n_threads, PLAN_KV_F32};
-    sw_status st;
-    describe_model(e, &pm);
+    const char *slash = strrchr(e->model->path, '/');
+    sw_status st = plan_model_from_weights(&e->config, &e->weights,
+                                           slash ? slash + 1 : e->model->path,
+                                           sw_file_type_name(e->model->summary.file_type),
+                                           e->model->summary.file_bytes, &pm);
+    if (st != SW_OK)
+        return st;
     memset(&budget, 0, sizeof budget);
     budget.has_device = e->device != NULL;
     snprintf(budget.device_name, sizeof budget.device_name, "%s",
@@ -106,20 +94,14 @@ static sw_status make_plan(sw_engine *e, const sw_engine_options *opt, uint64_t 
     budget.pinned_limit_bytes = UINT64_MAX;
     if (plan_rates_load_cache(&rates) != SW_OK)
         plan_rates_default(&rates);
-    if (e->device != NULL && !strcmp(e->device->vt->name, "sim")) {
-        /* The simulated device computes with the host's kernels and copies
-         * at the stated link rate (memcpy speed when unthrottled). */
-        rates.device_mem_Bps = rates.host_mem_Bps;
-        rates.device_flops = rates.host_flops;
-        double link = opt->sim_link_Bps > 0 ? opt->sim_link_Bps : rates.host_mem_Bps;
-        rates.h2d_pinned_Bps = rates.h2d_pageable_Bps = link;
-    }
+    if (e->device != NULL && !strcmp(e->device->vt->name, "sim"))
+        plan_rates_for_sim(&rates, opt->sim_link_Bps);
     memset(&pins, 0, sizeof pins);
     if (opt->place && (st = plan_parse_place(opt->place, e->config.n_layer, &pins)) != SW_OK)
         return st;
-    for (int il = 0; il < opt->n_gpu_layers && il < (int)e->config.n_layer; il++)
-        if (pins.layer[il] == PLACE_AUTO)
-            pins.layer[il] = PLACE_RESIDENT;
+    /* -ngl asks for device layers; without a device every layer is host. */
+    if (opt->n_gpu_layers >= 0 && e->device != NULL)
+        plan_pins_apply_ngl(&pins, e->config.n_layer, (uint32_t)opt->n_gpu_layers);
     if (e->plan == NULL && (e->plan = malloc(sizeof *e->plan)) == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the plan");
     return plan_build(&pm, &budget, &rates, &work, &pins, e->plan);

@@ -1,5 +1,5 @@
 /*
- * api.c — the public plan API (sw_plan_*, sw_parse_size, sw_parse_rate):
+ * api.c — the public plan API (sw_plan_*; the size parsers are size_public.c):
  * gathers plan_build()'s inputs from the machine and the options — the
  * model's sizes (file or catalog), the device budget (sim capacity, or a
  * CUDA device's free memory capped by --device-mem), the host budget
@@ -104,8 +104,8 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
             kind = "cuda";
         else if (st == SW_ERR_NO_DEVICE) {
             kind = "cpu";
-            snprintf(note, cap, "no device visible, so the cpu backend (%s); --backend sim "
-                     "--device-mem SIZE rehearses a device", sw_last_error());
+            snprintf(note, cap, "no device visible (see spillway info --devices), so the cpu "
+                     "backend; --backend sim --device-mem SIZE rehearses a device");
         } else
             return st;
     } else if (!strcmp(kind, "cuda")) {
@@ -130,10 +130,17 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
 }
 
 /* Doctor's rates or the defaults; a simulated device computes with the
- * host's kernels, so its rates are the host's and its link the sim cap. */
-static void make_rates(const sw_plan_options *o, const plan_budget *b, plan_rates *r) {
-    if (o->default_rates || plan_rates_load_cache(r) != SW_OK)
+ * host's kernels, so its rates are the host's and its link the sim cap.
+ * A cache that exists but cannot be read is said in *note. */
+static void make_rates(const sw_plan_options *o, const plan_budget *b, plan_rates *r,
+                       char *note, size_t cap) {
+    sw_status st = SW_ERR_IO;
+    if (!o->default_rates)
+        st = plan_rates_load_cache(r);
+    if (st != SW_OK)
         plan_rates_default(r);
+    if (st == SW_ERR_FORMAT)
+        snprintf(note, cap, "doctor cache unreadable, so default rates: %.100s", sw_last_error());
     if (b->has_device && !strcmp(b->device_name, "sim"))
         plan_rates_for_sim(r, o->sim_link_Bps);
 }
@@ -168,7 +175,7 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
     plan_budget budget;
     plan_rates rates;
     plan_workload work;
-    char note[256], ngl_note[128] = "";
+    char note[256], ngl_note[128] = "", rates_note[160] = "";
     sw_status st;
     if (out == NULL || (model == NULL) == (catalog_name == NULL))
         return sw_errorf(SW_ERR_ARG, "sw_plan_create: give exactly one of a model and a "
@@ -195,11 +202,12 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
         (st = make_pins(opt, &budget, pm->config.n_layer, pins, ngl_note, sizeof ngl_note)) !=
             SW_OK)
         goto fail;
-    make_rates(opt, &budget, &rates);
+    make_rates(opt, &budget, &rates, rates_note, sizeof rates_note);
     if ((st = plan_build(pm, &budget, &rates, &work, pins, &sp->p)) != SW_OK)
         goto fail;
     add_note(&sp->p, note);
     add_note(&sp->p, ngl_note);
+    add_note(&sp->p, rates_note);
     free(pm);
     free(pins);
     *out = sp;
@@ -240,22 +248,3 @@ sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
 }
 
 void sw_plan_destroy(sw_plan *sp) { free(sp); }
-
-sw_status sw_parse_size(const char *text, uint64_t whole, uint64_t *out) {
-    return plan_parse_size(text, whole, out);
-}
-
-sw_status sw_parse_rate(const char *text, uint64_t *bytes_per_s) {
-    char buf[64];
-    size_t n = text ? strlen(text) : 0;
-    if (text == NULL || bytes_per_s == NULL)
-        return sw_errorf(SW_ERR_ARG, "sw_parse_rate: NULL argument");
-    if (n < 2 || n >= sizeof buf || text[n - 2] != '/' || (text[n - 1] != 's' &&
-                                                          text[n - 1] != 'S'))
-        return sw_errorf(SW_ERR_ARG, "rate '%s' is not a size per second (16GB/s, 500MB/s, "
-                         "2GiB/s)", text);
-    memcpy(buf, text, n - 2);
-    buf[n - 2] = '\0';
-    sw_status st = plan_parse_size(buf, 0, bytes_per_s);
-    return st == SW_OK ? SW_OK : sw_error_prefix(st, "rate '%s'", text);
-}

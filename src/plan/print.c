@@ -179,19 +179,21 @@ static void print_layers(FILE *out, const plan *p) {
     fprintf(out, "\n%-9s %s\n", "lm head", p->lm_head_place == PLACE_RESIDENT ? "device" : "host");
 }
 
-/* "link: 25.0 MiB/token at 20.0 GB/s" style detail for a bottleneck. */
-static void bottleneck_detail(const plan *p, const char *name, char *buf, size_t cap) {
+/* "link: 25.0 MiB/token at 20.0 GB/s" style detail for a bottleneck; unit
+ * names the pass ("token" for decode, "chunk" for prefill). */
+static void bottleneck_detail(const plan *p, const char *name, const char *unit, char *buf,
+                              size_t cap) {
     char sz[32];
     uint64_t streamed = 0;
     for (uint32_t il = 0; il < p->model.config.n_layer; il++)
         streamed += p->layer_place[il] == PLACE_STREAMED ? p->model.layer_bytes[il] : 0;
     if (!strcmp(name, "link")) {
         plan_format_size(streamed, sz, sizeof sz);
-        snprintf(buf, cap, "link: %s/pass at %.1f GB/s", sz,
+        snprintf(buf, cap, "link: %s/%s at %.1f GB/s", sz, unit,
                  (p->stream_pinned ? p->rates.h2d_pinned_Bps : p->rates.h2d_pageable_Bps) / 1e9);
     } else if (!strcmp(name, "disk")) {
         plan_format_size(p->disk_bytes_per_token, sz, sizeof sz);
-        snprintf(buf, cap, "disk: %s/pass at %.1f GB/s", sz, p->rates.disk_read_Bps / 1e9);
+        snprintf(buf, cap, "disk: %s/%s at %.1f GB/s", sz, unit, p->rates.disk_read_Bps / 1e9);
     } else {
         snprintf(buf, cap, "%s", name);
     }
@@ -202,8 +204,9 @@ void plan_print_table(FILE *out, const plan *p) {
     print_header(out, p);
     print_tiers(out, p);
     print_layers(out, p);
-    bottleneck_detail(p, p->prefill_bottleneck, pre, sizeof pre);
-    bottleneck_detail(p, p->decode_bottleneck, dec, sizeof dec);
+    bottleneck_detail(p, p->prefill_bottleneck, "chunk", pre, sizeof pre);
+    bottleneck_detail(p, p->decode_bottleneck, p->workload.n_seq > 1 ? "step" : "token", dec,
+                      sizeof dec);
     fprintf(out, "%-9s prefill %.0f tok/s (%s)   decode %.1f tok/s (%s)\n", "predicts",
             p->prefill_tokens_per_s, pre, p->decode_tokens_per_s, dec);
     if (p->better[0])
@@ -267,6 +270,19 @@ static void json_inputs(FILE *out, const plan *p) {
             r->disk_read_Bps, r->host_flops, r->device_flops);
 }
 
+static const char *kind_name(plan_buffer_kind k) {
+    switch (k) {
+    case BUF_LAYER: return "layer";
+    case BUF_RING_SLOT: return "ring_slot";
+    case BUF_KV: return "kv";
+    case BUF_ACTIVATIONS: return "activations";
+    case BUF_LM_HEAD: return "lm_head";
+    case BUF_LOGITS: return "logits";
+    case BUF_OTHER: return "other";
+    }
+    return "?";
+}
+
 static void json_placement(FILE *out, const plan *p) {
     fputs(",\"layers\":[", out);
     for (uint32_t il = 0; il < p->model.config.n_layer; il++)
@@ -284,8 +300,8 @@ static void json_placement(FILE *out, const plan *p) {
         const plan_buffer *b = &p->buffers[i];
         fprintf(out, "%s{\"purpose\":", i ? "," : "");
         json_str(out, b->purpose);
-        fprintf(out, ",\"tier\":\"%s\",\"bytes\":%" PRIu64 ",\"layer\":%d}",
-                plan_tier_name(b->tier), b->bytes, (int)b->layer);
+        fprintf(out, ",\"kind\":\"%s\",\"tier\":\"%s\",\"bytes\":%" PRIu64 ",\"layer\":%d}",
+                kind_name(b->kind), plan_tier_name(b->tier), b->bytes, (int)b->layer);
     }
     fputs("]", out);
 }

@@ -4,10 +4,11 @@
  * with the change (pure, like the rest of the planner), so each one comes
  * with the numbers it would give; none is a guess.
  *
- * Failure candidates, cheapest first: the largest context that fits,
- * batch 1, the largest prefill chunk that fits, f16 KV, lower-precision
- * weights (for f32/f16/bf16 sources), the largest smaller catalog model,
- * and, when only the device is short, the cpu backend.
+ * Failure candidates, cheapest first: the largest context that fits (if
+ * at least MIN_USEFUL_CTX), batch 1, the largest prefill chunk that fits,
+ * f16 KV, lower-precision weights (for f32/f16/bf16 sources), the largest
+ * smaller catalog model, and, when only the device is short, the cpu
+ * backend.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "util/error.h"
 
 #define MSG_MAX 1024
+#define MIN_USEFUL_CTX 256  /* shorter contexts are not worth suggesting */
 
 typedef struct trial {
     plan_choice best;
@@ -100,7 +102,8 @@ static void suggest_workload(msg *m, const plan_ctx *x) {
     char change[64];
     trial t;
     uint32_t v;
-    if (x->w.n_ctx > 1 && (v = largest_fit(x, x->w.n_ctx - 1, true, &t)) != 0) {
+    if (x->w.n_ctx > MIN_USEFUL_CTX && (v = largest_fit(x, x->w.n_ctx - 1, true, &t)) != 0 &&
+        v >= MIN_USEFUL_CTX) {
         snprintf(change, sizeof change, "-c %u", v);
         put_item(m, x, change, &t, x->w.n_seq);
     }
@@ -260,8 +263,14 @@ static void consider_better(const plan_ctx *x, const plan_choice *chosen, const 
     uint64_t before = plan_all_resident_bytes(x);
     plan_format_size(before > t.all_resident_bytes ? before - t.all_resident_bytes : 0, frees,
                      sizeof frees);
-    snprintf(out, cap, "%s frees %s -> %u resident -> decode %.1f tok/s (now %.1f)", change,
-             frees, t.best.n_resident, then, now);
+    char placed[48];
+    if (t.best.n_streamed)
+        snprintf(placed, sizeof placed, "%u resident, %u streamed", t.best.n_resident,
+                 t.best.n_streamed);
+    else
+        snprintf(placed, sizeof placed, "%u resident", t.best.n_resident);
+    snprintf(out, cap, "%s frees %s -> %s -> decode %.1f tok/s (now %.1f)", change, frees,
+             placed, then, now);
 }
 
 void plan_find_better(const plan_ctx *x, const plan_choice *chosen, char *out, size_t cap) {

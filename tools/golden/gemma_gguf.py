@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import gguf
 from gguf import GGUFReader, GGUFWriter, GGMLQuantizationType
 from gguf.quants import dequantize
 
-# general.architecture -> HF classes. Imported lazily by hf_classes().
+# GGUF architectures (general.architecture) this module handles.
 ARCHES = ("gemma", "gemma2", "gemma3")
 
 # Token types of tokenizer.ggml.token_type (llama.cpp's llama_token_type).
@@ -341,6 +340,7 @@ def load_gguf_as_hf(path: str, dtype=torch.float32):
     missing = [n for n, p in model.named_parameters() if p.is_meta]
     if missing:
         raise ValueError(f"{path}: tensors missing for {missing}")
+    assert not any(b.is_meta for b in model.buffers()), "a buffer is left on meta"
     return model.to(dtype).eval(), reader
 
 

@@ -43,6 +43,7 @@ GENERATOR = "make_forward_golden.py v1"
 REPO = Path(__file__).resolve().parents[2]
 TINY = ("gemma1", "gemma2", "gemma3")
 REAL_NAME = "gemma3-270m-q4km"
+MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"   # canonical name (spillway fetch)
 REAL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 N_GREEDY = 32
 TOP_K = 16
@@ -380,7 +381,7 @@ def make_real(model_path: str, out_dir: Path) -> tuple[Path, list[dict]]:
             raise SystemExit("real-model prompts must be 64..200 tokens")
     model, _ = gg.load_gguf_as_hf(model_path)
     w = GoldenWriter()
-    add_header(w, model, f"{gg_name(model_path)} sha256 {digest}; Gemma 3 270M "
+    add_header(w, model, f"{MODEL_FILE} sha256 {digest}; Gemma 3 270M "
                "Q4_K_M, dequantized to f32 with gguf.quants.dequantize, "
                "norm weights minus 1, tied embeddings", len(ids_list), tok_desc)
     for n, (ids, text) in enumerate(zip(ids_list, REAL_PROMPTS)):
@@ -392,13 +393,9 @@ def make_real(model_path: str, out_dir: Path) -> tuple[Path, list[dict]]:
     return path, noise_report(model, ids_list)
 
 
-def gg_name(path: str) -> str:
-    return os.path.basename(path)
-
-
 def default_model_path() -> str:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
-    return os.path.join(cache, "spillway", "gemma-3-270m-q4_k_m.gguf")
+    return os.path.join(cache, "spillway", MODEL_FILE)
 
 
 def main() -> None:

@@ -32,7 +32,6 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
