@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README and CI run it:
 #   1. release build (CUDA when nvcc is present), warnings as errors, ctest;
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, ctest;
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, ctest (without
+#      the tests labelled "slow": whole-model runs and timing checks, which
+#      the release stage covers and which teach a sanitizer nothing new);
 #   3. a bounded libFuzzer run of the GGUF reader (SW_FUZZ_SECONDS, default 60).
 # Tests read the real default model; it is fetched first if missing.
 # Every stage runs even if an earlier one failed; the last line sums up.
@@ -27,7 +29,7 @@ stage "release build" build build
 stage "default model" ./build/spillway fetch
 stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
 stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
-stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs"
+stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs" -LE slow
 stage "fuzz gguf reader" tools/fuzz.sh
 
 echo "test stages: $passed passed, $failed failed"

@@ -7,10 +7,10 @@ add_test(NAME info_matches_gguf
 set_tests_properties(info_matches_gguf PROPERTIES LABELS "model" TIMEOUT 120)
 add_test(NAME cli_run COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_run_test.sh
                               $<TARGET_FILE:spillway_cli>)
-set_tests_properties(cli_run PROPERTIES LABELS "model" TIMEOUT 600)
+set_tests_properties(cli_run PROPERTIES LABELS "model;slow" TIMEOUT 600)
 # verify: a 40 MiB simulated device (layers split between device and host)
 # must agree with the all-host plan on its four prompts.
 add_test(NAME cli_verify_sim
          COMMAND $<TARGET_FILE:spillway_cli> verify --backend sim --device-mem 40M -t 2)
-set_tests_properties(cli_verify_sim PROPERTIES LABELS "model" TIMEOUT 600
+set_tests_properties(cli_verify_sim PROPERTIES LABELS "model;slow" TIMEOUT 600
                      PASS_REGULAR_EXPRESSION "verify: outputs agree")

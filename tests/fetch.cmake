@@ -5,4 +5,4 @@ sw_add_c_test(test_sha256 ${CMAKE_CURRENT_SOURCE_DIR}/test_sha256.c)
 # i.e. run `spillway fetch` once before ctest. About 0.8 GB of temp space.
 add_test(NAME fetch_cli
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/fetch_test.sh $<TARGET_FILE:spillway_cli>)
-set_tests_properties(fetch_cli PROPERTIES TIMEOUT 600 LABELS "model")
+set_tests_properties(fetch_cli PROPERTIES TIMEOUT 600 LABELS "model;slow")

@@ -16,5 +16,5 @@ if(EXISTS ${SW_TEST_DATA}/golden/gemma3-270m-q4km.swgold)
   add_test(NAME forward_gemma3_270m
            COMMAND test_forward_golden ${SW_TEST_DATA}/golden/gemma3-270m-q4km.swgold
                    --default-model 32)
-  set_tests_properties(forward_gemma3_270m PROPERTIES LABELS "model" TIMEOUT 900)
+  set_tests_properties(forward_gemma3_270m PROPERTIES LABELS "model;slow" TIMEOUT 900)
 endif()
