@@ -12,7 +12,7 @@
  *     result = (u[0] + u[2]) + (u[1] + u[3])
  *
  * where w[i] is element i exactly as quant_dequantize() produces it. The
- * 16 independent lanes let the compiler vectorize without -ffast-math.
+ * 16 independent lanes let the compiler vectorize without fast-math flags.
  *
  * Kernel sets (cpu_isa): REF is the portable reference — quant_dequantize()
  * a chunk, then the loop above, in plain C — kept for debugging and as the
