@@ -43,3 +43,14 @@ const char *sw_test_default_model(void) {
         return "";
     return buf;
 }
+
+uint64_t sw_test_rng_next(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 0x2545f4914f6cdd1dull;
+}
+
+float sw_test_rng_float(uint64_t *state, float lo, float hi) {
+    return lo + (hi - lo) * (float)((sw_test_rng_next(state) >> 40) * (1.0 / 16777216.0));
+}

@@ -40,6 +40,12 @@ int sw_check_finish(const char *name);
  * buffer valid until the next call. */
 const char *sw_test_data(const char *relative);
 
+/* A small deterministic generator for test data (xorshift64*): the next
+ * 64 random bits from *state (seed it with any non-zero value), and a float
+ * uniform in [lo, hi) with 24 random bits. */
+uint64_t sw_test_rng_next(uint64_t *state);
+float sw_test_rng_float(uint64_t *state, float lo, float hi);
+
 /* Path of the default model (fetched by `spillway fetch`). */
 const char *sw_test_default_model(void);
 

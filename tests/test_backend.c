@@ -31,16 +31,9 @@ enum { N_THREADS = 2, MAX_KEYS = 64 };
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 
-static uint64_t rng_next(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
+static uint64_t rng_next(void) { return sw_test_rng_next(&rng_state); }
 
-static float rng_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
-}
+static float rng_float(float lo, float hi) { return sw_test_rng_float(&rng_state, lo, hi); }
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);

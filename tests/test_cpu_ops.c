@@ -30,17 +30,10 @@
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-static uint64_t rng_next(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
+static uint64_t rng_next(void) { return sw_test_rng_next(&rng_state); }
 
 /* Uniform in [lo, hi). */
-static float rng_float(float lo, float hi) {
-    return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
-}
+static float rng_float(float lo, float hi) { return sw_test_rng_float(&rng_state, lo, hi); }
 
 static void fill_float(float *x, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++)

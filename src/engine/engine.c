@@ -76,7 +76,8 @@ static sw_status make_plan(sw_engine *e, const sw_engine_options *opt, uint64_t 
     plan_budget budget;
     plan_rates rates;
     plan_pins pins;
-    plan_workload work = {e->n_ctx, 1, e->n_batch, (uint32_t)e->n_threads, PLAN_KV_F32};
+    plan_workload work = {.n_ctx = e->n_ctx, .n_seq = 1, .n_batch = e->n_batch,
+                          .n_threads = (uint32_t)e->n_threads, .kv_type = PLAN_KV_F32};
     const char *slash = strrchr(e->model->path, '/');
     sw_status st = plan_model_from_weights(&e->config, &e->weights,
                                            slash ? slash + 1 : e->model->path,
