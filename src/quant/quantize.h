@@ -1,0 +1,31 @@
+/*
+ * quantize.h — f32 → stored weight types: the reverse of dequant.h, used
+ * when converting weights at load (--weights) and when writing synthetic
+ * models (spillway synth).
+ *
+ * F16/BF16 round to nearest even (half.h); Q8_0 follows the gguf Python
+ * package's Q8_0.quantize operation for operation (scale = max|x| / 127 in
+ * f32, 1/scale, round half away from zero, scale stored as f16), so bytes
+ * match it exactly. Q4_K is implemented in quantize_k.c.
+ */
+#ifndef SW_QUANT_QUANTIZE_H
+#define SW_QUANT_QUANTIZE_H
+
+#include <stdint.h>
+
+#include "spillway.h"
+
+/* Whether quant_quantize() can produce `type`. */
+int quant_can_quantize(uint32_t type);
+
+/* Converts n f32 values from src to `type` at dst, which must hold
+ * type_row_bytes(type, n) bytes. n must be a multiple of the type's block
+ * size. Errors: SW_ERR_UNSUPPORTED (no quantizer for the type), SW_ERR_ARG
+ * (n not a multiple of the block size). Thread-safe; no allocation. */
+sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n);
+
+/* Block quantizers: n_blocks blocks from src (32 or 256 floats each). */
+void quantize_q8_0(const float *src, uint8_t *dst, uint64_t n_blocks);
+void quantize_q4_k(const float *src, uint8_t *dst, uint64_t n_blocks);
+
+#endif
