@@ -219,6 +219,14 @@ typedef struct sw_engine_options {
     const char *place;         /* --place SPEC (see spillway plan --help); NULL */
     int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
     uint64_t sim_fail_alloc_at;/* tests: fail the Nth device allocation; 0 never */
+    const char *kv_type;       /* KV cache element type: "f32" (NULL = f32),
+                                * "f16" or "bf16" (half the bytes; rows are
+                                * rounded to nearest even when written) */
+    const char *weights_type;  /* --weights: NULL = as stored; "bf16", "f16" or
+                                * "q8_0" converts every F32/F16/BF16 matrix at
+                                * load into host memory the plan counts
+                                * (quantized matrices are kept as stored; q8_0
+                                * keeps rows not a multiple of 32 as f16) */
     sw_progress_fn load_progress; /* weight loading progress (bytes) */
     void *load_progress_user;
 } sw_engine_options;
@@ -251,6 +259,12 @@ typedef struct sw_report {
     double prefill_tokens_per_s, decode_tokens_per_s;   /* measured */
     double pred_prefill_tokens_per_s, pred_decode_tokens_per_s;
     uint32_t n_replans;             /* device refused memory; re-planned */
+    uint64_t plan_pinned_bytes;     /* the plan's pinned tier */
+    uint64_t pinned_bytes;          /* allocated for it: the streamed layers' copy */
+    int pinned_locked;              /* 1: page-locked; 0: the lock was refused
+                                     * (see sw_engine_notes) or nothing pinned */
+    uint64_t converted_bytes;       /* host bytes allocated for --weights
+                                     * conversions (kept + load-time staging) */
 } sw_report;
 
 sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
@@ -332,7 +346,9 @@ typedef struct sw_plan_options {
     int n_threads;             /* sizes host scratch; 0 = all cores */
     const char *kv_type;       /* "f32" (default), "f16", "bf16" */
     const char *weights;       /* catalog models: "f32", "f16", "bf16", "q8_0",
-                                * "q4_k_m" (NULL = q4_k_m) */
+                                * "q4_k_m" (NULL = q4_k_m); model files: "bf16",
+                                * "f16" or "q8_0", converted at load as the
+                                * engine's weights_type (NULL = as stored) */
     const char *place;         /* --place SPEC; NULL */
     int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
     double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */

@@ -183,8 +183,9 @@ static void test_failure_message(void) {
     plan_budget b = {false, "", 0, 0, 64ull << 20, UINT64_MAX};
     plan *p = alloc_plan();
     const char *const want_7b[] = {"device memory (test) is short by", "-c ", "--kv-type f16",
-                                   "-m gemma", "--weights q4_k_m", "--backend cpu", "tok/s"};
-    const char *const want_27b[] = {"--weights q8_0", "-m gemma3-", "bf16"};
+                                   "a smaller model: gemma", " q4_k_m (", "--backend cpu",
+                                   "tok/s"};
+    const char *const want_27b[] = {"--weights q8_0", "a smaller model: gemma3-", "bf16"};
     expect_failure("gemma-7b", NULL, 8192, 350ull << 20, want_7b, 7);
     expect_failure("gemma3-27b", "bf16", 131072, 512ull << 20, want_27b, 3);
     plan_rates_default(&r);

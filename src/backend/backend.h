@@ -33,7 +33,8 @@ typedef struct backend_event backend_event;
 /* Arguments of attention (see cpu_ops.h cpu_attention for the contract). */
 typedef struct attn_args {
     const float *q;           /* (n_tokens, n_head, hd), RoPE'd and scaled */
-    const float *k, *v;       /* cache rows (n_rows, n_head_kv, hd) */
+    const void *k, *v;        /* cache rows (n_rows, n_head_kv, hd) of kv_type */
+    uint32_t kv_type;         /* SW_TYPE_F32 (0, the default), _F16 or _BF16 */
     float *out;               /* (n_tokens, n_head, hd) */
     const int32_t *q_pos;     /* (n_tokens) absolute positions */
     uint32_t n_tokens, n_head, n_head_kv, head_dim;
@@ -92,6 +93,12 @@ typedef struct backend_vtable {
     void (*softcap)(backend *b, float *x, uint64_t n, float cap);
     void (*add)(backend *b, float *x, const float *y, uint64_t n);
     void (*scale)(backend *b, float *x, uint64_t n, float s);
+
+    /* Optional (NULL: the engine page-locks ordinary host memory itself):
+     * host memory the device copies from at the full (pinned) link rate,
+     * e.g. cudaHostAlloc. Not counted against the device's capacity. */
+    sw_status (*host_alloc_pinned)(backend *b, uint64_t bytes, void **out);
+    void (*host_free_pinned)(backend *b, void *ptr);
 
     void (*get_stats)(backend *b, backend_stats *out);
     /* Restarts the high-water mark at the bytes in use now (the engine

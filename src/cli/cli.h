@@ -36,6 +36,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 /* Prints the device report (text or JSON) to stdout; returns an exit
  * status (CLI_EXIT_NO_DEVICE when none is visible). */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,27 @@ static int parse_float(const char *flag, const char *s, double lo, double hi, fl
     return 0;
 }
 
+/* v must be one of the NULL-terminated names; else a usage error that
+ * lists them. */
+static int parse_choice(const char *flag, const char *v, const char *const *names,
+                        const char **out) {
+    for (size_t i = 0; names[i] != NULL; i++)
+        if (!strcmp(v, names[i])) {
+            *out = names[i];
+            return 0;
+        }
+    char list[64] = "";
+    for (size_t i = 0, len = 0; names[i] != NULL && len < sizeof list; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
+    cli_error("%s expects one of %s, got '%s'", flag, list, v);
+    return -1;
+}
+
 static int parse_value(gen_opts *o, const char *f, const char *v) {
+    static const char *const kv_types[] = {"f32", "f16", "bf16", NULL};
+    /* Conversions a model file takes at load; q4_k_m and the like are
+     * chosen when a file is made, not here. */
+    static const char *const weight_types[] = {"bf16", "f16", "q8_0", NULL};
     long n;
     if (!strcmp(f, "-m") || !strcmp(f, "--model")) { o->model = v; return 0; }
     if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) { o->prompt = v; return 0; }
@@ -68,6 +89,10 @@ static int parse_value(gen_opts *o, const char *f, const char *v) {
     if (!strcmp(f, "--backend")) { o->engine.backend = v; return 0; }
     if (!strcmp(f, "--place")) { o->engine.place = v; return 0; }
     if (!strcmp(f, "--report-json")) { o->report_json = v; return 0; }
+    if (!strcmp(f, "--kv-type"))
+        return parse_choice(f, v, kv_types, &o->engine.kv_type);
+    if (!strcmp(f, "--weights"))
+        return parse_choice(f, v, weight_types, &o->engine.weights_type);
     if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
         uint64_t bytes;
         if (sw_parse_size(v, 0, &bytes) != SW_OK) {
@@ -123,7 +148,8 @@ int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
         "-m", "--model", "-p", "--prompt", "-f", "--file", "--system", "-n", "--n-predict",
         "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "--temp", "--top-p",
         "--min-p", "--top-k", "--seed", "--backend", "--place", "--report-json",
-        "--device-mem", "--host-mem", "--sim-link-bw", "-ngl", "--n-gpu-layers"};
+        "--device-mem", "--host-mem", "--sim-link-bw", "-ngl", "--n-gpu-layers", "--kv-type",
+        "--weights"};
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
         if (strcmp(f, with_value[k]) != 0)
             continue;
@@ -157,6 +183,9 @@ void gen_opts_usage(FILE *out) {
           "  --sim-link-bw R  sim: host-to-device bandwidth, e.g. 16GB/s\n"
           "  --place SPEC     pin layers, e.g. 0-5=resident,6-=streamed,lm_head=host\n"
           "  -ngl N           first N layers resident, plan the rest\n"
+          "  --kv-type T      KV cache type: f32 (default), f16 or bf16 (half the bytes)\n"
+          "  --weights T      convert f32/f16/bf16 matrices at load to bf16, f16 or q8_0\n"
+          "                   (quantized ones are kept as stored; the plan shows the saving)\n"
           "  --report         print memory and speed measured vs the plan's prediction\n"
           "  --report-json P  write the same as one JSON object to P\n",
           out);

@@ -1,6 +1,7 @@
 /*
- * gen_opts.h — flags shared by the generating subcommands (run, chat):
- * model, prompt, context, threads and sampling, parsed and validated once.
+ * gen_opts.h — flags shared by the generating subcommands (run, chat,
+ * verify): model, prompt, context, threads, sampling, memory and precision
+ * (--kv-type, --weights), parsed and validated once.
  */
 #ifndef SW_CLI_GEN_OPTS_H
 #define SW_CLI_GEN_OPTS_H
@@ -13,7 +14,7 @@ typedef struct gen_opts {
     const char *prompt_file;   /* -f */
     const char *system;        /* --system (chat) */
     long n_predict;            /* -n; -1 = until end of sequence or context */
-    sw_engine_options engine;  /* -c, -t, -b */
+    sw_engine_options engine;  /* -c, -t, -b, memory and precision flags */
     sw_sampler_options sampler;/* --temp --top-k --top-p --min-p --seed */
     bool truncate;             /* --truncate: keep the prompt's tail */
     bool no_special;           /* --no-special: control tokens are plain text */

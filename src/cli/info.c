@@ -60,8 +60,12 @@ static void print_shape(FILE *out, const sw_tensor_info *t, int json) {
 }
 
 static void print_text(const sw_model *m, const sw_model_summary *s, char *meta_buf) {
-    printf("model      %s (%.1f MiB, GGUF v%u)\n", s->path, mib(s->file_bytes),
-           s->container_version);
+    if (s->container_version != 0)
+        printf("model      %s (%.1f MiB, GGUF v%u)\n", s->path, mib(s->file_bytes),
+               s->container_version);
+    else /* a Hugging Face folder: metadata below is translated from config.json */
+        printf("model      %s (%.1f MiB, Hugging Face folder, %s)\n", s->path,
+               mib(s->file_bytes), s->container);
     printf("name       %s\n", s->name[0] ? s->name : "(not stated)");
     printf("arch       %s: %u layers, n_embd %u, n_ff %u, heads %u (kv %u), head dim %u,"
            " train ctx %u, sliding window %u\n",
@@ -150,8 +154,8 @@ static void print_json_tensors(const sw_model *m) {
 static void print_json(const sw_model *m, const sw_model_summary *s, char *meta_buf) {
     printf("{\"path\":");
     json_put_string(stdout, s->path);
-    printf(",\"container\":\"gguf\",\"version\":%u,\"file_bytes\":%" PRIu64
-           ",\"architecture\":", s->container_version, s->file_bytes);
+    printf(",\"container\":\"%s\",\"version\":%u,\"file_bytes\":%" PRIu64
+           ",\"architecture\":", s->container, s->container_version, s->file_bytes);
     json_put_string(stdout, s->architecture);
     printf(",\"name\":");
     json_put_string(stdout, s->name);

@@ -22,6 +22,7 @@ static const command commands[] = {
     {"fetch", cmd_fetch, "download the default model (Gemma 3 270M Q4_K_M) into the cache"},
     {"tokenize", cmd_tokenize, "show how the model's tokenizer splits a text into tokens"},
     {"doctor", cmd_doctor, "check backends, devices and memory; measure and cache the rates"},
+    {"synth", cmd_synth, "write a synthetic model of an official Gemma shape (GGUF or HF)"},
 };
 
 static void usage(FILE *out) {

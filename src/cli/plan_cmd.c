@@ -29,8 +29,9 @@ static void usage(FILE *out) {
           "                    gemma-2b gemma-7b gemma2-2b gemma2-9b gemma2-27b gemma3-270m\n"
           "                    gemma3-1b gemma3-4b gemma3-12b gemma3-27b (default: the\n"
           "                    fetched Gemma 3 270M file)\n"
-          "  --weights TYPE    catalog models: bf16, q8_0, q4_k_m (default), f16, f32\n"
-          "                    (--type is the same flag)\n"
+          "  --weights TYPE    catalog models: bf16, q8_0, q4_k_m (default), f16, f32;\n"
+          "                    model files: bf16, f16 or q8_0, converted at load as run\n"
+          "                    does (the plan shows the bytes saved); --type is the same\n"
           "  --backend B       cpu, sim or cuda (default: cuda if a device is visible)\n"
           "  --device-mem S    device budget: 512M, 8G, 8GiB (binary), 8GB (decimal),\n"
           "                    80% (of the device); required for sim\n"
@@ -156,8 +157,8 @@ static int resolve_sizes(plan_args *a) {
     return CLI_EXIT_OK;
 }
 
-/* -m: an existing file is opened; anything else is a catalog name. No -m:
- * the fetched default model. */
+/* -m: an existing file or Hugging Face folder is opened; anything else is
+ * a catalog name. No -m: the fetched default model. */
 static int open_source(const char *arg, sw_model **model, const char **name) {
     char path[4096];
     struct stat sb;
@@ -173,7 +174,7 @@ static int open_source(const char *arg, sw_model **model, const char **name) {
             return CLI_EXIT_IO;
         }
         arg = path;
-    } else if (stat(arg, &sb) != 0 || S_ISDIR(sb.st_mode)) {
+    } else if (stat(arg, &sb) != 0) {
         *name = arg;
         return CLI_EXIT_OK;
     }

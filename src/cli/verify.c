@@ -4,7 +4,10 @@
  * all-host reference plan (cpu backend); it prints each plan's peak device
  * memory and bytes streamed, and how the outputs agree: max |Δlogit| over
  * every prompt position, same argmax, and equal greedy continuations.
- * Exit 0 only when argmax and continuations agree everywhere.
+ * Exit 0 only when argmax and continuations agree everywhere. The
+ * reference keeps the chosen --kv-type and --weights: verify checks that
+ * placement changes nothing (bit for bit on one backend), not what a
+ * lower precision costs.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -137,6 +140,10 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     sw_engine_print_plan(a.engine, stdout, 0);
+    if (o.engine.kv_type || o.engine.weights_type)
+        printf("\nreference: all-host plan with the same --kv-type %s and --weights %s\n",
+               o.engine.kv_type ? o.engine.kv_type : "f32",
+               o.engine.weights_type ? o.engine.weights_type : "(as stored)");
     printf("\n");
     rc = compare(m, &a, &b);
     print_side("plan", a.engine);

@@ -12,6 +12,7 @@
  */
 #define _DEFAULT_SOURCE /* gethostname, statvfs, mkstemp, fchmod, fsync */
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -168,6 +169,32 @@ static void measure_devices(const doctor_sizes *z, sw_doctor_report *r) {
     }
 }
 
+/* For a Hugging Face folder: its largest .safetensors file (the one the
+ * read speed matters most for) into out; the folder itself otherwise. */
+static void pick_weights_file(const char *path, char *out, size_t cap) {
+    struct stat sb;
+    snprintf(out, cap, "%s", path);
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return;
+    DIR *d = opendir(path);
+    struct dirent *e;
+    off_t best = -1;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        char full[4096];
+        if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors") != 0)
+            continue;
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", path, e->d_name) >= sizeof full)
+            continue;
+        if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > best) {
+            best = sb.st_size;
+            snprintf(out, cap, "%s", full);
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
 /* The model file (-m, else the default model when present), else a temp
  * file in the cache folder. Failures become disk_message. */
 static void measure_disk(const sw_doctor_options *opt, const doctor_sizes *z,
@@ -179,8 +206,8 @@ static void measure_disk(const sw_doctor_options *opt, const doctor_sizes *z,
     if (path == NULL && sw_default_model_path(def, sizeof def) == SW_OK && access(def, R_OK) == 0)
         path = def;
     if (path != NULL) {
-        snprintf(r->disk_path, sizeof r->disk_path, "%s", path);
-        st = measure_file_read(path, z->disk_max_bytes, &res);
+        pick_weights_file(path, r->disk_path, sizeof r->disk_path);
+        st = measure_file_read(r->disk_path, z->disk_max_bytes, &res);
     } else if (r->cache_free_bytes < DISK_MIN_FREE_FACTOR * z->disk_temp_bytes) {
         snprintf(r->disk_message, sizeof r->disk_message, "not measured: no model file, and "
                  "only %llu MiB free in %.150s for a test file",

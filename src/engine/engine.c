@@ -12,6 +12,7 @@
 
 #include "engine/engine_internal.h"
 #include "plan/plan_api.h"
+#include "quant/types.h"
 #include "util/error.h"
 
 #define DEFAULT_CTX 4096
@@ -32,6 +33,12 @@ static int default_threads(void) {
 
 static sw_status resolve_options(sw_engine *e, const sw_engine_options *opt) {
     const model_config *c = &e->config;
+    sw_status st;
+    e->convert_type = SW_TYPE_COUNT;
+    if ((opt->kv_type && (st = plan_parse_kv_type(opt->kv_type, &e->kv_type)) != SW_OK) ||
+        (opt->weights_type &&
+         (st = plan_parse_weights_type(opt->weights_type, &e->convert_type)) != SW_OK))
+        return st;
     if (opt->n_threads < 0 || opt->n_threads > 256)
         return sw_errorf(SW_ERR_ARG, "thread count %d is out of range (1..256)", opt->n_threads);
     e->n_threads = opt->n_threads ? opt->n_threads : default_threads();
@@ -77,12 +84,12 @@ static sw_status make_plan(sw_engine *e, const sw_engine_options *opt, uint64_t 
     plan_rates rates;
     plan_pins pins;
     plan_workload work = {.n_ctx = e->n_ctx, .n_seq = 1, .n_batch = e->n_batch,
-                          .n_threads = (uint32_t)e->n_threads, .kv_type = PLAN_KV_F32};
+                          .n_threads = (uint32_t)e->n_threads, .kv_type = e->kv_type};
     const char *slash = strrchr(e->model->path, '/');
-    sw_status st = plan_model_from_weights(&e->config, &e->weights,
-                                           slash ? slash + 1 : e->model->path,
-                                           sw_file_type_name(e->model->summary.file_type),
-                                           e->model->summary.file_bytes, &pm);
+    sw_status st = plan_model_converted(&e->config, &e->file_weights,
+                                        slash ? slash + 1 : e->model->path,
+                                        sw_file_type_name(e->model->summary.file_type),
+                                        e->model->summary.file_bytes, e->convert_type, &pm);
     if (st != SW_OK)
         return st;
     memset(&budget, 0, sizeof budget);
@@ -117,6 +124,11 @@ static sw_status plan_and_load(sw_engine *e, const sw_engine_options *opt) {
         if ((st = make_plan(e, opt, budget)) != SW_OK)
             return st;
         st = engine_load(e, opt);
+        if (st == SW_OK && e->hw.pinned.why[0]) {
+            size_t len = strlen(e->notes);
+            snprintf(e->notes + len, sizeof e->notes - len, "pinned staging of streamed "
+                     "layers: %s\n", e->hw.pinned.why);
+        }
         if (st != SW_ERR_OOM_DEVICE || e->device == NULL || attempt == MAX_REPLANS)
             return st;
         backend_stats bs;
@@ -149,15 +161,16 @@ sw_status sw_engine_create(const sw_model *model, const sw_engine_options *opt,
     e->model = model;
     if ((st = model_config_from_gguf(model->gguf, &e->config)) != SW_OK ||
         (st = resolve_options(e, opt)) != SW_OK ||
-        (st = model_weights_bind(model->gguf, &e->config, &e->weights)) != SW_OK)
+        (st = model_weights_bind(model->gguf, &e->config, &e->file_weights)) != SW_OK)
         goto fail;
+    /* Packs are built per plan at load (host_weights.c): a layer's host
+     * copy depends on where the plan puts it. */
     e->packs = calloc(e->config.n_layer, sizeof *e->packs);
-    if (e->packs == NULL) {
+    e->weights.layers = calloc(e->config.n_layer, sizeof *e->weights.layers);
+    if (e->packs == NULL || e->weights.layers == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory creating the engine");
         goto fail;
     }
-    for (uint32_t il = 0; il < e->config.n_layer; il++)
-        layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
     if ((st = create_backends(e, opt)) != SW_OK || (st = plan_and_load(e, opt)) != SW_OK)
         goto fail;
     *out = e;
@@ -174,7 +187,8 @@ void sw_engine_destroy(sw_engine *e) {
     backend_destroy(e->device);
     backend_destroy(e->host);
     cpu_pool_destroy(e->pool);
-    model_weights_free(&e->weights);
+    free(e->weights.layers);   /* views only: the norms belong to file_weights */
+    model_weights_free(&e->file_weights);
     free(e->packs);
     free(e->plan);
     free(e);

@@ -1,8 +1,9 @@
 /*
  * engine_internal.h — layouts of sw_engine and sw_session shared by the
  * engine's files (engine.c: planning and creation; load.c: allocation and
- * weight loading; ring.c: streamed layers; session.c: evaluation) and by
- * white-box tests.
+ * weight loading; host_weights.c: converted weights and the pinned copy of
+ * streamed layers; pinned.c: page-locked host memory; ring.c: streamed
+ * layers; session.c: evaluation) and by white-box tests.
  */
 #ifndef SW_ENGINE_INTERNAL_H
 #define SW_ENGINE_INTERNAL_H
@@ -26,6 +27,28 @@ typedef struct engine_alloc {
     void *ptr;
 } engine_alloc;
 
+/* A page-locked host buffer (pinned.c): from the device backend's pinned
+ * allocator when it has one, else aligned memory locked with mlock — best
+ * effort: when the lock is refused the buffer stays, pageable, and `why`
+ * says so. */
+typedef struct engine_pinned {
+    void *ptr;
+    uint64_t bytes;
+    bool locked;                       /* page-locked */
+    bool from_backend;                 /* backend's host_alloc_pinned */
+    char why[256];                     /* when not locked: the reason */
+} engine_pinned;
+
+/* Host memory the plan gives the weights (host_weights.c). */
+typedef struct engine_host_weights {
+    uint8_t *arena;                    /* BUF_CONVERTED: conversions kept on the host */
+    uint64_t arena_bytes;
+    uint8_t *staging;                  /* BUF_STAGING: converts resident layers at load */
+    uint64_t staging_bytes;
+    float *row;                        /* (widest row) conversion scratch, load only */
+    engine_pinned pinned;              /* the pinned tier: streamed layers, packed */
+} engine_host_weights;
+
 typedef struct engine_ring {
     uint32_t n_slots;                  /* K */
     uint64_t slot_bytes;
@@ -42,7 +65,13 @@ typedef struct engine_ring {
 struct sw_engine {
     const sw_model *model;
     model_config config;
-    model_weights weights;             /* host views (mapping + norm arena) */
+    model_weights file_weights;        /* views of the mapping + norm arena (bind) */
+    model_weights weights;             /* what the engine computes and uploads from:
+                                        * file_weights' views, re-pointed per plan at
+                                        * converted or pinned copies (host_weights.c) */
+    uint32_t convert_type;             /* --weights: SW_TYPE_*; SW_TYPE_COUNT = as stored */
+    plan_kv_type kv_type;              /* --kv-type */
+    engine_host_weights hw;
     cpu_pool *pool;
     backend *host;                     /* cpu backend */
     backend *device;                   /* sim/cuda, or NULL */
@@ -83,6 +112,21 @@ struct sw_session {
  * resident weights, starts the ring. On failure frees what it made. */
 sw_status engine_load(sw_engine *e, const sw_engine_options *opt);
 void engine_unload(sw_engine *e);
+
+/* host_weights.c: per the plan, points e->weights at the mapping, at
+ * weights converted into the host arena, or at the pinned copy of each
+ * streamed layer (allocating those), and builds every layer's pack. */
+sw_status host_weights_load(sw_engine *e);
+/* Converts resident layer il's changing matrices into the staging buffer
+ * and rebuilds its pack, just before its upload. */
+sw_status host_weights_stage(sw_engine *e, uint32_t il);
+/* After the uploads: frees the staging buffer and the scratch. */
+void host_weights_end_load(sw_engine *e);
+void host_weights_free(sw_engine *e);
+
+/* pinned.c. Errors: SW_ERR_OOM_HOST, or the backend allocator's. */
+sw_status pinned_alloc(backend *device, uint64_t bytes, engine_pinned *out);
+void pinned_free(backend *device, engine_pinned *p);
 
 /* ring.c */
 sw_status ring_start(sw_engine *e);

@@ -4,6 +4,8 @@
  */
 #include "engine/kv.h"
 
+#include "quant/types.h"
+
 uint32_t kv_layer_rows(const model_config *c, uint32_t il, uint32_t n_ctx, uint32_t n_batch) {
     if (!model_layer_is_local(c, il))
         return n_ctx;
@@ -11,8 +13,10 @@ uint32_t kv_layer_rows(const model_config *c, uint32_t il, uint32_t n_ctx, uint3
     return ring < n_ctx ? (uint32_t)ring : n_ctx;
 }
 
-uint64_t kv_layer_bytes(const model_config *c, uint32_t rows) {
+uint32_t kv_elem_bytes(uint32_t type) { return type == SW_TYPE_F32 ? 4 : 2; }
+
+uint64_t kv_layer_bytes(const model_config *c, uint64_t rows, uint32_t type) {
     /* Rounded to the device allocator's 256-byte blocks (see plan_padded). */
-    uint64_t bytes = 2ull * rows * c->n_head_kv * c->n_embd_head * sizeof(float);
+    uint64_t bytes = 2ull * rows * c->n_head_kv * c->n_embd_head * kv_elem_bytes(type);
     return (bytes + 255) / 256 * 256;
 }

@@ -2,13 +2,16 @@
  * load.c — turns a plan into memory: allocates each of the plan's device
  * buffers (in plan order, exactly the planned size) through the device
  * backend's accounting allocator, the host activations and host KV rows,
- * copies resident weights with progress, and starts the ring. Any failure
- * frees everything made so far, so the engine can re-plan.
+ * the host weight buffers (host_weights.c: converted weights, the pinned
+ * copy of streamed layers), copies resident weights with progress, and
+ * starts the ring. Any failure frees everything made so far, so the engine
+ * can re-plan.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "plan/plan_api.h"
 #include "util/error.h"
 
 /* Allocates one device buffer and remembers it for engine_unload. */
@@ -36,7 +39,9 @@ static sw_status copy_layer(sw_engine *e, uint32_t il, void *base, backend_event
 static sw_status load_resident_layer(sw_engine *e, const plan_buffer *b, backend_event *ev) {
     uint32_t il = (uint32_t)b->layer;
     void *base;
-    sw_status st;
+    sw_status st = host_weights_stage(e, il);
+    if (st != SW_OK)
+        return st;
     if (b->bytes != e->packs[il].total_bytes)
         return sw_errorf(SW_ERR_ARG, "internal: plan sizes layer %u at %llu bytes, packing "
                          "needs %llu", il, (unsigned long long)b->bytes,
@@ -87,8 +92,8 @@ static sw_status load_buffer(sw_engine *e, const plan_buffer *b, backend_event *
         if ((st = dev_alloc(e, b, &p)) != SW_OK)
             return st;
         e->kv.layers[b->layer].k = p;
-        e->kv.layers[b->layer].v = (float *)p + (size_t)e->kv.layers[b->layer].rows *
-                                                    e->kv.row_floats;
+        e->kv.layers[b->layer].v = (char *)p + (size_t)e->kv.layers[b->layer].rows *
+                                                   e->kv.row_bytes;
         return SW_OK;
     case BUF_ACTIVATIONS:
         if ((st = dev_alloc(e, b, &p)) != SW_OK)
@@ -104,7 +109,9 @@ static sw_status load_buffer(sw_engine *e, const plan_buffer *b, backend_event *
         e->logits_dev = p;
         return SW_OK;
     case BUF_OTHER:
-        return SW_OK;
+    case BUF_CONVERTED:
+    case BUF_STAGING:
+        return SW_OK; /* host tiers: host_weights.c */
     }
     return SW_OK;
 }
@@ -116,7 +123,7 @@ static sw_status load_host(sw_engine *e) {
     uint64_t kv_bytes = 0;
     for (uint32_t il = 0; il < c->n_layer; il++)
         if (pl->kv_tier[il] != TIER_DEVICE)
-            kv_bytes += kv_layer_bytes(c, e->kv.layers[il].rows);
+            kv_bytes += kv_layer_bytes(c, e->kv.layers[il].rows, e->kv.type);
     uint64_t scratch = forward_scratch_bytes(c, e->n_batch, e->n_ctx, (uint32_t)e->n_threads);
     e->host_scratch = malloc(scratch);
     e->host_kv = kv_bytes ? malloc(kv_bytes) : NULL;
@@ -126,14 +133,14 @@ static sw_status load_host(sw_engine *e) {
                          (double)(scratch + kv_bytes) / 1048576.0);
     forward_scratch_init(c, e->n_batch, e->n_ctx, (uint32_t)e->n_threads, e->host_scratch,
                          &e->side[SIDE_HOST].scratch);
-    float *p = e->host_kv;
+    char *p = e->host_kv;
     for (uint32_t il = 0; il < c->n_layer; il++) {
         if (pl->kv_tier[il] == TIER_DEVICE)
             continue;
         kv_layer *l = &e->kv.layers[il];
         l->k = p;
-        l->v = p + (size_t)l->rows * e->kv.row_floats;
-        p += 2 * (size_t)l->rows * e->kv.row_floats;
+        l->v = p + (size_t)l->rows * e->kv.row_bytes;
+        p += kv_layer_bytes(c, l->rows, e->kv.type);
     }
     return SW_OK;
 }
@@ -142,7 +149,9 @@ static sw_status init_kv(sw_engine *e) {
     const model_config *c = &e->config;
     e->kv.n_layer = c->n_layer;
     e->kv.n_ctx = e->n_ctx;
-    e->kv.row_floats = c->n_head_kv * c->n_embd_head;
+    e->kv.type = plan_kv_tensor_type(e->plan->workload.kv_type);
+    e->kv.row_elems = c->n_head_kv * c->n_embd_head;
+    e->kv.row_bytes = (uint64_t)e->kv.row_elems * kv_elem_bytes(e->kv.type);
     e->kv.layers = calloc(c->n_layer, sizeof *e->kv.layers);
     e->dev_layers = calloc(c->n_layer, sizeof *e->dev_layers);
     e->allocs = calloc(e->plan->n_buffers + 1, sizeof *e->allocs);
@@ -180,10 +189,12 @@ sw_status engine_load(sw_engine *e, const sw_engine_options *opt) {
     sw_status st;
     e->side[SIDE_HOST].be = e->host;
     e->side[SIDE_DEVICE].be = e->device;
-    if ((st = init_kv(e)) != SW_OK || (st = load_host(e)) != SW_OK)
+    if ((st = init_kv(e)) != SW_OK || (st = load_host(e)) != SW_OK ||
+        (st = host_weights_load(e)) != SW_OK)
         goto fail;
     if (e->device && (st = load_device(e, opt)) != SW_OK)
         goto fail;
+    host_weights_end_load(e);
     if ((st = ring_start(e)) != SW_OK)
         goto fail;
     return SW_OK;
@@ -204,6 +215,7 @@ void engine_unload(sw_engine *e) {
         for (uint32_t i = e->n_allocs; i > 0; i--)
             e->device->vt->free(e->device, e->allocs[i - 1].ptr);
     }
+    host_weights_free(e);   /* after the copies from it have landed */
     free(e->ring.streamed);
     free(e->allocs);
     free(e->kv.layers);

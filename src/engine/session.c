@@ -146,5 +146,9 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     r->pred_prefill_tokens_per_s = e->plan->prefill_tokens_per_s;
     r->pred_decode_tokens_per_s = e->plan->decode_tokens_per_s;
     r->n_replans = e->n_replans;
+    r->plan_pinned_bytes = e->plan->tier_bytes[TIER_PINNED];
+    r->pinned_bytes = e->hw.pinned.bytes;
+    r->pinned_locked = e->hw.pinned.locked;
+    r->converted_bytes = e->hw.arena_bytes + e->hw.staging_bytes;
     return SW_OK;
 }

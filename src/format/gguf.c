@@ -229,6 +229,8 @@ void gguf_close(gguf_file *file) {
         }
         if (priv->mapping != NULL)
             munmap(priv->mapping, priv->mapping_bytes);
+        if (priv->release != NULL)
+            priv->release(priv->release_ctx);
         free(priv);
     }
     free(file);

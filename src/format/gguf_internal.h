@@ -21,6 +21,10 @@ typedef struct gguf_priv {
     gguf_chunk *chunks;          /* arena: newest first */
     const gguf_kv **kv_by_key;   /* n_kv entries sorted by key */
     const gguf_tensor **tensor_by_name; /* n_tensors entries sorted by name */
+    /* Descriptions built in memory (gguf_mem.c) borrow tensor data from
+     * other mappings; release(release_ctx) frees those at gguf_close(). */
+    void (*release)(void *ctx);
+    void *release_ctx;
 } gguf_priv;
 
 /* Allocates n * elem_bytes zeroed, max_align_t-aligned bytes from the

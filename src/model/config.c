@@ -2,9 +2,12 @@
  * config.c — Gemma hyperparameters from GGUF metadata (keys as llama.cpp's
  * converter writes them; see shared/reference/gemma-facts.md §1-3).
  *
- * Values GGUF does not store are the published constants: the local-layer
- * RoPE base (10000), the sliding-window pattern (2 for Gemma 2, 6 for
- * Gemma 3) and the 27B query scale. Defaults for absent optional keys match
+ * Values GGUF usually does not store are the published constants: the
+ * local-layer RoPE base (10000), the sliding-window pattern (2 for Gemma 2,
+ * 6 for Gemma 3) and the 27B query scale; when a description states them
+ * (rope.freq_base_swa, attention.sliding_window_pattern, attention.scale —
+ * always so for Hugging Face folders, format/hf_config.c) the stated value
+ * is used. Defaults for absent optional keys match
  * llama.cpp's, so a file runs the same here and there.
  */
 #include <math.h>
@@ -125,7 +128,7 @@ static sw_status read_quirks(const gguf_file *f, model_config *c, arch_id id) {
         (st = key_f32(f, a, "rope.freq_base", &c->rope_base_global)) != SW_OK ||
         (st = key_u32(f, a, "attention.sliding_window", false, &c->sliding_window)) != SW_OK)
         return st;
-    if (id == ARCH_GEMMA2 &&
+    if (id != ARCH_GEMMA1 &&
         ((st = key_f32(f, a, "attn_logit_softcapping", &c->attn_softcap)) != SW_OK))
         return st;
     if (id != ARCH_GEMMA1 &&
@@ -133,6 +136,14 @@ static sw_status read_quirks(const gguf_file *f, model_config *c, arch_id id) {
         return st;
     if (id == ARCH_GEMMA1)
         c->rope_base_local = c->rope_base_global;
+    /* Stated by files translated from Hugging Face configs (and by newer
+     * llama.cpp conversions); the published constants above otherwise. */
+    if (id == ARCH_GEMMA3 &&
+        (st = key_f32(f, a, "rope.freq_base_swa", &c->rope_base_local)) != SW_OK)
+        return st;
+    if (id != ARCH_GEMMA1 &&
+        (st = key_u32(f, a, "attention.sliding_window_pattern", false, &c->swa_pattern)))
+        return st;
     if (c->swa_pattern == 0 || c->sliding_window == 0) {
         c->swa_pattern = 0;
         c->sliding_window = 0;
@@ -192,6 +203,13 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
     c->n_vocab = (uint32_t)embd->ne[1];
     c->embd_scale = sqrtf((float)c->n_embd);
     c->query_scale = query_scale(c, id);
+    /* An explicit scale (1/sqrt(query_pre_attn_scalar) from a Hugging Face
+     * config) wins over the depth rule. */
+    if ((st = key_f32(f, c->arch, "attention.scale", &c->query_scale)) != SW_OK)
+        return st;
+    if (!(c->query_scale > 0.0f))
+        return sw_errorf(SW_ERR_FORMAT, "model metadata '%s.attention.scale' must be positive",
+                         c->arch);
     return SW_OK;
 }
 

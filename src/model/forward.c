@@ -4,9 +4,9 @@
  * (qk_norm, post_norms, softcaps, sliding window, per-layer RoPE base), and
  * every op goes through the backend of the side the layer runs on.
  */
-#include <string.h>
 
 #include "model/forward.h"
+#include "quant/quantize.h"
 #include "util/error.h"
 
 /* Floats of the per-token activations plus the attention rows and the
@@ -63,15 +63,18 @@ static sw_status move_stream(const forward_args *a, int from, int to) {
     return SW_OK;
 }
 
-/* Copies this chunk's keys/values into the layer's cache rows. The rows
- * live on the same side as the layer, so this is a device-local copy:
- * done with the backend's own memory (plain memcpy for cpu and sim). */
-static void kv_store(kv_layer *l, const float *k, const float *v, const int32_t *pos,
-                     uint32_t n_tokens, uint32_t row_floats) {
+/* Writes this chunk's keys/values into the layer's cache rows in the
+ * cache's type (F32: a plain copy; F16/BF16: rounded to nearest even). The
+ * rows live on the same side as the layer, so this is device-local work
+ * done in the backend's own memory (host memory for cpu and sim). The
+ * conversion cannot fail: the type was checked when the cache was made. */
+static void kv_store(const kv_cache *kv, kv_layer *l, const float *k, const float *v,
+                     const int32_t *pos, uint32_t n_tokens) {
+    const uint32_t n = kv->row_elems;
     for (uint32_t t = 0; t < n_tokens; t++) {
-        size_t row = (size_t)kv_row(l, (uint32_t)pos[t]) * row_floats;
-        memcpy(l->k + row, k + (size_t)t * row_floats, row_floats * sizeof(float));
-        memcpy(l->v + row, v + (size_t)t * row_floats, row_floats * sizeof(float));
+        size_t off = (size_t)kv_row(l, (uint32_t)pos[t]) * kv->row_bytes;
+        (void)quant_quantize(kv->type, k + (size_t)t * n, (char *)l->k + off, n);
+        (void)quant_quantize(kv->type, v + (size_t)t * n, (char *)l->v + off, n);
     }
 }
 
@@ -98,9 +101,10 @@ static sw_status attention_block(const forward_args *a, backend *be, forward_scr
     op->rope(be, s->q, s->pos, n, c->n_head, hd, base, fscale);
     op->rope(be, s->k, s->pos, n, c->n_head_kv, hd, base, fscale);
     op->scale(be, s->q, (uint64_t)n * c->n_head * hd, c->query_scale);
-    kv_store(kvl, s->k, s->v, s->pos, n, a->kv->row_floats);
+    kv_store(a->kv, kvl, s->k, s->v, s->pos, n);
     attn_args aa = {
-        .q = s->q, .k = kvl->k, .v = kvl->v, .out = s->att, .q_pos = s->pos,
+        .q = s->q, .k = kvl->k, .v = kvl->v, .kv_type = a->kv->type, .out = s->att,
+        .q_pos = s->pos,
         .n_tokens = n, .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = hd,
         .kv_ring = kvl->ring, .window = local ? c->sliding_window : 0,
         .softcap = c->attn_softcap, .scratch = s->attn_scratch,

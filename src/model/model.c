@@ -2,16 +2,20 @@
  * model.c — the public sw_model handle: an opened, validated model file and
  * read-only views of its metadata and tensors (include/spillway.h).
  *
- * Today the only container is GGUF (format/gguf.c does all validation);
- * this file adds no checks of its own beyond argument checks, and never
- * copies weights: tensor data stay in the mapping until dequantized on
- * request.
+ * Two containers feed one model description (a gguf_file: GGUF metadata
+ * keys and tensor names): a GGUF file (format/gguf.c validates it) or a
+ * Hugging Face folder (format/hf_model.c translates config.json and the
+ * safetensors files). This file adds no checks of its own beyond argument
+ * checks, and never copies weights: matrices stay in the mappings until
+ * dequantized on request.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "format/gguf.h"
+#include "format/hf_model.h"
 #include "model/model_internal.h"
 #include "quant/dequant.h"
 #include "quant/types.h"
@@ -68,8 +72,8 @@ static void fill_summary(sw_model *m) {
 
     memset(s, 0, sizeof *s);
     s->path = m->path;
-    s->container = "gguf";
-    s->container_version = f->version;
+    s->container = m->is_hf ? "safetensors" : "gguf";
+    s->container_version = m->is_hf ? 0 : f->version;
     s->file_bytes = f->size;
     s->architecture = m->architecture;
     s->name = m->name;
@@ -92,6 +96,30 @@ static void fill_summary(sw_model *m) {
     s->tokenizer_model = m->tokenizer_model;
     if (gguf_get_array(f, "tokenizer.ggml.tokens", &arr) == SW_OK)
         s->n_vocab = arr->arr.n;
+    else if (m->tok != NULL)
+        s->n_vocab = tokenizer_n_vocab(m->tok);
+}
+
+/* The vocabulary: GGUF metadata, or tokenizer.json in an HF folder. A
+ * model without one still opens (info, plan); generating then says so. */
+static sw_status open_tokenizer(sw_model *m) {
+    if (gguf_find_kv(m->gguf, "tokenizer.ggml.tokens") != NULL)
+        return tokenizer_create_from_gguf(m->gguf, &m->tok);
+    if (!m->is_hf)
+        return SW_OK;
+    char path[4096];
+    struct stat sb;
+    if ((size_t)snprintf(path, sizeof path, "%s/tokenizer.json", m->path) >= sizeof path ||
+        stat(path, &sb) != 0)
+        return SW_OK;
+    sw_status st = tokenizer_create_from_hf(m->path, &m->tok);
+    if (st == SW_OK)
+        free(m->tokenizer_model), m->tokenizer_model = NULL;
+    if (st == SW_OK && (m->tokenizer_model = malloc(sizeof "tokenizer.json")) != NULL)
+        strcpy(m->tokenizer_model, "tokenizer.json");
+    else if (st == SW_OK)
+        st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory opening %s", m->path);
+    return st;
 }
 
 sw_status sw_model_open(const char *path, sw_model **out) {
@@ -104,7 +132,13 @@ sw_status sw_model_open(const char *path, sw_model **out) {
     m = calloc(1, sizeof *m);
     if (m == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory opening %s", path);
-    st = gguf_open(path, &m->gguf);
+    m->is_hf = hf_is_folder(path);
+    if (m->is_hf) {
+        hf_model_info info;
+        st = hf_model_open(path, &m->gguf, &info);
+    } else {
+        st = gguf_open(path, &m->gguf);
+    }
     if (st != SW_OK)
         goto fail;
     m->path = malloc(strlen(path) + 1);
@@ -117,14 +151,11 @@ sw_status sw_model_open(const char *path, sw_model **out) {
         goto fail;
     }
     strcpy(m->path, path);
-    fill_summary(m);
-    if (gguf_find_kv(m->gguf, "tokenizer.ggml.tokens") != NULL) {
-        st = tokenizer_create_from_gguf(m->gguf, &m->tok);
-        if (st != SW_OK) {
-            sw_error_prefix(st, "%s", path);
-            goto fail;
-        }
+    if ((st = open_tokenizer(m)) != SW_OK) {
+        sw_error_prefix(st, "%s", path);
+        goto fail;
     }
+    fill_summary(m);
     *out = m;
     return SW_OK;
 fail:

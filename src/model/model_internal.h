@@ -5,11 +5,14 @@
 #ifndef SW_MODEL_INTERNAL_H
 #define SW_MODEL_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "format/gguf.h"
 #include "spillway.h"
 
 struct sw_model {
-    gguf_file *gguf;          /* owns the mapping */
+    gguf_file *gguf;          /* the model description; owns the mappings */
+    bool is_hf;               /* from a Hugging Face folder (else a GGUF file) */
     char *path;
     char *architecture;       /* NUL-terminated copies for the summary */
     char *name;

@@ -19,6 +19,7 @@
 #include "model/model_internal.h"
 #include "model/weights.h"
 #include "plan/plan_api.h"
+#include "quant/types.h"
 #include "util/error.h"
 
 #define DEFAULT_CTX 4096
@@ -36,20 +37,23 @@ sw_plan_options sw_plan_options_default(void) {
     return o;
 }
 
-/* The plan_model of an opened file, sized exactly as the engine packs it. */
-static sw_status describe_file(const sw_model *model, plan_model *pm) {
+/* The plan_model of an opened file, sized exactly as the engine packs it,
+ * with its matrices converted to `weights` (NULL: as stored) as the engine
+ * would convert them at load. */
+static sw_status describe_file(const sw_model *model, const char *weights, plan_model *pm) {
     model_config c;
     model_weights w;
+    uint32_t convert = SW_TYPE_COUNT;
     const char *slash = strrchr(model->path, '/');
     sw_status st = model_config_from_gguf(model->gguf, &c);
-    if (st != SW_OK)
+    if (st != SW_OK || (weights && (st = plan_parse_weights_type(weights, &convert)) != SW_OK))
         return st;
     memset(&w, 0, sizeof w);
     if ((st = model_weights_bind(model->gguf, &c, &w)) != SW_OK)
         return st;
-    st = plan_model_from_weights(&c, &w, slash ? slash + 1 : model->path,
-                                 plan_file_type_name(model->summary.file_type),
-                                 model->summary.file_bytes, pm);
+    st = plan_model_converted(&c, &w, slash ? slash + 1 : model->path,
+                              plan_file_type_name(model->summary.file_type),
+                              model->summary.file_bytes, convert, pm);
     model_weights_free(&w);
     return st;
 }
@@ -190,13 +194,8 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning");
         goto fail;
     }
-    if (model != NULL && opt->weights != NULL) {
-        st = sw_errorf(SW_ERR_ARG, "--weights applies to catalog models; a file is planned "
-                       "in the types it stores");
-        goto fail;
-    }
-    st = model ? describe_file(model, pm) : plan_model_from_catalog(catalog_name, opt->weights,
-                                                                   pm);
+    st = model ? describe_file(model, opt->weights, pm)
+               : plan_model_from_catalog(catalog_name, opt->weights, pm);
     if (st != SW_OK || (st = make_workload(opt, &pm->config, &work)) != SW_OK ||
         (st = make_budget(opt, &budget, note, sizeof note)) != SW_OK ||
         (st = make_pins(opt, &budget, pm->config.n_layer, pins, ngl_note, sizeof ngl_note)) !=

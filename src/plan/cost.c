@@ -5,10 +5,13 @@
  * allocators hand out aligned blocks): device = activations + [LM head +
  * final norm + logits] + resident layers + ring slots (K x largest
  * streamed layer) + KV of every layer computed on the device (resident or
- * streamed: a layer's KV lives on the side that computes it). Host = host activations + KV of host layers
- * + pinned copies of streamed layers (when they fit) + the part of the file
- * mapping read every token that the host budget can cache; the rest of
- * that working set is re-read from disk each token ("disk spill").
+ * streamed: a layer's KV lives on the side that computes it). Host = host
+ * activations + KV of host layers + pinned copies of streamed layers (when
+ * they fit) + weights converted at load (--weights: the embedding, host
+ * layers and unpinned streamed layers; resident layers pass through a
+ * one-layer staging buffer) + the part of the file mapping read every
+ * token that the host budget can cache; the rest of that working set is
+ * re-read from disk each token ("disk spill").
  *
  * Time (a model, not a measurement; rates from doctor or the defaults):
  *   a layer on a side costs max(bytes read / memory rate, flops / flop rate)
@@ -42,8 +45,6 @@ const char *plan_cat_name(cost_cat cat) {
     return cat < CAT_COUNT ? names[cat] : "?";
 }
 
-static uint32_t kv_elem_bytes(plan_kv_type t) { return t == PLAN_KV_F32 ? 4 : 2; }
-
 /* max(bytes / mem, flops / flop rate), naming the larger. */
 static cost_term side_cost(double bytes, double flops, double mem_Bps, double flop_rate,
                            cost_cat mem_cat, cost_cat flop_cat) {
@@ -66,7 +67,8 @@ static void layer_costs(plan_ctx *x) {
     uint32_t half = x->w.n_ctx / 2 ? x->w.n_ctx / 2 : 1;
     for (uint32_t il = 0; il < x->n_layer; il++) {
         double visible = x->kv_rows[il] < half ? x->kv_rows[il] : half;
-        double kv_read = visible * 2 * nkv * kv_elem_bytes(x->w.kv_type) * x->w.n_seq;
+        double kv_read = visible * 2 * nkv * kv_elem_bytes(plan_kv_tensor_type(x->w.kv_type)) *
+                         x->w.n_seq;
         double per_tok = 2 * params + 4 * nq * visible;
         double bytes = (double)x->m->layer_bytes[il] + kv_read;
         for (int p = 0; p < 2; p++) {
@@ -99,10 +101,10 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     x->n_layer = c->n_layer;
     x->n_tok = w->n_batch > w->n_seq ? w->n_batch : w->n_seq;
     x->n_chunk = w->n_batch < w->n_ctx ? w->n_batch : w->n_ctx;
-    uint64_t row_bytes = 2ull * c->n_head_kv * c->n_embd_head * kv_elem_bytes(w->kv_type);
+    uint32_t kv_type = plan_kv_tensor_type(w->kv_type);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         x->kv_rows[il] = kv_layer_rows(c, il, w->n_ctx, w->n_batch);
-        x->kv_bytes[il] = plan_padded((uint64_t)x->kv_rows[il] * row_bytes * w->n_seq);
+        x->kv_bytes[il] = kv_layer_bytes(c, (uint64_t)x->kv_rows[il] * w->n_seq, kv_type);
     }
     /* Device allocators hand out aligned blocks (the sim pool: 256 bytes),
      * so every device buffer is counted padded to PLAN_TENSOR_ALIGN. */
@@ -125,42 +127,52 @@ double plan_link_rate(const plan_ctx *x, bool pinned) {
 }
 
 void plan_choice_account(const plan_ctx *x, plan_choice *c) {
-    uint64_t dev = 0, host_kv = 0, mapped = 0;
+    const plan_model *m = x->m;
+    uint64_t dev = 0, host_kv = 0, mapped = 0, streamed_conv = 0;
     c->n_resident = c->n_streamed = c->n_host = 0;
-    c->slot_bytes = c->streamed_bytes = 0;
+    c->slot_bytes = c->streamed_bytes = c->staging_bytes = 0;
+    /* The embedding is looked up on the host, so a converted one stays there. */
+    c->conv_bytes = m->embd_conv_bytes + (m->tied ? 0 : m->output_conv_bytes);
     for (uint32_t il = 0; il < x->n_layer; il++) {
-        uint64_t lb = x->m->layer_bytes[il];
+        uint64_t lb = m->layer_bytes[il], cb = m->layer_conv_bytes[il];
         if (c->place[il] == PLACE_RESIDENT) {
             c->n_resident++;
             dev += lb + x->kv_bytes[il];
+            c->staging_bytes = cb > c->staging_bytes ? cb : c->staging_bytes;
         } else if (c->place[il] == PLACE_STREAMED) {
             c->n_streamed++;
             c->streamed_bytes += lb;
+            streamed_conv += cb;
             c->slot_bytes = lb > c->slot_bytes ? lb : c->slot_bytes;
             dev += x->kv_bytes[il];
         } else {
             c->n_host++;
             host_kv += x->kv_bytes[il];
-            mapped += lb;
+            c->conv_bytes += cb;
+            mapped += lb - cb;
         }
     }
     if (x->b->has_device)
         dev += x->dev_act_bytes + (uint64_t)(c->n_streamed ? PLAN_RING_SLOTS : 0) * c->slot_bytes;
     if (c->lm == PLACE_RESIDENT)
         dev += x->lm_dev_bytes;
-    else
-        mapped += x->m->output_bytes;   /* read every token from the mapping */
+    else   /* read every token, from the mapping unless converted */
+        mapped += m->output_bytes - (m->tied ? m->embd_conv_bytes : m->output_conv_bytes);
     c->dev_bytes = dev;
-    c->host_alloc_bytes = x->host_act_bytes + host_kv;
+    c->host_alloc_bytes = x->host_act_bytes + host_kv + c->conv_bytes + c->staging_bytes;
+    c->host_need_bytes = c->host_alloc_bytes + streamed_conv;
     /* Pin the streamed layers only if that pushes nothing else out of RAM:
      * pinned memory cannot be paged, and the mapped working set must stay
      * cached or it is re-read from disk every token. */
     c->stream_pinned = c->n_streamed > 0 && c->streamed_bytes <= x->b->pinned_limit_bytes &&
                        c->host_alloc_bytes + c->streamed_bytes + mapped <= x->b->host_bytes;
-    if (c->stream_pinned)
+    if (c->stream_pinned) {
         c->host_alloc_bytes += c->streamed_bytes;
-    else
-        mapped += c->streamed_bytes;
+    } else {
+        c->conv_bytes += streamed_conv;
+        c->host_alloc_bytes += streamed_conv;
+        mapped += c->streamed_bytes - streamed_conv;
+    }
     uint64_t room = x->b->host_bytes > c->host_alloc_bytes
                         ? x->b->host_bytes - c->host_alloc_bytes : 0;
     c->mapped_bytes = mapped;

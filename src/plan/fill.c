@@ -74,6 +74,11 @@ static void host_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
     for (uint32_t il = 0; il < x->n_layer; il++)
         if (c->place[il] == PLACE_HOST)
             add_buf(p, TIER_HOST, BUF_KV, (int32_t)il, x->kv_bytes[il], "kv layer %u", il);
+    if (c->conv_bytes)
+        add_buf(p, TIER_HOST, BUF_CONVERTED, -1, c->conv_bytes, "converted weights (%s)",
+                x->m->convert_type);
+    if (c->staging_bytes)
+        add_buf(p, TIER_HOST, BUF_STAGING, -1, c->staging_bytes, "conversion staging (load)");
     if (c->mapped_bytes > c->disk_bytes)
         add_buf(p, TIER_HOST, BUF_OTHER, -1, c->mapped_bytes - c->disk_bytes,
                 "mapped weights read per token");
@@ -140,7 +145,9 @@ static void lm_note(const plan_ctx *x, const plan_choice *c, const plan_pins *pi
              x->m->tied ? "; token lookups still read the host mapping" : "",
              why ? "; pinned by --place" : "");
     else if (x->b->has_device)
-        note(p, "LM head on the host (%s read per token from the mapping): %s", sz,
+        note(p, "LM head on the host (%s read per token from the %s): %s", sz,
+             (x->m->tied ? x->m->embd_conv_bytes : x->m->output_conv_bytes) ? "converted weights"
+                                                                           : "mapping",
              why ? why : "its device space serves layers better");
 }
 
@@ -186,6 +193,25 @@ static void host_notes(const plan_ctx *x, const plan_choice *c, plan *p) {
     }
 }
 
+/* What --weights changed, and what it could not. */
+static void convert_note(const plan_ctx *x, plan *p) {
+    const plan_model *m = x->m;
+    char before[32], after[32], saved[32];
+    if (!m->convert_type[0])
+        return;
+    uint64_t now = plan_model_total_bytes(m);
+    plan_format_size(m->stored_bytes, before, sizeof before);
+    plan_format_size(now, after, sizeof after);
+    plan_format_size(m->stored_bytes > now ? m->stored_bytes - now : 0, saved, sizeof saved);
+    if (m->n_converted)
+        note(p, "weights converted at load to %s: %u matrices, %s -> %s (saves %s); %u kept as "
+             "stored (quantized or already %s)", m->convert_type, m->n_converted, before, after,
+             saved, m->n_kept, m->convert_type);
+    else
+        note(p, "--weights %s converts nothing: all %u matrices are quantized (or already %s) "
+             "and kept as stored", m->convert_type, m->n_kept, m->convert_type);
+}
+
 static void pin_note(const plan_ctx *x, const plan_pins *pins, plan *p) {
     char r[3][64];
     const plan_place kinds[3] = {PLACE_RESIDENT, PLACE_STREAMED, PLACE_HOST};
@@ -225,5 +251,6 @@ void plan_fill(const plan_ctx *x, const plan_choice *c, const plan_pins *pins, p
     lm_note(x, c, pins, p);
     kv_note(x, c, p);
     host_notes(x, c, p);
+    convert_note(x, p);
     pin_note(x, pins, p);
 }

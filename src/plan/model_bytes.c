@@ -3,16 +3,43 @@
  * bound weights. Layer sizes are counted exactly as the engine packs a
  * layer into one device buffer (engine/pack.h): each matrix and each f32
  * norm vector padded to PLAN_TENSOR_ALIGN; absent optional norms take no
- * space. The planner and the engine therefore agree to the byte.
+ * space. The planner and the engine therefore agree to the byte. With
+ * --weights, every matrix is priced as quant_convert_type() leaves it, the
+ * same rule the engine converts by, and the converted parts are recorded
+ * (they live in host memory the engine allocates, not in the mapping).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "model/weights.h"
 #include "plan/plan_api.h"
+#include "quant/quantize.h"
+#include "quant/types.h"
 #include "util/error.h"
 
-static uint64_t layer_bytes(const model_config *c, const layer_weights *w) {
+#define AS_STORED SW_TYPE_COUNT
+
+/* A matrix as the engine holds it: padded bytes after converting to
+ * `convert` (AS_STORED: none); counted in m's converted/kept tallies, and
+ * in *conv when it is converted. */
+static uint64_t matrix_bytes(const tensor_view *v, uint32_t convert, plan_model *m,
+                             uint64_t *conv) {
+    if (convert == AS_STORED)
+        return plan_padded(v->n_bytes);
+    uint32_t t = quant_convert_type(v->type, v->ne[0], convert);
+    uint64_t row = 0;
+    if (t == v->type || !type_row_bytes(t, v->ne[0], &row)) {
+        m->n_kept++;
+        return plan_padded(v->n_bytes);
+    }
+    m->n_converted++;
+    *conv += plan_padded(row * v->ne[1]);
+    return plan_padded(row * v->ne[1]);
+}
+
+static uint64_t layer_bytes(const model_config *c, const layer_weights *w, uint32_t convert,
+                            plan_model *m, uint64_t *conv) {
     const tensor_view *mats[] = {&w->wq, &w->wk, &w->wv, &w->wo,
                                  &w->w_gate, &w->w_up, &w->w_down};
     const float *norms[] = {w->attn_norm, w->q_norm, w->k_norm, w->post_attn_norm,
@@ -21,33 +48,73 @@ static uint64_t layer_bytes(const model_config *c, const layer_weights *w) {
                                  c->n_embd, c->n_embd, c->n_embd};
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-        total += plan_padded(mats[i]->n_bytes);
+        total += matrix_bytes(mats[i], convert, m, conv);
     for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++)
         if (norms[i] != NULL)
             total += plan_padded(norm_len[i] * sizeof(float));
     return total;
 }
 
-sw_status plan_model_from_weights(const model_config *c, const struct model_weights *w,
-                                  const char *name, const char *weight_type,
-                                  uint64_t file_bytes, plan_model *out) {
+static void describe(const model_config *c, const struct model_weights *w, uint32_t convert,
+                     plan_model *out) {
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        out->layer_bytes[il] = layer_bytes(c, &w->layers[il], convert, out,
+                                           &out->layer_conv_bytes[il]);
+    out->embd_bytes = matrix_bytes(&w->tok_embd, convert, out, &out->embd_conv_bytes);
+    out->tied = w->output.data == NULL || w->output.data == w->tok_embd.data;
+    out->output_bytes = out->tied ? out->embd_bytes
+                                  : matrix_bytes(&w->output, convert, out,
+                                                 &out->output_conv_bytes);
+    out->output_norm_bytes = plan_padded((uint64_t)c->n_embd * sizeof(float));
+}
+
+sw_status plan_model_converted(const model_config *c, const struct model_weights *w,
+                               const char *name, const char *weight_type, uint64_t file_bytes,
+                               uint32_t convert, plan_model *out) {
     if (c == NULL || w == NULL || out == NULL || w->layers == NULL)
         return sw_errorf(SW_ERR_ARG, "plan_model_from_weights: NULL argument");
     if (c->n_layer == 0 || c->n_layer > PLAN_MAX_LAYERS)
         return sw_errorf(SW_ERR_ARG, "%u layers is outside the planner's 1..%u", c->n_layer,
                          PLAN_MAX_LAYERS);
+    if (convert != AS_STORED && convert != SW_TYPE_F16 && convert != SW_TYPE_BF16 &&
+        convert != SW_TYPE_Q8_0)
+        return sw_errorf(SW_ERR_ARG, "weights can be converted to bf16, f16 or q8_0, not %s",
+                         type_name(convert));
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name ? name : "model");
     snprintf(out->weight_type, sizeof out->weight_type, "%s", weight_type ? weight_type : "?");
     out->config = *c;
-    for (uint32_t il = 0; il < c->n_layer; il++)
-        out->layer_bytes[il] = layer_bytes(c, &w->layers[il]);
-    out->embd_bytes = plan_padded(w->tok_embd.n_bytes);
-    out->tied = w->output.data == NULL || w->output.data == w->tok_embd.data;
-    out->output_bytes = out->tied ? out->embd_bytes : plan_padded(w->output.n_bytes);
-    out->output_norm_bytes = plan_padded((uint64_t)c->n_embd * sizeof(float));
     out->file_bytes = file_bytes;
+    describe(c, w, AS_STORED, out);
+    out->stored_bytes = plan_model_total_bytes(out);
+    if (convert != AS_STORED) {
+        snprintf(out->convert_type, sizeof out->convert_type, "%s", type_name(convert));
+        describe(c, w, convert, out);
+    }
     return SW_OK;
+}
+
+sw_status plan_model_from_weights(const model_config *c, const struct model_weights *w,
+                                  const char *name, const char *weight_type,
+                                  uint64_t file_bytes, plan_model *out) {
+    return plan_model_converted(c, w, name, weight_type, file_bytes, AS_STORED, out);
+}
+
+sw_status plan_parse_weights_type(const char *s, uint32_t *out) {
+    static const struct { const char *name; uint32_t type; } types[] = {
+        {"bf16", SW_TYPE_BF16}, {"f16", SW_TYPE_F16}, {"q8_0", SW_TYPE_Q8_0}};
+    char low[16];
+    size_t n = 0;
+    for (; s != NULL && s[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)tolower((unsigned char)s[n]);
+    low[n] = '\0';
+    for (size_t i = 0; s != NULL && s[n] == '\0' && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(low, types[i].name)) {
+            *out = types[i].type;
+            return SW_OK;
+        }
+    return sw_errorf(SW_ERR_ARG, "--weights '%s': a model file converts at load to bf16, f16 "
+                     "or q8_0", s ? s : "");
 }
 
 const char *plan_file_type_name(uint32_t ft) {

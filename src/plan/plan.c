@@ -66,10 +66,9 @@ static bool consider(const plan_ctx *x, plan_choice *c, search_result *res) {
     bool uses_device = c->lm == PLACE_RESIDENT || c->n_resident + c->n_streamed > 0;
     if (x->b->has_device && !uses_device)
         return false;
-    bool host_ok = c->host_alloc_bytes - (c->stream_pinned ? c->streamed_bytes : 0) <=
-                   x->b->host_bytes;
+    uint64_t host_need = c->host_need_bytes;
+    bool host_ok = host_need <= x->b->host_bytes;
     bool dev_ok = !x->b->has_device || c->dev_bytes <= x->b->device_bytes;
-    uint64_t host_need = c->host_alloc_bytes - (c->stream_pinned ? c->streamed_bytes : 0);
     if (host_need < res->min_host_bytes)
         res->min_host_bytes = host_need;
     if (host_ok) {

@@ -55,6 +55,16 @@ typedef struct plan_model {
     bool tied;                              /* LM head is the embedding */
     uint64_t output_norm_bytes;             /* final norm (f32) */
     uint64_t file_bytes;                    /* on disk (0 for catalog models) */
+    /* --weights on a model file: matrices converted at load. The sizes
+     * above are then the converted ones; the parts below are held in
+     * memory the engine allocates (not the mapping). All 0 / "" when the
+     * weights are used as stored. */
+    char convert_type[16];                  /* "Q8_0", "BF16", "F16", or "" */
+    uint64_t layer_conv_bytes[PLAN_MAX_LAYERS]; /* converted part of layer_bytes */
+    uint64_t embd_conv_bytes;               /* converted embedding (padded) */
+    uint64_t output_conv_bytes;             /* converted LM head when untied */
+    uint64_t stored_bytes;                  /* plan_model_total_bytes as stored */
+    uint32_t n_converted, n_kept;           /* matrices converted / kept (quantized) */
 } plan_model;
 
 typedef struct plan_budget {
@@ -100,7 +110,11 @@ typedef enum plan_buffer_kind {
     BUF_ACTIVATIONS,  /* forward_scratch_bytes() */
     BUF_LM_HEAD,      /* output matrix + final norm, each plan_padded */
     BUF_LOGITS,       /* n_batch * n_vocab f32 */
-    BUF_OTHER         /* host/pinned/disk bookkeeping entries */
+    BUF_OTHER,        /* host/pinned/disk bookkeeping entries; "pinned layer
+                       * N" (layer = N) is streamed layer N's packed copy */
+    BUF_CONVERTED,    /* host: --weights conversions the host keeps (embedding,
+                       * host and unpinned streamed layers), one arena */
+    BUF_STAGING       /* host, load only: converts one resident layer at a time */
 } plan_buffer_kind;
 
 typedef struct plan_buffer {

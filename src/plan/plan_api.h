@@ -29,6 +29,21 @@ sw_status plan_model_from_weights(const model_config *c, const struct model_weig
                                   const char *name, const char *weight_type,
                                   uint64_t file_bytes, plan_model *out);
 
+/* As plan_model_from_weights, with every matrix priced as converting it
+ * at load to `convert` (SW_TYPE_BF16, _F16 or _Q8_0; quant_convert_type()
+ * says which matrices change) leaves it: layer_bytes, embd_bytes and
+ * output_bytes are the converted sizes; convert_type, layer_conv_bytes,
+ * embd_conv_bytes, output_conv_bytes, stored_bytes, n_converted and
+ * n_kept say what changed. convert == SW_TYPE_COUNT: as stored.
+ * Errors: SW_ERR_ARG (as above, or another target type). */
+sw_status plan_model_converted(const model_config *c, const struct model_weights *w,
+                               const char *name, const char *weight_type, uint64_t file_bytes,
+                               uint32_t convert, plan_model *out);
+
+/* Parses a --weights value for a model file: "bf16", "f16" or "q8_0"
+ * (case-insensitive) to SW_TYPE_*. Errors: SW_ERR_ARG naming the choices. */
+sw_status plan_parse_weights_type(const char *s, uint32_t *out);
+
 /* "Q4_K_M", "BF16", ... for GGUF general.file_type; "?" when unknown. */
 const char *plan_file_type_name(uint32_t file_type);
 
@@ -108,6 +123,9 @@ void plan_print_json(FILE *out, const plan *p);
 const char *plan_place_name(plan_place place);  /* "resident", "streamed", ... */
 const char *plan_tier_name(plan_tier tier);     /* "device", "pinned", ... */
 const char *plan_kv_type_name(plan_kv_type t);  /* "f32", "f16", "bf16" */
+
+/* The tensor type KV rows are stored as: SW_TYPE_F32, _F16 or _BF16. */
+uint32_t plan_kv_tensor_type(plan_kv_type t);
 
 /* Parses "f32" | "f16" | "bf16". Errors: SW_ERR_ARG. */
 sw_status plan_parse_kv_type(const char *s, plan_kv_type *out);

@@ -64,7 +64,12 @@ typedef struct plan_choice {
     uint64_t streamed_bytes;        /* sum of streamed layers */
     bool stream_pinned;
     uint64_t dev_bytes;             /* device total */
-    uint64_t host_alloc_bytes;      /* host activations + host KV + pinned */
+    uint64_t host_alloc_bytes;      /* host activations + host KV + pinned +
+                                     * converted weights + staging */
+    uint64_t host_need_bytes;       /* the same without pinning (the least the
+                                     * host must allocate) */
+    uint64_t conv_bytes;            /* --weights conversions kept on the host */
+    uint64_t staging_bytes;         /* converts resident layers at load */
     uint64_t mapped_bytes;          /* mapping read per token (page cache) */
     uint64_t disk_bytes;            /* ... of which the host cannot cache */
     double pass_s[2];               /* seconds per decode step / prefill chunk */

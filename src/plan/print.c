@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plan/plan_internal.h"
+#include "quant/types.h"
 #include "util/error.h"
 
 const char *plan_place_name(plan_place place) {
@@ -28,6 +29,10 @@ const char *plan_tier_name(plan_tier tier) {
 
 const char *plan_kv_type_name(plan_kv_type t) {
     return t == PLAN_KV_F32 ? "f32" : t == PLAN_KV_F16 ? "f16" : t == PLAN_KV_BF16 ? "bf16" : "?";
+}
+
+uint32_t plan_kv_tensor_type(plan_kv_type t) {
+    return t == PLAN_KV_F16 ? SW_TYPE_F16 : t == PLAN_KV_BF16 ? SW_TYPE_BF16 : SW_TYPE_F32;
 }
 
 sw_status plan_parse_kv_type(const char *s, plan_kv_type *out) {
@@ -70,7 +75,8 @@ static void print_header(FILE *out, const plan *p) {
     uint64_t file = p->model.file_bytes ? p->model.file_bytes
                                         : plan_model_total_bytes(&p->model);
     plan_format_size(file, model, sizeof model);
-    fprintf(out, "%s %s (%s%s) on ", p->model.name, p->model.weight_type, model,
+    fprintf(out, "%s %s%s%s (%s%s) on ", p->model.name, p->model.weight_type,
+            p->model.convert_type[0] ? " -> " : "", p->model.convert_type, model,
             p->model.file_bytes ? "" : " est.");
     if (p->budget.has_device) {
         plan_format_size(p->budget.device_bytes, budget, sizeof budget);
@@ -139,6 +145,12 @@ static void print_host_rows(FILE *out, const plan *p) {
         fprintf(out, " | KV %u layer%s %s", n_kv, n_kv == 1 ? "" : "s", b);
     if (n)
         fprintf(out, " | mapped weights %s", c);
+    short_size(sum_kind(p, TIER_HOST, BUF_CONVERTED, &n), c, sizeof c);
+    if (n)
+        fprintf(out, " | converted weights %s", c);
+    short_size(sum_kind(p, TIER_HOST, BUF_STAGING, &n), c, sizeof c);
+    if (n)
+        fprintf(out, " | staging %s (load)", c);
     fprintf(out, " | token embeddings (lookup only)\n");
     plan_format_size(p->tier_bytes[TIER_DISK], a, sizeof a);
     fprintf(out, "%-8s %-10s %-10s model file (mapped)", "disk", "-", a);
@@ -241,10 +253,21 @@ static void json_model(FILE *out, const plan *p) {
     fprintf(out, ",\"n_layer\":%u,\"n_embd\":%u,\"n_ff\":%u,\"n_head\":%u,\"n_head_kv\":%u,"
             "\"n_embd_head\":%u,\"n_vocab\":%u,\"n_ctx_train\":%u,\"sliding_window\":%u,"
             "\"file_bytes\":%" PRIu64 ",\"weights_bytes\":%" PRIu64 ",\"embd_bytes\":%" PRIu64
-            ",\"output_bytes\":%" PRIu64 ",\"tied\":%s}", c->n_layer, c->n_embd, c->n_ff,
+            ",\"output_bytes\":%" PRIu64 ",\"tied\":%s", c->n_layer, c->n_embd, c->n_ff,
             c->n_head, c->n_head_kv, c->n_embd_head, c->n_vocab, c->n_ctx_train,
             c->sliding_window, p->model.file_bytes, plan_model_total_bytes(&p->model),
             p->model.embd_bytes, p->model.output_bytes, p->model.tied ? "true" : "false");
+    /* Only with --weights, so plans of stored weights keep their snapshots. */
+    if (p->model.convert_type[0]) {
+        uint64_t now = plan_model_total_bytes(&p->model);
+        fputs(",\"convert\":{\"type\":", out);
+        json_str(out, p->model.convert_type);
+        fprintf(out, ",\"stored_bytes\":%" PRIu64 ",\"saved_bytes\":%" PRIu64
+                ",\"n_converted\":%u,\"n_kept\":%u}", p->model.stored_bytes,
+                p->model.stored_bytes > now ? p->model.stored_bytes - now : 0,
+                p->model.n_converted, p->model.n_kept);
+    }
+    fputc('}', out);
 }
 
 static void json_inputs(FILE *out, const plan *p) {
@@ -279,6 +302,8 @@ static const char *kind_name(plan_buffer_kind k) {
     case BUF_LM_HEAD: return "lm_head";
     case BUF_LOGITS: return "logits";
     case BUF_OTHER: return "other";
+    case BUF_CONVERTED: return "converted";
+    case BUF_STAGING: return "staging";
     }
     return "?";
 }

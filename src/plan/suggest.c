@@ -6,9 +6,10 @@
  *
  * Failure candidates, cheapest first: the largest context that fits (if
  * at least MIN_USEFUL_CTX), batch 1, the largest prefill chunk that fits,
- * f16 KV, lower-precision weights (for f32/f16/bf16 sources), the largest
+ * f16 KV, lower-precision weights (for f32/f16/bf16 weights), the largest
  * smaller catalog model, and, when only the device is short, the cpu
- * backend.
+ * backend. Every --kv-type and --weights suggestion is a flag and value
+ * `spillway run` accepts for the model planned.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,11 +126,24 @@ static void suggest_workload(msg *m, const plan_ctx *x) {
     }
 }
 
-/* Lower-precision weights, for sources stored at 16 or 32 bits. */
+/* The type the weights have in this plan: the conversion asked for, or
+ * the stored type. */
+static const char *effective_type(const plan_model *m) {
+    return m->convert_type[0] ? m->convert_type : m->weight_type;
+}
+
+/* Whether --weights q8_0 (and, from f32, bf16) could still shrink m. */
+static bool wide_weights(const plan_model *m) {
+    const char *t = effective_type(m);
+    return !strcmp(t, "F32") || !strcmp(t, "F16") || !strcmp(t, "BF16");
+}
+
+/* Lower-precision weights, for weights held at 16 or 32 bits: a flag that
+ * `spillway run` takes for such a file (converted at load), priced by the
+ * catalog's rules for the model's shape. */
 static void suggest_weights(msg *m, const plan_ctx *x) {
-    const char *src = x->m->weight_type;
-    bool f32 = !strcmp(src, "F32");
-    if (!f32 && strcmp(src, "F16") != 0 && strcmp(src, "BF16") != 0)
+    bool f32 = !strcmp(effective_type(x->m), "F32");
+    if (!wide_weights(x->m))
         return;
     const char *types[2] = {f32 ? "bf16" : NULL, "q8_0"};
     for (int i = 0; i < 2; i++) {
@@ -150,7 +164,9 @@ static void suggest_weights(msg *m, const plan_ctx *x) {
 }
 
 /* The largest catalog model smaller than this one that fits, in the same
- * weight type when the catalog knows it (else q4_k_m). */
+ * weight type when the catalog knows it (else q4_k_m). Said as a model to
+ * fetch, not as flags: `run` needs a file, and its --weights does not
+ * quantize to q4_k_m. */
 static void suggest_model(msg *m, const plan_ctx *x) {
     const char *type = plan_catalog_type(x->m->weight_type);
     uint64_t cur = plan_model_total_bytes(x->m), best_bytes = 0;
@@ -175,7 +191,7 @@ static void suggest_model(msg *m, const plan_ctx *x) {
     if (best_name != NULL) {
         char change[64], sz[32];
         plan_format_size(best_bytes, sz, sizeof sz);
-        snprintf(change, sizeof change, "-m %s --weights %s (%s)", best_name, type, sz);
+        snprintf(change, sizeof change, "a smaller model: %s %s (%s)", best_name, type, sz);
         put_item(m, x, change, &best_t, x->w.n_seq);
     }
 }
@@ -231,9 +247,9 @@ sw_status plan_explain_failure(const plan_ctx *x, const search_result *res) {
             what, budget);
     } else {
         put(&m, "host memory is short by %llu bytes (%s): %s at context %u needs %s of host "
-            "memory (activations and the KV of host layers) but the budget is %s",
+            "memory (activations and the KV of host layers%s) but the budget is %s",
             (unsigned long long)(need_b - budget_b), miss, x->m->name, x->w.n_ctx, need,
-            budget);
+            x->m->convert_type[0] ? ", and the weights converted at load" : "", budget);
     }
     put(&m, "\nchanges that fit:");
     suggest_workload(&m, x);
@@ -297,10 +313,8 @@ void plan_find_better(const plan_ctx *x, const plan_choice *chosen, char *out, s
         snprintf(change, sizeof change, "-b %u", w.n_batch);
         consider_better(x, chosen, change, x->m, &w, &gain, out, cap);
     }
-    const char *src = x->m->weight_type;
     plan_model pm;
-    if ((!strcmp(src, "F32") || !strcmp(src, "F16") || !strcmp(src, "BF16")) &&
-        plan_model_for_type(&x->m->config, "q8_0", &pm) == SW_OK) {
+    if (wide_weights(x->m) && plan_model_for_type(&x->m->config, "q8_0", &pm) == SW_OK) {
         snprintf(pm.name, sizeof pm.name, "%s", x->m->name);
         consider_better(x, chosen, "--weights q8_0", &pm, &x->w, &gain, out, cap);
     }

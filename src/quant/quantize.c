@@ -1,10 +1,12 @@
 /*
- * quantize.c — f32 → F32/F16/BF16/Q8_0 and the dispatcher (quantize.h).
- * Bytes are little-endian like every GGUF and safetensors payload.
+ * quantize.c — f32 → F32/F16/BF16/Q8_0, the dispatcher, and the load-time
+ * conversion rule and row converter (quantize.h). Bytes are little-endian
+ * like every GGUF and safetensors payload.
  */
 #include <math.h>
 #include <string.h>
 
+#include "quant/dequant.h"
 #include "quant/half.h"
 #include "quant/quantize.h"
 #include "quant/types.h"
@@ -73,4 +75,32 @@ sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n)
         return sw_errorf(SW_ERR_UNSUPPORTED, "no quantizer for type %u (%s)", type,
                          type_name(type));
     }
+}
+
+static int is_plain(uint32_t type) {
+    return type == SW_TYPE_F32 || type == SW_TYPE_F16 || type == SW_TYPE_BF16;
+}
+
+uint32_t quant_convert_type(uint32_t src, uint64_t ne0, uint32_t want) {
+    if (!is_plain(src) || !quant_can_quantize(want))
+        return src;
+    if (want == SW_TYPE_Q8_0 && ne0 % 32 != 0)
+        return src == SW_TYPE_F32 ? SW_TYPE_F16 : src;
+    return want;
+}
+
+sw_status quant_convert_rows(uint32_t src_type, const void *src, uint32_t dst_type, void *dst,
+                             uint64_t n_rows, uint64_t ne0, float *row) {
+    uint64_t src_row = 0, dst_row = 0;
+    if (!type_row_bytes(src_type, ne0, &src_row) || !type_row_bytes(dst_type, ne0, &dst_row))
+        return sw_errorf(SW_ERR_ARG, "cannot convert rows of %llu %s values to %s",
+                         (unsigned long long)ne0, type_name(src_type), type_name(dst_type));
+    for (uint64_t r = 0; r < n_rows; r++) {
+        sw_status st = quant_dequantize(src_type, (const uint8_t *)src + r * src_row, row, ne0);
+        if (st == SW_OK)
+            st = quant_quantize(dst_type, row, (uint8_t *)dst + r * dst_row, ne0);
+        if (st != SW_OK)
+            return st;
+    }
+    return SW_OK;
 }

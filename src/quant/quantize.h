@@ -24,6 +24,23 @@ int quant_can_quantize(uint32_t type);
  * (n not a multiple of the block size). Thread-safe; no allocation. */
 sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n);
 
+/* The type a matrix stored as `src` with rows of ne0 elements takes when
+ * weights are converted at load to `want` (F16, BF16 or Q8_0; --weights):
+ *   - quantized sources (anything but F32/F16/BF16) are kept: returns src;
+ *   - Q8_0 needs whole 32-element blocks: a row that is not becomes F16
+ *     from an F32 source and is kept from an F16/BF16 one;
+ *   - otherwise `want`. Returns src when nothing changes.
+ * The planner prices and the engine converts with this one rule. */
+uint32_t quant_convert_type(uint32_t src, uint64_t ne0, uint32_t want);
+
+/* Converts n_rows rows of ne0 elements stored as src_type at src into
+ * dst_type at dst (type_row_bytes(dst_type, ne0) * n_rows bytes), one row
+ * at a time through `row` (ne0 floats of caller scratch): dequantize
+ * (exact for F32/F16/BF16), then quant_quantize. Thread-safe; no
+ * allocation. Errors: SW_ERR_UNSUPPORTED, SW_ERR_ARG (as quant_quantize). */
+sw_status quant_convert_rows(uint32_t src_type, const void *src, uint32_t dst_type, void *dst,
+                             uint64_t n_rows, uint64_t ne0, float *row);
+
 /* Block quantizers: n_blocks blocks from src (32 or 256 floats each). */
 void quantize_q8_0(const float *src, uint8_t *dst, uint64_t n_blocks);
 void quantize_q4_k(const float *src, uint8_t *dst, uint64_t n_blocks);

@@ -73,6 +73,32 @@ typedef struct tokenizer_token {
  * than the vocabulary, duplicate tokens), SW_ERR_OOM_HOST. */
 sw_status tokenizer_create_from_gguf(const gguf_file *f, tokenizer **out);
 
+/* Builds a tokenizer from a Hugging Face model folder: DIR/tokenizer.json
+ * (required) and DIR/tokenizer_config.json (optional: add_bos_token,
+ * add_eos_token, bos/eos/unk/pad_token as strings or {"content": ...});
+ * DIR/config.json's bos/eos/pad_token_id only fill in ids the others leave
+ * unnamed. The result is the tokenizer tokenizer_create_from_gguf builds
+ * from the GGUF that llama.cpp converts from the same folder (same texts,
+ * types and special ids; scores taken from the merge ranks), so ids agree
+ * with llama.cpp's. Accepted: BPE with byte fallback, spaces as "▁"
+ * (normalizer Replace, optional Prepend), no pre-splitting, a BOS/EOS
+ * template — what every Gemma tokenizer.json uses; hf_pipeline.c lists the
+ * exact forms. A file may have added tokens beyond model.vocab (Gemma 3's
+ * <image_soft_token>): they count as tokens, so ids must be dense over
+ * model.vocab and added_tokens together.
+ *
+ *   tokenizer *t;
+ *   if (tokenizer_create_from_hf("models/gemma-3-270m", &t) != SW_OK) ...
+ *
+ * Errors: SW_ERR_IO (tokenizer.json missing or unreadable: the message
+ * names the path), SW_ERR_FORMAT (malformed JSON or values: wrong types,
+ * ids not dense, duplicate ids, a merge naming an unknown piece...),
+ * SW_ERR_UNSUPPORTED (a model type, normalizer, pre-tokenizer,
+ * post-processor or merge list the SentencePiece encoder would not
+ * reproduce; named), SW_ERR_OOM_HOST. The files are read whole and not
+ * kept; the tokenizer owns copies. */
+sw_status tokenizer_create_from_hf(const char *dir, tokenizer **out);
+
 /* Builds a tokenizer from n entries (tests, other containers). Ids are the
  * indexes into `tokens`; out-of-range special ids in cfg become -1.
  * Errors: SW_ERR_ARG, SW_ERR_FORMAT (duplicate text), SW_ERR_OOM_HOST. */

@@ -4,10 +4,14 @@
  * indexing of the cache), with optional soft-capping of the scores.
  *
  * Masked keys are never visited, which is exactly a -inf mask. Scores use
- * the canonical dot of qdot.h; the softmax subtracts the max, exponentiates
+ * the canonical dot of qdot.h (for F16/BF16 caches, the stored-type dot of
+ * the same kernel set, which widens each key exactly and so gives the bits
+ * of the f32 dot over the widened keys); the softmax subtracts the max, exponentiates
  * in f32 (expf), sums in double and divides in f32 as torch does; the
- * output accumulates p·v over keys in position order in f32. Threads take
- * whole (token, head) pairs, so results do not depend on the thread count.
+ * output accumulates p·v over keys in position order in f32 (F16/BF16
+ * values widened exactly, a chunk at a time, by the kernel set's
+ * dequantizer). Threads take whole (token, head) pairs, so results do not
+ * depend on the thread count.
  *
  * Scratch: the caller passes n_threads * L floats (L = kv_ring, or n_ctx
  * for a linear cache). Thread ith uses scratch[ith * S, ith * S + S), where
@@ -20,12 +24,25 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/qdot.h"
+#include "quant/types.h"
+
+/* Values of an F16/BF16 cache row are widened this many at a time. */
+enum { ATTN_V_CHUNK = 256 };
 
 typedef struct attn_job {
     const cpu_attn_args *a;
-    cpu_dot_f32_fn dot;
-    uint64_t scratch_stride; /* S floats per thread */
+    cpu_dot_f32_fn dot;          /* F32 cache */
+    const cpu_qkernel *kv;       /* F16/BF16 cache: widen + canonical dot; else NULL */
+    uint64_t row_bytes;          /* one cache row: n_head_kv * hd elements */
+    uint64_t head_bytes;         /* one head's slice of a row: hd elements */
+    uint64_t scratch_stride;     /* S floats per thread */
 } attn_job;
+
+/* Key/value of kv head kvh at cache row `row`. */
+static const uint8_t *attn_row(const attn_job *j, const void *base, uint64_t row,
+                               uint32_t kvh) {
+    return (const uint8_t *)base + row * j->row_bytes + kvh * j->head_bytes;
+}
 
 /* Positions [*lo, *lo + n) visible to a query at pos; returns n. A ring of
  * kv_ring rows holds only the last kv_ring positions, so visibility is
@@ -49,12 +66,17 @@ static int64_t attn_range(const cpu_attn_args *a, int32_t pos, int64_t *lo) {
 static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, int64_t lo,
                          int64_t n, float *s) {
     const cpu_attn_args *a = j->a;
-    const uint64_t hd = a->head_dim, row_stride = (uint64_t)a->n_head_kv * hd;
+    const uint64_t hd = a->head_dim;
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
         uint64_t p = (uint64_t)(lo + i);
         uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
-        float v = j->dot(q, a->k + row * row_stride + kvh * hd, hd);
+        const uint8_t *k = attn_row(j, a->k, row, kvh);
+        float v;
+        if (j->kv == NULL)
+            v = j->dot(q, (const float *)(const void *)k, hd);
+        else
+            j->kv->dot(k, q, 0, 1, hd, &v);
         if (a->softcap != 0.0f)
             v = tanhf(v / a->softcap) * a->softcap;
         s[i] = v;
@@ -63,9 +85,28 @@ static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, int64_
     return mx;
 }
 
+/* o += w * v for one stored value row (hd elements of the cache type). */
+static void attn_add_value(const attn_job *j, const uint8_t *v, float w, float *o) {
+    const uint64_t hd = j->a->head_dim;
+    if (j->kv == NULL) {
+        const float *vf = (const float *)(const void *)v;
+        for (uint64_t d = 0; d < hd; d++)
+            o[d] += w * vf[d];
+        return;
+    }
+    float buf[ATTN_V_CHUNK];
+    const uint64_t elem = j->head_bytes / hd;
+    for (uint64_t d0 = 0; d0 < hd; d0 += ATTN_V_CHUNK) {
+        uint64_t m = hd - d0 < ATTN_V_CHUNK ? hd - d0 : ATTN_V_CHUNK;
+        j->kv->dequant(v + d0 * elem, buf, m);
+        for (uint64_t d = 0; d < m; d++)
+            o[d0 + d] += w * buf[d];
+    }
+}
+
 static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *s) {
     const cpu_attn_args *a = j->a;
-    const uint64_t hd = a->head_dim, row_stride = (uint64_t)a->n_head_kv * hd;
+    const uint64_t hd = a->head_dim;
     const uint64_t qi = ((uint64_t)t * a->n_head + h) * hd;
     const uint32_t kvh = h / (a->n_head / a->n_head_kv);
     float *o = a->out + qi;
@@ -84,10 +125,7 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *s) {
     for (int64_t i = 0; i < n; i++) {
         uint64_t p = (uint64_t)(lo + i);
         uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
-        const float *v = a->v + row * row_stride + kvh * hd;
-        const float w = s[i] / sumf;
-        for (uint64_t d = 0; d < hd; d++)
-            o[d] += w * v[d];
+        attn_add_value(j, attn_row(j, a->v, row, kvh), s[i] / sumf, o);
     }
 }
 
@@ -108,7 +146,15 @@ void cpu_attention(cpu_pool *pool, const cpu_attn_args *a) {
     if (a == NULL || a->n_tokens == 0 || a->n_head == 0 || a->n_head_kv == 0 ||
         a->n_head % a->n_head_kv != 0)
         return;
-    attn_job j = {.a = a, .dot = cpu_dot_f32_get(cpu_isa_best()), .scratch_stride = 0};
+    /* Any other cache type is a programmer error (the engine sets it). */
+    assert(a->kv_type == SW_TYPE_F32 || a->kv_type == SW_TYPE_F16 ||
+           a->kv_type == SW_TYPE_BF16);
+    const cpu_isa isa = cpu_isa_best();
+    const uint64_t elem = a->kv_type == SW_TYPE_F32 ? 4 : 2;
+    attn_job j = {.a = a, .dot = cpu_dot_f32_get(isa),
+                  .kv = a->kv_type == SW_TYPE_F32 ? NULL : cpu_qkernel_get(isa, a->kv_type),
+                  .row_bytes = (uint64_t)a->n_head_kv * a->head_dim * elem,
+                  .head_bytes = (uint64_t)a->head_dim * elem, .scratch_stride = 0};
     for (uint32_t t = 0; t < a->n_tokens; t++) {
         int64_t lo = 0;
         int64_t n = attn_range(a, a->q_pos[t], &lo);

@@ -189,7 +189,8 @@ static void cpu_be_attention(backend *b, const attn_args *a) {
     cpu_backend *c = cpu_of(b);
     cpu_pool *pool = c->pool;
     cpu_attn_args ca = {
-        .q = a->q, .k = a->k, .v = a->v, .out = a->out, .q_pos = a->q_pos,
+        .q = a->q, .k = a->k, .v = a->v, .kv_type = a->kv_type, .out = a->out,
+        .q_pos = a->q_pos,
         .n_tokens = a->n_tokens, .n_head = a->n_head, .n_head_kv = a->n_head_kv,
         .head_dim = a->head_dim, .kv_ring = a->kv_ring, .window = a->window,
         .softcap = a->softcap, .scratch = a->scratch,

@@ -58,8 +58,12 @@ void cpu_scale(float *x, uint64_t n, float s);
 
 /* Attention for n_tokens new queries against a KV history.
  *   q:   [n_tokens][n_head][head_dim] (already RoPE'd and scaled)
- *   k,v: the cache, [n_kv_rows][n_head_kv][head_dim]; row of position p is
- *        at index (p % kv_ring) when kv_ring > 0, else p.
+ *   k,v: the cache, [n_kv_rows][n_head_kv][head_dim] elements of kv_type
+ *        (F32, F16 or BF16; zero-initialised args mean F32); row of
+ *        position p is at index (p % kv_ring) when kv_ring > 0, else p.
+ *        F16/BF16 elements are widened exactly to f32 as they are read, so
+ *        the result equals the F32 path over the widened values, bit for
+ *        bit, on every kernel set.
  *   q_pos[t]: absolute position of query t; it sees keys at positions
  *        p <= q_pos[t] and, when window > 0, q_pos[t] - p < window.
  *   softcap: 0 for none; else scores = cap*tanh(scores/cap) before masking.
@@ -74,7 +78,8 @@ void cpu_scale(float *x, uint64_t n, float s);
  * planning error; asserted in debug builds). */
 typedef struct cpu_attn_args {
     const float *q;
-    const float *k, *v;
+    const void *k, *v;
+    uint32_t kv_type;     /* SW_TYPE_F32 (0), SW_TYPE_F16 or SW_TYPE_BF16 */
     float *out;
     const int32_t *q_pos;
     uint32_t n_tokens, n_head, n_head_kv, head_dim;

@@ -1,0 +1,252 @@
+/*
+ * host_weights.c — where the weights the engine computes with and uploads
+ * from live on the host, per the plan:
+ *   - as stored, in the file mapping (the default);
+ *   - converted at load (--weights): each matrix quant_convert_type()
+ *     changes is converted once, row by row, into host memory the plan
+ *     counts: the "converted weights" arena (embedding, untied LM head,
+ *     host layers, streamed layers read from pageable memory), or the
+ *     one-layer "conversion staging" buffer that resident layers pass
+ *     through on their way to the device (freed after loading);
+ *   - for streamed layers when the plan says stream_pinned: one pinned
+ *     buffer holding every streamed layer packed exactly as its ring slot
+ *     (converted or copied once at load), which the ring copies from.
+ * After loading, the mapping's pages of converted matrices are never read
+ * again. Sizes are checked against the plan's buffers to the byte; a
+ * mismatch is a planner/engine disagreement, reported as "internal".
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "quant/quantize.h"
+#include "quant/types.h"
+#include "util/error.h"
+
+enum { N_MATS = 7 };
+
+/* A layer's matrices in packing order (pack.c's order). */
+static void layer_mats(layer_weights *w, tensor_view *m[N_MATS]) {
+    tensor_view *all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
+                                &w->w_down};
+    memcpy(m, all, sizeof all);
+}
+
+/* Whether --weights changes v; *type and *bytes get what it becomes. */
+static bool converts(const sw_engine *e, const tensor_view *v, uint32_t *type,
+                     uint64_t *bytes) {
+    uint64_t row = 0;
+    if (e->convert_type == SW_TYPE_COUNT || v->data == NULL)
+        return false;
+    uint32_t t = quant_convert_type(v->type, v->ne[0], e->convert_type);
+    if (t == v->type || !type_row_bytes(t, v->ne[0], &row))
+        return false;
+    *type = t;
+    *bytes = row * v->ne[1];
+    return true;
+}
+
+/* A bump allocator over one planned buffer. */
+typedef struct region {
+    uint8_t *base;
+    uint64_t cap, used;
+    const char *what;
+} region;
+
+/* Converts v (if --weights changes it) into the next slot of r and points
+ * v there. */
+static sw_status convert_into(sw_engine *e, tensor_view *v, region *r) {
+    uint32_t type;
+    uint64_t bytes;
+    if (!converts(e, v, &type, &bytes))
+        return SW_OK;
+    uint64_t need = plan_padded(bytes);
+    if (r->used + need > r->cap)
+        return sw_errorf(SW_ERR_ARG, "internal: the plan sizes the %s at %llu bytes, "
+                         "converting '%s' needs more", r->what, (unsigned long long)r->cap,
+                         v->name ? v->name : "?");
+    uint8_t *dst = r->base + r->used;
+    sw_status st = quant_convert_rows(v->type, v->data, type, dst, v->ne[1], v->ne[0],
+                                      e->hw.row);
+    if (st != SW_OK)
+        return sw_error_prefix(st, "converting '%s'", v->name ? v->name : "?");
+    v->type = type;
+    v->n_bytes = bytes;
+    v->data = dst;
+    r->used += need;
+    return SW_OK;
+}
+
+static sw_status convert_layer(sw_engine *e, layer_weights *w, region *r) {
+    tensor_view *m[N_MATS];
+    layer_mats(w, m);
+    for (int i = 0; i < N_MATS; i++) {
+        sw_status st = convert_into(e, m[i], r);
+        if (st != SW_OK)
+            return st;
+    }
+    return SW_OK;
+}
+
+/* Writes streamed layer il, packed as in a ring slot and converted where
+ * --weights says, at `base` (the plan's `bytes` for it), and points the
+ * layer's views there, so the ring streams from this copy. */
+static sw_status fill_pinned(sw_engine *e, uint32_t il, uint8_t *base, uint64_t bytes) {
+    layer_weights *src = &e->weights.layers[il], target = *src, placed;
+    tensor_view *sm[N_MATS], *tm[N_MATS];
+    layer_pack pk;
+    layer_mats(src, sm);
+    layer_mats(&target, tm);
+    for (int i = 0; i < N_MATS; i++)
+        converts(e, sm[i], &tm[i]->type, &tm[i]->n_bytes);
+    layer_pack_build(&e->config, &target, &pk);
+    if (pk.total_bytes != bytes)
+        return sw_errorf(SW_ERR_ARG, "internal: the plan pins layer %u at %llu bytes, packing "
+                         "needs %llu", il, (unsigned long long)bytes,
+                         (unsigned long long)pk.total_bytes);
+    layer_pack_bind(&e->config, &target, &pk, base, &placed);
+    for (int i = 0; i < N_MATS; i++) {   /* items 0..6 are the matrices */
+        uint8_t *dst = base + pk.items[i].offset;
+        if (tm[i]->type == sm[i]->type) {
+            memcpy(dst, sm[i]->data, sm[i]->n_bytes);
+            continue;
+        }
+        sw_status st = quant_convert_rows(sm[i]->type, sm[i]->data, tm[i]->type, dst,
+                                          sm[i]->ne[1], sm[i]->ne[0], e->hw.row);
+        if (st != SW_OK)
+            return sw_error_prefix(st, "converting '%s'", sm[i]->name ? sm[i]->name : "?");
+    }
+    float **sn[] = {&src->attn_norm, &src->q_norm, &src->k_norm, &src->post_attn_norm,
+                    &src->ffn_norm, &src->post_ffw_norm};
+    float **pn[] = {&placed.attn_norm, &placed.q_norm, &placed.k_norm, &placed.post_attn_norm,
+                    &placed.ffn_norm, &placed.post_ffw_norm};
+    const uint32_t E = e->config.n_embd, hd = e->config.n_embd_head;
+    const uint32_t len[] = {E, hd, hd, E, E, E};
+    for (size_t i = 0; i < sizeof sn / sizeof sn[0]; i++)
+        if (*sn[i] != NULL)
+            memcpy(*pn[i], *sn[i], (size_t)len[i] * sizeof(float));
+    *src = placed;
+    return SW_OK;
+}
+
+/* Sizes of the plan's host weight buffers. */
+static void planned_sizes(const plan *pl, uint64_t *arena, uint64_t *staging, uint64_t *pinned) {
+    *arena = *staging = *pinned = 0;
+    for (uint32_t i = 0; i < pl->n_buffers; i++) {
+        const plan_buffer *b = &pl->buffers[i];
+        if (b->kind == BUF_CONVERTED)
+            *arena += b->bytes;
+        else if (b->kind == BUF_STAGING)
+            *staging += b->bytes;
+        else if (b->tier == TIER_PINNED)
+            *pinned += b->bytes;
+    }
+}
+
+static sw_status alloc_buffers(sw_engine *e) {
+    engine_host_weights *h = &e->hw;
+    const model_config *c = &e->config;
+    uint64_t pinned;
+    planned_sizes(e->plan, &h->arena_bytes, &h->staging_bytes, &pinned);
+    uint64_t widest = c->n_embd > c->n_ff ? c->n_embd : c->n_ff;
+    if ((uint64_t)c->n_head * c->n_embd_head > widest)
+        widest = (uint64_t)c->n_head * c->n_embd_head;
+    if (h->arena_bytes)
+        h->arena = aligned_alloc(PLAN_TENSOR_ALIGN, h->arena_bytes);
+    if (h->staging_bytes)
+        h->staging = aligned_alloc(PLAN_TENSOR_ALIGN, h->staging_bytes);
+    if (e->convert_type != SW_TYPE_COUNT)
+        h->row = malloc(widest * sizeof(float));
+    if ((h->arena_bytes && h->arena == NULL) || (h->staging_bytes && h->staging == NULL) ||
+        (e->convert_type != SW_TYPE_COUNT && h->row == NULL))
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the converted weights "
+                         "(%.1f MiB + %.1f MiB staging); lower --host-mem to plan with it, or "
+                         "drop --weights", (double)h->arena_bytes / 1048576.0,
+                         (double)h->staging_bytes / 1048576.0);
+    return pinned_alloc(e->device, pinned, &h->pinned);
+}
+
+/* e->weights := the mapping's views (norms stay in the bind's arena). */
+static void reset_views(sw_engine *e) {
+    e->weights.tok_embd = e->file_weights.tok_embd;
+    e->weights.output = e->file_weights.output;
+    e->weights.output_norm = e->file_weights.output_norm;
+    memcpy(e->weights.layers, e->file_weights.layers,
+           e->config.n_layer * sizeof *e->weights.layers);
+}
+
+/* Converts the embedding (and an untied LM head) and the layers kept on
+ * the host, and fills the pinned copy, in plan order. */
+static sw_status place_layers(sw_engine *e) {
+    const plan *pl = e->plan;
+    region arena = {e->hw.arena, e->hw.arena_bytes, 0, "converted weights"};
+    uint64_t pin_off = 0;
+    bool tied = e->weights.output.data == e->weights.tok_embd.data;
+    sw_status st = convert_into(e, &e->weights.tok_embd, &arena);
+    if (st == SW_OK && tied)
+        e->weights.output = e->weights.tok_embd;
+    else if (st == SW_OK)
+        st = convert_into(e, &e->weights.output, &arena);
+    for (uint32_t i = 0; st == SW_OK && i < pl->n_buffers; i++) {
+        const plan_buffer *b = &pl->buffers[i];
+        if (b->tier != TIER_PINNED || b->layer < 0)
+            continue;
+        st = fill_pinned(e, (uint32_t)b->layer, (uint8_t *)e->hw.pinned.ptr + pin_off, b->bytes);
+        pin_off += b->bytes;
+    }
+    for (uint32_t il = 0; st == SW_OK && il < e->config.n_layer; il++) {
+        plan_place place = pl->layer_place[il];
+        if (place == PLACE_HOST || (place == PLACE_STREAMED && !pl->stream_pinned))
+            st = convert_layer(e, &e->weights.layers[il], &arena);
+    }
+    if (st == SW_OK && arena.used != arena.cap)
+        st = sw_errorf(SW_ERR_ARG, "internal: the plan sizes the converted weights at %llu "
+                       "bytes, conversion used %llu", (unsigned long long)arena.cap,
+                       (unsigned long long)arena.used);
+    return st;
+}
+
+sw_status host_weights_load(sw_engine *e) {
+    sw_status st;
+    reset_views(e);
+    if ((st = alloc_buffers(e)) != SW_OK || (st = place_layers(e)) != SW_OK)
+        return st;
+    for (uint32_t il = 0; il < e->config.n_layer; il++)
+        layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
+    return SW_OK;
+}
+
+sw_status host_weights_stage(sw_engine *e, uint32_t il) {
+    region staging = {e->hw.staging, e->hw.staging_bytes, 0, "conversion staging"};
+    sw_status st = convert_layer(e, &e->weights.layers[il], &staging);
+    if (st == SW_OK)
+        layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
+    return st;
+}
+
+void host_weights_end_load(sw_engine *e) {
+    engine_host_weights *h = &e->hw;
+    /* Resident layers converted through staging now live on the device
+     * only: drop the host views into the buffer about to be freed. */
+    for (uint32_t il = 0; h->staging && il < e->config.n_layer; il++) {
+        tensor_view *m[N_MATS];
+        layer_mats(&e->weights.layers[il], m);
+        for (int i = 0; i < N_MATS; i++) {
+            uintptr_t d = (uintptr_t)m[i]->data, lo = (uintptr_t)h->staging;
+            if (d >= lo && d - lo < h->staging_bytes)
+                m[i]->data = NULL;
+        }
+    }
+    free(h->staging);
+    free(h->row);
+    h->staging = NULL;   /* staging_bytes stays: what loading used (report) */
+    h->row = NULL;
+}
+
+void host_weights_free(sw_engine *e) {
+    host_weights_end_load(e);
+    free(e->hw.arena);
+    pinned_free(e->device, &e->hw.pinned);
+    memset(&e->hw, 0, sizeof e->hw);
+}

@@ -1,0 +1,40 @@
+/*
+ * hf_config.h — a Hugging Face config.json (Gemma, Gemma 2, Gemma 3 and
+ * the text part of Gemma 3's multimodal checkpoints) translated into the
+ * metadata keys llama.cpp's converter writes to GGUF, so one model
+ * description (model/config.c) serves both containers.
+ *
+ * Values absent from config.json take the defaults of the transformers
+ * config class for that model type (GemmaConfig, Gemma2Config,
+ * Gemma3TextConfig in transformers 5.24), as transformers would. Quirks
+ * GGUF leaves implicit but config.json states are written explicitly:
+ * ARCH.attention.scale (1/sqrt(query_pre_attn_scalar)),
+ * ARCH.rope.freq_base_swa (Gemma 3's local RoPE base) and
+ * ARCH.attention.sliding_window_pattern (from layer_types).
+ */
+#ifndef SW_FORMAT_HF_CONFIG_H
+#define SW_FORMAT_HF_CONFIG_H
+
+#include <stdbool.h>
+
+#include "format/gguf_mem.h"
+#include "format/json_util.h"
+
+typedef enum hf_family { HF_GEMMA1 = 1, HF_GEMMA2 = 2, HF_GEMMA3 = 3 } hf_family;
+
+typedef struct hf_config {
+    hf_family family;
+    bool multimodal;          /* Gemma3ForConditionalGeneration: text under a prefix */
+    bool tie_embeddings;      /* lm_head shares the token embedding */
+    char architecture[64];    /* "Gemma2ForCausalLM", for messages */
+} hf_config;
+
+/* Reads config.json's parsed `root` and adds the GGUF keys to b. `what`
+ * names the file in messages. Errors: SW_ERR_UNSUPPORTED (an architecture,
+ * activation, RoPE type or layer pattern Spillway does not run: message
+ * names it), SW_ERR_FORMAT (a value of the wrong type or out of range),
+ * SW_ERR_OOM_HOST. */
+sw_status hf_config_translate(const json_object *root, const char *what, gguf_mem *b,
+                              hf_config *out);
+
+#endif

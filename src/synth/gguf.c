@@ -1,0 +1,203 @@
+/*
+ * gguf.c — synth's GGUF output: the metadata llama.cpp's converter writes
+ * for Gemma 1/2/3 (gemma-facts §3.2, §3.5), the synthetic vocabulary, then
+ * token_embd, the blocks and output_norm. Matrices and the (tied)
+ * embedding in the requested type, norm vectors in F32 holding 1 + w.
+ * Written to PATH.tmp.<pid>, fsynced, renamed over PATH.
+ */
+#define _POSIX_C_SOURCE 200809L /* getpid, lstat */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/gguf.h"
+#include "quant/types.h"
+#include "synth/synth_internal.h"
+#include "util/error.h"
+
+/* Gemma's chat format (gemma-facts §5), as the official files carry it. */
+#define GEMMA_CHAT_TEMPLATE                                                                  \
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}"  \
+    "{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"        \
+    "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}" \
+    "{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+
+const char *synth_chat_template(void) { return GEMMA_CHAT_TEMPLATE; }
+
+/* llama.cpp's general.file_type for a file of mostly `type`. */
+static uint32_t file_type(uint32_t type) {
+    switch (type) {
+    case SW_TYPE_F16: return 1;
+    case SW_TYPE_Q8_0: return 7;
+    case SW_TYPE_Q4_K: return 14; /* MOSTLY_Q4_K_S: every matrix Q4_K */
+    default: return 32;           /* BF16 */
+    }
+}
+
+#define TRY(expr)                                                                            \
+    do {                                                                                     \
+        if ((st = (expr)) != SW_OK)                                                          \
+            return st;                                                                       \
+    } while (0)
+
+static sw_status put_arch(gguf_writer *w, const synth_model *m, uint32_t type) {
+    const model_config *c = &m->c;
+    char key[96], name[96];
+    sw_status st;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, c->arch), key)
+    snprintf(name, sizeof name, "synthetic %s", m->name);
+    TRY(gguf_writer_kv_str(w, "general.architecture", c->arch));
+    TRY(gguf_writer_kv_str(w, "general.type", "model"));
+    TRY(gguf_writer_kv_str(w, "general.name", name));
+    TRY(gguf_writer_kv_u32(w, KEY("context_length"), c->n_ctx_train));
+    TRY(gguf_writer_kv_u32(w, KEY("embedding_length"), c->n_embd));
+    TRY(gguf_writer_kv_u32(w, KEY("block_count"), c->n_layer));
+    TRY(gguf_writer_kv_u32(w, KEY("feed_forward_length"), c->n_ff));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.head_count"), c->n_head));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.head_count_kv"), c->n_head_kv));
+    TRY(gguf_writer_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), c->n_embd_head));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), c->n_embd_head));
+    TRY(gguf_writer_kv_u32(w, "general.file_type", file_type(type)));
+    if (m->family == 2) {
+        TRY(gguf_writer_kv_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap));
+        TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
+    }
+    if (m->family == 3)
+        TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
+    if (c->sliding_window != 0)
+        TRY(gguf_writer_kv_u32(w, KEY("attention.sliding_window"), c->sliding_window));
+    /* Readers infer the 27B query scale from the depth, which --layers
+     * changes: state it (model/config.c prefers a stated scale). */
+    TRY(gguf_writer_kv_f32(w, KEY("attention.scale"), c->query_scale));
+    if (c->rope_scale_global != 1.0f) {
+        TRY(gguf_writer_kv_str(w, KEY("rope.scaling.type"), "linear"));
+        TRY(gguf_writer_kv_f32(w, KEY("rope.scaling.factor"), 1.0f / c->rope_scale_global));
+    }
+    if (type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K)
+        TRY(gguf_writer_kv_u32(w, "general.quantization_version", 2));
+#undef KEY
+    return SW_OK;
+}
+
+static sw_status put_vocab(gguf_writer *w, const synth_vocab *v) {
+    sw_status st;
+    TRY(gguf_writer_kv_str(w, "tokenizer.ggml.model", "llama"));
+    TRY(gguf_writer_kv_str(w, "tokenizer.ggml.pre", "default"));
+    TRY(gguf_writer_array_begin(w, "tokenizer.ggml.tokens", GGUF_VT_STRING, v->n));
+    for (uint32_t i = 0; i < v->n; i++) {
+        size_t len;
+        const char *p = synth_piece(v, i, &len);
+        TRY(gguf_writer_array_str(w, p, len));
+    }
+    TRY(gguf_writer_array_begin(w, "tokenizer.ggml.scores", GGUF_VT_F32, v->n));
+    for (uint32_t i = 0; i < v->n; i++)
+        TRY(gguf_writer_array_f32(w, synth_vocab_score(v, i)));
+    TRY(gguf_writer_array_begin(w, "tokenizer.ggml.token_type", GGUF_VT_I32, v->n));
+    for (uint32_t i = 0; i < v->n; i++)
+        TRY(gguf_writer_array_i32(w, v->type[i]));
+    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 2));
+    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", 1));
+    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.unknown_token_id", 3));
+    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.padding_token_id", 0));
+    TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_bos_token", true));
+    TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_eos_token", false));
+    TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_space_prefix", false));
+    TRY(gguf_writer_kv_str(w, "tokenizer.chat_template", GEMMA_CHAT_TEMPLATE));
+    return SW_OK;
+}
+
+static sw_status put_tensors(gguf_writer *w, const synth_model *m) {
+    sw_status st;
+    for (size_t i = 0; i < m->n; i++) {
+        const synth_tensor *t = &m->t[i];
+        uint64_t ne[2] = {t->ne0, t->ne1};
+        TRY(gguf_writer_add_tensor(w, t->gguf_name, t->kind == SYNTH_NORM ? 1 : 2, ne,
+                                   t->gguf_type));
+    }
+    return SW_OK;
+}
+#undef TRY
+
+/* PATH may exist only with --force, and only as a file. */
+static sw_status check_target(const char *path, bool force) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return SW_OK;
+    if (S_ISDIR(sb.st_mode))
+        return sw_errorf(SW_ERR_IO, "'%s' is a folder; give a file name for --format gguf "
+                         "(e.g. %s/model.gguf)", path, path);
+    if (!force)
+        return sw_errorf(SW_ERR_IO, "'%s' exists; pass --force to replace it or choose "
+                         "another -o", path);
+    return SW_OK;
+}
+
+typedef struct gguf_emit {
+    gguf_writer *w;
+    const byte_sink *sink;
+} gguf_emit;
+
+static sw_status emit_data(void *user, const void *bytes, size_t n) {
+    gguf_emit *e = user;
+    return gguf_writer_write_data(e->w, e->sink, bytes, n);
+}
+
+/* Header and data into the open file f. */
+static sw_status write_body(synth_ctx *x, const synth_model *m, gguf_writer *w, out_file *f) {
+    sw_status st = gguf_writer_write_header(w, &f->sink);
+    if (st != SW_OK || (st = synth_advance(x, f->written + f->len)) != SW_OK)
+        return st;
+    gguf_emit e = {w, &f->sink};
+    for (size_t i = 0; i < m->n; i++) {
+        const synth_tensor *t = &m->t[i];
+        float add = t->kind == SYNTH_NORM ? 1.0f : 0.0f; /* GGUF norms hold 1 + w */
+        if ((st = synth_stream_tensor(x, t, t->gguf_type, add, emit_data, &e)) != SW_OK)
+            return st;
+    }
+    return gguf_writer_finish(w, &f->sink);
+}
+
+sw_status synth_write_gguf(synth_ctx *x, const synth_model *m, const synth_vocab *v,
+                           uint32_t type, synth_result *r) {
+    gguf_writer *w = NULL;
+    out_file f = {.fd = -1};
+    char *tmp = NULL, dir[4096];
+    const char *path = x->o->path;
+    sw_status st;
+    if ((st = check_target(path, x->o->force)) != SW_OK || (st = gguf_writer_create(&w)) != SW_OK ||
+        (st = put_arch(w, m, type)) != SW_OK || (st = put_vocab(w, v)) != SW_OK ||
+        (st = put_tensors(w, m)) != SW_OK)
+        goto fail;
+    x->total_bytes = gguf_writer_file_bytes(w);
+    if ((st = synth_check_space(path, x->total_bytes)) != SW_OK)
+        goto fail;
+    if ((tmp = synth_strf("%s.tmp.%ld", path, (long)getpid())) == NULL) {
+        st = sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");
+        goto fail;
+    }
+    if ((st = out_file_create(&f, tmp)) != SW_OK)
+        goto fail;
+    if ((st = write_body(x, m, w, &f)) != SW_OK || (st = out_file_close(&f)) != SW_OK)
+        goto fail;
+    if (rename(tmp, path) != 0) {
+        st = sw_errorf(SW_ERR_IO, "cannot rename '%s' to '%s'", tmp, path);
+        goto fail;
+    }
+    synth_parent_dir(path, dir, sizeof dir);
+    synth_sync_dir(dir);
+    r->bytes_written = f.written;
+    r->n_files = 1;
+    out_file_free(&f);
+    free(tmp);
+    gguf_writer_destroy(w);
+    return SW_OK;
+fail:
+    out_file_discard(&f);
+    free(tmp);
+    gguf_writer_destroy(w);
+    return st;
+}

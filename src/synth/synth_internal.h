@@ -1,0 +1,199 @@
+/*
+ * synth_internal.h — the parts of `spillway synth` shared between its
+ * files: the model description (tensor list in both naming schemes), the
+ * counter-based weight generator, the synthetic vocabulary, a streaming
+ * JSON emitter and the atomic output files.
+ */
+#ifndef SW_SYNTH_INTERNAL_H
+#define SW_SYNTH_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/gguf_write.h"
+#include "model/config.h"
+#include "synth/synth.h"
+
+/* ---- model description (model.c) ---------------------------------------- */
+
+typedef enum { SYNTH_EMBD, SYNTH_MATRIX, SYNTH_NORM } synth_kind;
+
+typedef struct synth_tensor {
+    char gguf_name[48];     /* "blk.3.attn_q.weight" */
+    char hf_name[80];       /* "model.layers.3.self_attn.q_proj.weight" */
+    synth_kind kind;
+    uint64_t ne0;           /* row length (GGUF ne[0], HF shape[-1]) */
+    uint64_t ne1;           /* rows; 1 for vectors */
+    uint64_t stream;        /* generator key: (layer, role), independent of depth */
+    float half_width;       /* uniform in [-half_width, half_width) */
+    uint32_t gguf_type;     /* stored type in a GGUF file */
+} synth_tensor;
+
+typedef struct synth_model {
+    char name[64];          /* catalog name */
+    int family;             /* 1, 2, 3 */
+    model_config c;         /* n_layer already truncated */
+    uint32_t n_layer_full;
+    uint32_t query_pre_attn; /* HF query_pre_attn_scalar */
+    synth_tensor *t;        /* HF state-dict order: embedding, layers, final norm */
+    size_t n;
+    uint32_t n_fallback;    /* matrices not stored in the requested type */
+    char fallback_note[160];
+} synth_model;
+
+/* Builds the description of catalog shape `shape` truncated to n_layers
+ * (0: full) and n_vocab tokens (0: the shape's) with matrices in ggml
+ * type `type` (GGUF), falling back to Q8_0 (or F16) for Q4_K rows that are
+ * not a multiple of 256. Errors:
+ * SW_ERR_ARG (unknown shape: lists the catalog; n_layers out of range),
+ * SW_ERR_OOM_HOST. */
+sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_vocab,
+                            uint32_t type, synth_model *out);
+void synth_model_free(synth_model *m);
+
+/* Fills out[0..n) with elements start..start+n of tensor t (f32), the HF
+ * value for norms (w, not 1 + w). */
+void synth_fill(uint64_t seed, const synth_tensor *t, uint64_t start, size_t n, float *out);
+
+/* ---- vocabulary (vocab.c) ------------------------------------------------ */
+
+enum { SYNTH_TOK_NORMAL = 1, SYNTH_TOK_UNKNOWN = 2, SYNTH_TOK_CONTROL = 3, SYNTH_TOK_BYTE = 6 };
+
+typedef struct synth_vocab {
+    uint32_t n;              /* tokens */
+    char *text;              /* all pieces back to back */
+    uint32_t *off;           /* (n + 1) offsets into text */
+    uint8_t *type;           /* (n) SYNTH_TOK_* */
+    int32_t *left, *right;   /* (n) the two pieces a merged piece joins; -1 */
+    uint32_t *slot;          /* hash table of ids + 1 (0: empty) */
+    uint32_t n_slot;         /* power of two */
+    uint32_t first_normal;   /* first single-character piece */
+    uint32_t first_merged;   /* first piece made by a merge */
+    uint32_t sot, eot;       /* <start_of_turn>, <end_of_turn> */
+} synth_vocab;
+
+/* Gemma's layout: <pad> <eos> <bos> <unk> <mask> [multimodal] <unusedK>...
+ * <start_of_turn>=sot <end_of_turn>, 256 byte tokens, "▁" "\n" "\t" and
+ * printable ASCII, then pieces that each join two earlier pieces (fixed,
+ * independent of the seed). Errors: SW_ERR_ARG (n too small), OOM. */
+sw_status synth_vocab_build(uint32_t n, uint32_t sot, synth_vocab *out);
+void synth_vocab_free(synth_vocab *v);
+static inline const char *synth_piece(const synth_vocab *v, uint32_t id, size_t *len) {
+    *len = v->off[id + 1] - v->off[id];
+    return v->text + v->off[id];
+}
+/* Id of piece s[0..len), or -1. */
+int32_t synth_vocab_find(const synth_vocab *v, const char *s, size_t len);
+/* SentencePiece score: 0 for control and byte tokens, -id otherwise. */
+float synth_vocab_score(const synth_vocab *v, uint32_t id);
+
+/* ---- streaming JSON (json.c) --------------------------------------------- */
+
+#define JW_MAX_DEPTH 16
+
+/* Pretty JSON as Python's json.dumps(indent=2) and serde_json's pretty
+ * printer both write it (two-space indent, "key": value, empty containers
+ * as {} and []). Non-ASCII is written as UTF-8. Errors are sticky in st. */
+typedef struct jsonw {
+    const byte_sink *sink;
+    sw_status st;
+    int depth;
+    bool has_items[JW_MAX_DEPTH];
+    bool after_key;
+} jsonw;
+
+void jw_init(jsonw *j, const byte_sink *sink);
+void jw_obj(jsonw *j);
+void jw_obj_end(jsonw *j);
+void jw_arr(jsonw *j);
+void jw_arr_end(jsonw *j);
+void jw_key(jsonw *j, const char *key);
+void jw_keyn(jsonw *j, const char *key, size_t len);
+void jw_strn(jsonw *j, const char *s, size_t len);
+void jw_str(jsonw *j, const char *s);
+void jw_int(jsonw *j, int64_t v);
+void jw_float(jsonw *j, double v);  /* Python repr: 1e-06, 10000.0 */
+void jw_bool(jsonw *j, bool v);
+void jw_null(jsonw *j);
+/* Ends the document with "\n"; returns the sticky status. */
+sw_status jw_finish(jsonw *j);
+
+/* Python's repr(float) for finite v into buf (>= 32 bytes). */
+void synth_py_float(double v, char *buf, size_t cap);
+
+/* ---- output files (out.c) ------------------------------------------------ */
+
+/* A file written through a buffer; a byte_sink. */
+typedef struct out_file {
+    int fd;
+    char *path;             /* owned */
+    uint8_t *buf;
+    size_t len, cap;
+    uint64_t written;       /* bytes handed to the kernel */
+    byte_sink sink;         /* writes into this file */
+} out_file;
+
+/* Creates `path` (must not exist; O_EXCL). Errors: SW_ERR_IO naming the
+ * path and what to do, SW_ERR_OOM_HOST. */
+sw_status out_file_create(out_file *f, const char *path);
+/* Flushes, fsyncs and closes. Errors: SW_ERR_IO (disk full ...). */
+sw_status out_file_close(out_file *f);
+/* Closes (if open) and deletes the file; frees. Safe after close too. */
+void out_file_discard(out_file *f);
+/* Frees what create allocated (after close). */
+void out_file_free(out_file *f);
+
+/* Fails with SW_ERR_IO if the file system holding `path` has fewer than
+ * need_bytes free. */
+sw_status synth_check_space(const char *path, uint64_t need_bytes);
+/* fsync a folder (after creating or renaming entries in it). */
+void synth_sync_dir(const char *dir);
+/* The folder part of path ("." when none) into buf. */
+void synth_parent_dir(const char *path, char *buf, size_t cap);
+/* malloc'ed printf, or NULL. */
+char *synth_strf(const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---- progress and streaming of one tensor (synth.c) ----------------------- */
+
+/* Shared state while writing: options, generator buffers, progress. */
+typedef struct synth_ctx {
+    const synth_options *o;
+    uint64_t total_bytes, done_bytes;
+    float *f32;             /* chunk of generated values */
+    uint8_t *bytes;         /* the chunk converted */
+    size_t chunk_elems;
+    int n_threads;          /* generating and converting a chunk */
+} synth_ctx;
+
+#define SYNTH_MAX_THREADS 16
+
+/* Counts n bytes written; reports progress; SW_ERR_IO if cancelled. */
+sw_status synth_advance(synth_ctx *x, uint64_t n);
+
+/* Generates tensor t, converts it to ggml type `type` (F32/F16/BF16/Q8_0/
+ * Q4_K), adds `add` to every value first (1 for GGUF norms), and passes the
+ * bytes in row chunks to emit(user, bytes, n). */
+typedef sw_status (*synth_emit_fn)(void *user, const void *bytes, size_t n);
+sw_status synth_stream_tensor(synth_ctx *x, const synth_tensor *t, uint32_t type, float add,
+                              synth_emit_fn emit, void *user);
+
+/* tokenizer.json and tokenizer_config.json bodies for vocabulary ctx (a
+ * const synth_vocab *), written through j (hf_tokenizer.c). */
+void synth_tokenizer_json(jsonw *j, const void *ctx);
+void synth_tokenizer_config_json(jsonw *j, const void *ctx);
+
+/* Gemma's chat template (Jinja), as official files carry it. */
+const char *synth_chat_template(void);
+
+/* The two output formats. */
+sw_status synth_write_gguf(synth_ctx *x, const synth_model *m, const synth_vocab *v,
+                           uint32_t type, synth_result *r);
+sw_status synth_write_hf(synth_ctx *x, const synth_model *m, const synth_vocab *v,
+                         uint32_t type, synth_result *r);
+
+#endif

@@ -1,0 +1,393 @@
+/*
+ * test_synth.c — the parts of `spillway synth` on their own: the
+ * counter-based generator (same values whatever the chunking), the
+ * synthetic vocabulary (Gemma's layout, unique pieces, every merged piece
+ * the join of two earlier ones), the streaming GGUF and safetensors writers
+ * (read back by our readers from memory, misuse refused), and synth_write's
+ * errors (bad options, existing or unwritable paths, cancellation), which
+ * must leave nothing behind.
+ */
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
+
+#include <dirent.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "format/gguf.h"
+#include "format/gguf_write.h"
+#include "format/safetensors.h"
+#include "format/safetensors_write.h"
+#include "quant/half.h"
+#include "quant/types.h"
+#include "synth/synth_internal.h"
+
+/* ---- a memory sink ------------------------------------------------------------ */
+
+typedef struct membuf {
+    uint8_t *data;
+    size_t len, cap;
+} membuf;
+
+static sw_status mem_write(void *ctx, const void *p, size_t n) {
+    membuf *m = ctx;
+    if (n > m->cap - m->len) {
+        size_t cap = m->cap ? m->cap : 1024;
+        while (cap - m->len < n)
+            cap *= 2;
+        uint8_t *g = realloc(m->data, cap);
+        if (g == NULL)
+            return SW_ERR_OOM_HOST;
+        m->data = g;
+        m->cap = cap;
+    }
+    memcpy(m->data + m->len, p, n);
+    m->len += n;
+    return SW_OK;
+}
+
+/* ---- generator ------------------------------------------------------------------ */
+
+static void test_generator(void) {
+    synth_model m;
+    SW_CHECK_OK(synth_model_build("gemma3-270m", 1, 512, SW_TYPE_BF16, &m));
+    const synth_tensor *q = &m.t[1], *norm = &m.t[5];
+    SW_CHECK(!strcmp(q->gguf_name, "blk.0.attn_q.weight"), "tensor 1 is %s", q->gguf_name);
+    SW_CHECK(!strcmp(norm->gguf_name, "blk.0.attn_q_norm.weight"), "%s", norm->gguf_name);
+    enum { N = 1001 };
+    float whole[N], part[N];
+    synth_fill(7, q, 0, N, whole);
+    /* any split, odd starts and lengths included */
+    static const size_t cuts[] = {0, 1, 2, 5, 64, 333, 334, 1000, N};
+    for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++)
+        synth_fill(7, q, cuts[c], cuts[c + 1] - cuts[c], part + cuts[c]);
+    SW_CHECK(!memcmp(whole, part, sizeof whole), "chunked generation differs");
+    synth_fill(7, q, 1000, 1, part);
+    SW_CHECK(part[0] == whole[1000], "single odd element");
+    double sum = 0, sq = 0, a = q->half_width;
+    bool in_range = true;
+    for (size_t i = 0; i < N; i++) {
+        sum += whole[i];
+        sq += (double)whole[i] * whole[i];
+        in_range &= whole[i] >= -a && whole[i] < a;
+    }
+    double sd = sqrt(sq / N - (sum / N) * (sum / N));
+    SW_CHECK(in_range, "values within +-%g", a);
+    SW_CHECK(fabs(sd * sqrt(640.0) - 1.0) < 0.1, "std %g, want 1/sqrt(640)", sd);
+    synth_fill(8, q, 0, N, part);
+    SW_CHECK(memcmp(whole, part, sizeof whole) != 0, "another seed, other values");
+    float w[256];
+    synth_fill(1, norm, 0, 256, w);
+    bool bf16 = true, small = true;
+    for (int i = 0; i < 256; i++) {
+        bf16 &= half_bf16_to_f32(half_f32_to_bf16(w[i])) == w[i];
+        small &= fabsf(w[i]) <= 0.1f;
+    }
+    SW_CHECK(bf16 && small, "norm weights are bf16 values in [-0.1, 0.1]");
+    synth_model_free(&m);
+}
+
+/* ---- vocabulary ----------------------------------------------------------------- */
+
+static bool piece_is(const synth_vocab *v, uint32_t id, const char *s) {
+    size_t len;
+    const char *p = synth_piece(v, id, &len);
+    return len == strlen(s) && !memcmp(p, s, len);
+}
+
+static void check_vocab(uint32_t n, uint32_t sot) {
+    synth_vocab v;
+    SW_CHECK_OK(synth_vocab_build(n, sot, &v));
+    SW_CHECK(v.n == n, "%u tokens, want %u", v.n, n);
+    SW_CHECK(piece_is(&v, 0, "<pad>") && piece_is(&v, 1, "<eos>") && piece_is(&v, 2, "<bos>") &&
+             piece_is(&v, 3, "<unk>"), "ids 0-3 as Gemma");
+    SW_CHECK(v.type[3] == SYNTH_TOK_UNKNOWN && v.type[2] == SYNTH_TOK_CONTROL, "types 0-3");
+    SW_CHECK(v.sot == sot && piece_is(&v, sot, "<start_of_turn>") &&
+             piece_is(&v, sot + 1, "<end_of_turn>"), "turn markers at %u", sot);
+    SW_CHECK(piece_is(&v, sot + 2, "<0x00>") && piece_is(&v, sot + 2 + 255, "<0xFF>") &&
+             v.type[sot + 2 + 0x41] == SYNTH_TOK_BYTE, "byte tokens follow");
+    SW_CHECK(piece_is(&v, v.first_normal, "\xe2\x96\x81"), "U+2581 is a piece");
+    int bad_find = 0, bad_merge = 0, bad_score = 0;
+    for (uint32_t i = 0; i < v.n; i++) {
+        size_t len;
+        const char *p = synth_piece(&v, i, &len);
+        if (synth_vocab_find(&v, p, len) != (int32_t)i)
+            bad_find++;
+        if (i > 0 && v.type[i] == SYNTH_TOK_NORMAL && v.type[i - 1] == SYNTH_TOK_NORMAL &&
+            !(synth_vocab_score(&v, i) < synth_vocab_score(&v, i - 1)))
+            bad_score++;
+        if (i < v.first_merged)
+            continue;
+        size_t la, lb;
+        const char *a = synth_piece(&v, (uint32_t)v.left[i], &la);
+        const char *b = synth_piece(&v, (uint32_t)v.right[i], &lb);
+        if (v.left[i] < (int32_t)v.first_normal || v.left[i] >= (int32_t)i ||
+            v.right[i] < (int32_t)v.first_normal || v.right[i] >= (int32_t)i ||
+            la + lb != len || memcmp(a, p, la) || memcmp(b, p + la, lb) || len > 16)
+            bad_merge++;
+    }
+    SW_CHECK(bad_find == 0, "%d pieces not unique or not found", bad_find);
+    SW_CHECK(bad_merge == 0, "%d merged pieces are not the join of two earlier ones", bad_merge);
+    SW_CHECK(bad_score == 0, "%d scores do not decrease with id", bad_score);
+    SW_CHECK(synth_vocab_find(&v, "no such piece!!", 15) == -1, "absent piece");
+    synth_vocab w;
+    SW_CHECK_OK(synth_vocab_build(n, sot, &w));
+    SW_CHECK(w.off[n] == v.off[n] && !memcmp(w.text, v.text, v.off[n]), "deterministic");
+    synth_vocab_free(&w);
+    synth_vocab_free(&v);
+}
+
+static void test_vocab(void) {
+    check_vocab(262144, 105); /* Gemma 3 */
+    check_vocab(256000, 106); /* Gemma 1/2 */
+    check_vocab(512, 106);    /* the smallest allowed */
+    synth_vocab v;
+    SW_CHECK(synth_vocab_build(300, 106, &v) == SW_ERR_ARG, "too small a vocabulary");
+}
+
+/* ---- writers -------------------------------------------------------------------- */
+
+static void test_gguf_writer(void) {
+    gguf_writer *w;
+    membuf mb = {0};
+    byte_sink sink = {mem_write, &mb};
+    SW_CHECK_OK(gguf_writer_create(&w));
+    SW_CHECK_OK(gguf_writer_kv_str(w, "general.architecture", "gemma3"));
+    SW_CHECK_OK(gguf_writer_kv_u32(w, "a.u32", 7));
+    SW_CHECK_OK(gguf_writer_kv_f32(w, "a.f32", 1.5f));
+    SW_CHECK_OK(gguf_writer_kv_bool(w, "a.bool", true));
+    SW_CHECK(gguf_writer_kv_u32(w, "a.u32", 8) == SW_ERR_ARG, "duplicate key refused");
+    SW_CHECK_OK(gguf_writer_array_begin(w, "a.strs", GGUF_VT_STRING, 2));
+    SW_CHECK_OK(gguf_writer_array_str(w, "x", 1));
+    SW_CHECK(gguf_writer_kv_u32(w, "a.too_early", 1) == SW_ERR_ARG, "array still open");
+    SW_CHECK_OK(gguf_writer_array_str(w, "\xe2\x96\x81y", 4));
+    SW_CHECK(gguf_writer_array_f32(w, 1.0f) == SW_ERR_ARG, "array already full");
+    uint64_t ne_a[2] = {256, 3}, ne_b[1] = {5}, ne_bad[1] = {100};
+    SW_CHECK_OK(gguf_writer_add_tensor(w, "t.q4k", 2, ne_a, SW_TYPE_Q4_K));
+    SW_CHECK_OK(gguf_writer_add_tensor(w, "t.f32", 1, ne_b, SW_TYPE_F32));
+    SW_CHECK(gguf_writer_add_tensor(w, "t.f32", 1, ne_b, SW_TYPE_F32) == SW_ERR_ARG, "dup");
+    SW_CHECK(gguf_writer_add_tensor(w, "t.bad", 1, ne_bad, SW_TYPE_Q8_0) == SW_ERR_ARG,
+             "row not a whole number of blocks");
+    SW_CHECK(gguf_writer_tensor_bytes(w, 0) == 3 * 144, "q4_k bytes");
+    uint64_t total = gguf_writer_file_bytes(w);
+    SW_CHECK(gguf_writer_write_data(w, &sink, "x", 1) == SW_ERR_ARG, "data before header");
+    SW_CHECK_OK(gguf_writer_write_header(w, &sink));
+    SW_CHECK(mb.len % 32 == 0, "data section aligned");
+    uint8_t q[3 * 144];
+    float f[5] = {1, 2, 3, 4, 5};
+    for (size_t i = 0; i < sizeof q; i++)
+        q[i] = (uint8_t)(i * 7);
+    SW_CHECK_OK(gguf_writer_write_data(w, &sink, q, 100)); /* split anywhere */
+    SW_CHECK(gguf_writer_finish(w, &sink) == SW_ERR_ARG, "incomplete tensor refused");
+    SW_CHECK_OK(gguf_writer_write_data(w, &sink, q + 100, sizeof q - 100));
+    SW_CHECK_OK(gguf_writer_write_data(w, &sink, f, sizeof f));
+    SW_CHECK(gguf_writer_write_data(w, &sink, f, 1) == SW_ERR_ARG, "bytes past the end");
+    SW_CHECK_OK(gguf_writer_finish(w, &sink));
+    SW_CHECK(mb.len == total, "file is %zu bytes, predicted %llu", mb.len,
+             (unsigned long long)total);
+    gguf_writer_destroy(w);
+    gguf_file *g = NULL;
+    SW_CHECK_OK(gguf_open_memory(mb.data, mb.len, &g));
+    if (g != NULL) {
+        uint64_t u = 0;
+        double d = 0;
+        const gguf_value *arr = NULL;
+        SW_CHECK(g->n_kv == 5 && g->n_tensors == 2, "counts");
+        SW_CHECK(gguf_get_uint(g, "a.u32", &u) == SW_OK && u == 7, "u32");
+        SW_CHECK(gguf_get_float(g, "a.f32", &d) == SW_OK && d == 1.5, "f32");
+        SW_CHECK(gguf_get_array(g, "a.strs", &arr) == SW_OK && arr->arr.n == 2 &&
+                 arr->arr.items[1].s.len == 4, "string array");
+        const gguf_tensor *t = gguf_find_tensor(g, "t.q4k"), *t2 = gguf_find_tensor(g, "t.f32");
+        SW_CHECK(t && t->type == SW_TYPE_Q4_K && t->ne[1] == 3 && !memcmp(t->data, q, sizeof q),
+                 "q4_k tensor round trip");
+        SW_CHECK(t2 && t2->offset % 32 == 0 && !memcmp(t2->data, f, sizeof f), "f32 tensor");
+    }
+    gguf_close(g);
+    free(mb.data);
+}
+
+static void test_st_writer(void) {
+    st_writer *w;
+    membuf mb = {0};
+    byte_sink sink = {mem_write, &mb};
+    SW_CHECK_OK(st_writer_create(&w));
+    uint64_t s_a[2] = {3, 4}, s_b[1] = {5};
+    SW_CHECK_OK(st_writer_add(w, "a.weight", ST_BF16, 2, s_a));
+    SW_CHECK_OK(st_writer_add(w, "b/norm.weight", ST_F32, 1, s_b));
+    SW_CHECK(st_writer_add(w, "a.weight", ST_F16, 1, s_b) == SW_ERR_ARG, "duplicate name");
+    SW_CHECK(st_writer_add(w, "c", ST_I64, 1, s_b) == SW_ERR_ARG, "integer dtype refused");
+    uint64_t total = 0;
+    SW_CHECK_OK(st_writer_file_bytes(w, &total));
+    SW_CHECK(st_writer_add(w, "late", ST_F32, 1, s_b) == SW_ERR_ARG, "sealed after sizing");
+    SW_CHECK_OK(st_writer_write_header(w, &sink));
+    SW_CHECK(mb.len % 8 == 0, "header padded to 8");
+    uint16_t a[12];
+    float b[5] = {0.5f, -1, 2, 3, 4};
+    for (int i = 0; i < 12; i++)
+        a[i] = half_f32_to_bf16((float)i);
+    SW_CHECK_OK(st_writer_write_data(w, &sink, a, 7));
+    SW_CHECK(st_writer_finish(w) == SW_ERR_ARG, "incomplete");
+    SW_CHECK_OK(st_writer_write_data(w, &sink, (uint8_t *)a + 7, sizeof a - 7));
+    SW_CHECK_OK(st_writer_write_data(w, &sink, b, sizeof b));
+    SW_CHECK(st_writer_write_data(w, &sink, b, 1) == SW_ERR_ARG, "past the end");
+    SW_CHECK_OK(st_writer_finish(w));
+    SW_CHECK(mb.len == total, "size %zu, predicted %llu", mb.len, (unsigned long long)total);
+    st_writer_destroy(w);
+    SW_CHECK(mb.len > 16 && !memcmp(mb.data + 8, "{\"__metadata__\":{\"format\":\"pt\"}", 31),
+             "metadata first, compact JSON");
+    st_file *f = NULL;
+    SW_CHECK_OK(st_open_memory(mb.data, mb.len, "mem.safetensors", &f));
+    if (f != NULL) {
+        const st_tensor *ta = st_find(f, "a.weight"), *tb = st_find(f, "b/norm.weight");
+        SW_CHECK(ta && ta->dtype == ST_BF16 && ta->n_dims == 2 && ta->shape[0] == 3 &&
+                 ta->shape[1] == 4 && !memcmp(ta->data, a, sizeof a), "bf16 round trip");
+        SW_CHECK(tb && tb->dtype == ST_F32 && !memcmp(tb->data, b, sizeof b), "f32 round trip");
+        SW_CHECK(st_meta(f, "format") && !strcmp(st_meta(f, "format"), "pt"), "format pt");
+    }
+    st_close(f);
+    free(mb.data);
+}
+
+static void test_py_float(void) {
+    static const struct { double v; const char *want; } cases[] = {
+        {1e-6, "1e-06"}, {10000.0, "10000.0"}, {1000000.0, "1000000.0"}, {8.0, "8.0"},
+        {0.02, "0.02"}, {0.0, "0.0"}, {50.0, "50.0"}, {1.5e-7, "1.5e-07"}, {1e16, "1e+16"},
+        {0.0001, "0.0001"}, {123.25, "123.25"}, {-2.5, "-2.5"}, {1e22, "1e+22"},
+    };
+    char buf[40];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        synth_py_float(cases[i].v, buf, sizeof buf);
+        SW_CHECK(!strcmp(buf, cases[i].want), "repr(%g) = %s, want %s", cases[i].v, buf,
+                 cases[i].want);
+    }
+}
+
+/* ---- synth_write errors ------------------------------------------------------- */
+
+static int rm_entry(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    (void)s, (void)flag, (void)f;
+    return remove(p);
+}
+
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static volatile sig_atomic_t cancel_now = 0;
+static void cancel_after_first(void *user, uint64_t done, uint64_t total) {
+    (void)user, (void)total;
+    if (done > 0)
+        cancel_now = 1;
+}
+
+static sw_status synth_small(const char *path, const char *type, const char *format,
+                             bool force) {
+    synth_options o = synth_options_default();
+    synth_result r;
+    o.shape = "gemma3-270m";
+    o.type = type;
+    o.format = format;
+    o.path = path;
+    o.n_layers = 1;
+    o.n_vocab = 512;
+    o.force = force;
+    return synth_write(&o, &r);
+}
+
+static void test_errors(const char *dir) {
+    char path[512], other[600];
+    synth_options o = synth_options_default();
+    synth_result r;
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    o.path = path;
+    o.type = "bf16";
+    o.shape = "gemma9-1t";
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG && strstr(sw_last_error(), "gemma2-9b") &&
+             strstr(sw_last_error(), "gemma3-27b"), "unknown shape lists the catalog: %s",
+             sw_last_error());
+    o.shape = "Gemma-2-9B"; /* catalog spellings are accepted */
+    o.type = "q5_k";
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG, "unknown type");
+    o.type = "q4_k";
+    o.format = "hf";
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG && strstr(sw_last_error(), "float"),
+             "hf holds float weights: %s", sw_last_error());
+    o.format = "onnx";
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG, "unknown format");
+    o.format = "gguf";
+    o.n_layers = 43;
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG && strstr(sw_last_error(), "1..42"),
+             "--layers beyond the shape: %s", sw_last_error());
+    o.n_layers = 1;
+    o.n_vocab = 100;
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG, "--vocab too small");
+    SW_CHECK(count_entries(dir) == 0, "nothing written by refused options");
+
+    snprintf(other, sizeof other, "%s/no/such/folder/m.gguf", dir);
+    SW_CHECK(synth_small(other, "bf16", "gguf", false) == SW_ERR_IO &&
+             strstr(sw_last_error(), "does not exist"), "missing folder: %s", sw_last_error());
+    SW_CHECK_OK(synth_small(path, "q8_0", "gguf", false));
+    SW_CHECK(synth_small(path, "q8_0", "gguf", false) == SW_ERR_IO &&
+             strstr(sw_last_error(), "--force"), "exists: %s", sw_last_error());
+    SW_CHECK_OK(synth_small(path, "f16", "gguf", true));
+    snprintf(other, sizeof other, "%s/hf", dir);
+    SW_CHECK(synth_small(path, "bf16", "hf", true) == SW_ERR_IO, "hf over a file");
+    SW_CHECK_OK(synth_small(other, "bf16", "hf", false));
+    SW_CHECK_OK(synth_small(other, "f16", "hf", true)); /* replaces its own files */
+    SW_CHECK(synth_small(dir, "bf16", "gguf", true) == SW_ERR_IO, "gguf onto a folder");
+    SW_CHECK(count_entries(dir) == 2, "only m.gguf and hf/ remain (%d)", count_entries(dir));
+    snprintf(other, sizeof other, "%s/hf/notes.txt", dir);
+    FILE *fp = fopen(other, "w");
+    if (fp)
+        fclose(fp);
+    snprintf(other, sizeof other, "%s/hf", dir);
+    SW_CHECK(synth_small(other, "bf16", "hf", true) == SW_ERR_IO &&
+             strstr(sw_last_error(), "notes.txt"), "foreign file protects the folder");
+
+    /* cancellation mid-way removes the temporary output */
+    for (int hf = 0; hf < 2; hf++) {
+        snprintf(other, sizeof other, "%s/cancelled%s", dir, hf ? "" : ".gguf");
+        o = synth_options_default();
+        o.shape = "gemma2-2b";
+        o.type = "bf16";
+        o.format = hf ? "hf" : "gguf";
+        o.path = other;
+        o.n_layers = 1;
+        o.n_vocab = 512;
+        o.chunk_bytes = 1 << 16;
+        o.progress = cancel_after_first;
+        o.cancel = &cancel_now;
+        cancel_now = 0;
+        SW_CHECK(synth_write(&o, &r) == SW_ERR_IO && strstr(sw_last_error(), "interrupted"),
+                 "cancel: %s", sw_last_error());
+        SW_CHECK(count_entries(dir) == 2, "cancelled %s output removed (%d entries)",
+                 o.format, count_entries(dir));
+    }
+}
+
+int main(void) {
+    test_generator();
+    test_vocab();
+    test_gguf_writer();
+    test_st_writer();
+    test_py_float();
+    char dir[] = "/tmp/sw_synth_XXXXXX";
+    if (mkdtemp(dir) != NULL) {
+        test_errors(dir);
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    } else {
+        SW_CHECK(0, "mkdtemp failed");
+    }
+    return sw_check_finish("test_synth");
+}

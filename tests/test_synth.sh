@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# test_synth.sh — `spillway synth` on the command line: bad flags exit 2
+# with one error line, file-system problems exit 3 and leave nothing, and a
+# small synthetic model is described by `info` and generates with `run`.
+#   bash tests/test_synth.sh build/spillway
+set -u
+S=${1:?usage: test_synth.sh path/to/spillway}
+base=/tmp
+[ -w /dev/shm ] && base=/dev/shm
+dir=$(mktemp -d "$base/sw_synth_cli.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+fails=0 checks=0
+
+# expect STATUS "what" command...: exit status and, on failure, one line.
+expect() {
+    local want=$1 what=$2
+    shift 2
+    checks=$((checks + 1))
+    "$@" >"$dir/out" 2>"$dir/err"
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        echo "FAIL: $what: exit $rc, want $want"; cat "$dir/err"; fails=$((fails + 1))
+    elif [ "$want" -ne 0 ] && [ "$(grep -c 'spillway: error:' "$dir/err")" -ne 1 ]; then
+        echo "FAIL: $what: want one error line, got:"; cat "$dir/err"; fails=$((fails + 1))
+    fi
+}
+
+# expect_err "what" PATTERN: the last command's stderr matches.
+expect_err() {
+    checks=$((checks + 1))
+    if ! grep -q -- "$2" "$dir/err"; then
+        echo "FAIL: $1: stderr lacks '$2':"; cat "$dir/err"; fails=$((fails + 1))
+    fi
+}
+
+small=(--layers 1 --vocab 512)
+expect 0 "help" "$S" synth --help
+expect 2 "no flags" "$S" synth
+expect 2 "no -o" "$S" synth --shape gemma3-270m
+expect 2 "unknown shape" "$S" synth --shape gemma4-1b -o "$dir/x.gguf"
+expect_err "unknown shape lists the catalog" "gemma2-9b"
+expect 2 "unknown type" "$S" synth --shape gemma3-270m --type q5_k -o "$dir/x.gguf"
+expect 2 "hf quantized" "$S" synth --shape gemma3-270m --type q4_k --format hf -o "$dir/x"
+expect_err "hf quantized says why" "float weights"
+expect 2 "unknown format" "$S" synth --shape gemma3-270m --format onnx -o "$dir/x"
+expect 2 "layers 0" "$S" synth --shape gemma3-270m --layers 0 -o "$dir/x.gguf"
+expect 2 "layers too many" "$S" synth --shape gemma3-270m --layers 19 -o "$dir/x.gguf"
+expect_err "layers range" "1..18"
+expect 2 "layers not a number" "$S" synth --shape gemma3-270m --layers two -o "$dir/x.gguf"
+expect 2 "vocab too small" "$S" synth --shape gemma3-270m --vocab 12 -o "$dir/x.gguf"
+expect 2 "bad seed" "$S" synth --shape gemma3-270m --seed -1 -o "$dir/x.gguf"
+expect 2 "bad chunk" "$S" synth --shape gemma3-270m --chunk lots -o "$dir/x.gguf"
+expect 2 "unknown option" "$S" synth --shape gemma3-270m --colour red -o "$dir/x.gguf"
+expect 2 "stray argument" "$S" synth --shape gemma3-270m -o "$dir/x.gguf" extra
+expect 3 "missing folder" "$S" synth --shape gemma3-270m "${small[@]}" -o "$dir/no/x.gguf"
+expect_err "missing folder named" "does not exist"
+
+m="$dir/m.gguf"
+expect 0 "write gguf" "$S" synth --shape gemma2-2b --type q8_0 "${small[@]}" -o "$m"
+checks=$((checks + 1))
+grep -q "gemma2-2b q8_0 gguf, 1/26 layers, 512 tokens" "$dir/out" ||
+    { echo "FAIL: summary line:"; cat "$dir/out"; fails=$((fails + 1)); }
+expect 3 "exists" "$S" synth --shape gemma2-2b "${small[@]}" -o "$m"
+expect_err "exists says --force" "--force"
+expect 0 "force" "$S" synth --shape gemma3-270m --type q4_k "${small[@]}" --force -q -o "$m"
+expect_err "q4_k fallback is reported" "Q8_0"
+expect 0 "info" "$S" info -m "$m"
+checks=$((checks + 1))
+grep -q "synthetic gemma3-270m" "$dir/out" || { echo "FAIL: info name"; fails=$((fails + 1)); }
+expect 0 "run" "$S" run -m "$m" -p hello -n 4 --temp 0 -c 64 -t 2
+expect 0 "write hf" "$S" synth --shape gemma-2b --format hf --type f16 "${small[@]}" -o "$dir/hf"
+checks=$((checks + 1))
+for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do
+    [ -f "$dir/hf/$f" ] || { echo "FAIL: hf/$f missing"; fails=$((fails + 1)); }
+done
+checks=$((checks + 1))
+left=$(find "$dir" -name '*.tmp.*' | wc -l)
+[ "$left" -eq 0 ] || { echo "FAIL: $left temporary files left"; fails=$((fails + 1)); }
+
+echo "synth_cli: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]
