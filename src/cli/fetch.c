@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "cli/spawn.h"
 #include "util/sha256.h"
 
@@ -61,33 +62,6 @@ typedef struct fetch_job {
     char tmp_dir[FETCH_PATH_CAP];   /* pip workspace while it exists, else "" */
     char parts[N_PARTS][FETCH_PATH_CAP];
 } fetch_job;
-
-/* Non-zero (the signal number) once SIGINT/SIGTERM/SIGHUP arrived. Loops
- * poll it, stop, and let cmd_fetch remove temporary files. */
-static volatile sig_atomic_t fetch_signal = 0;
-static const int caught_signals[3] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction saved_actions[3];
-
-static void on_signal(int sig) { fetch_signal = sig; }
-
-/* No SA_RESTART: blocking read/write/waitpid return EINTR so we notice.
- * A signal that was ignored (nohup) stays ignored. */
-static void signals_catch(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++) {
-        sigaction(caught_signals[i], NULL, &saved_actions[i]);
-        if (saved_actions[i].sa_handler != SIG_IGN)
-            sigaction(caught_signals[i], &sa, NULL);
-    }
-}
-
-static void signals_restore(void) {
-    for (int i = 0; i < 3; i++)
-        sigaction(caught_signals[i], &saved_actions[i], NULL);
-}
 
 /* ---- progress ------------------------------------------------------------ */
 
@@ -245,7 +219,7 @@ static int check_existing(const fetch_job *j, bool *good) {
     sw_status s = sha256_file(j->path, digest, hash_progress, &p);
     progress_end(&p);
     if (s != SW_OK)
-        return fetch_signal ? CLI_EXIT_FAILURE : cli_fail(s);
+        return cli_interrupt_signal ? CLI_EXIT_FAILURE : cli_fail(s);
     sha256_hex(digest, hex);
     *good = strcmp(hex, MODEL_SHA256) == 0;
     if (!*good)
@@ -330,11 +304,11 @@ static int pip_probe(void) {
     char *argv[] = {(char *)python_name(), "-m", "pip", "--version", NULL};
     /* The version line would only be noise. */
     cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_NULL, .envp = NULL,
-                         .stop = &fetch_signal};
+                         .stop = &cli_interrupt_signal};
     int status = 0;
     int err = cli_spawn_wait(argv, &so, &status);
     if (err != 0 || status != 0) {
-        if (!fetch_signal)
+        if (!cli_interrupt_signal)
             cli_error("cannot run '%s -m pip' (%s); install Python 3 with pip (Debian/Ubuntu: "
                       "apt-get install python3-pip; or set SPILLWAY_PYTHON), or get the chunks "
                       "elsewhere and pass --from DIR", argv[0],
@@ -367,9 +341,9 @@ static int pip_install(char *pkg_dir, char **env, bool quiet) {
                         PKG_PREFIX "{1..%d}==" PKG_VERSION "'\n",
                 MB(MODEL_BYTES), argv[0], N_PARTS);
     cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_TO_STDERR, .envp = env,
-                         .stop = &fetch_signal};
+                         .stop = &cli_interrupt_signal};
     int err = cli_spawn_wait(argv, &so, &status);
-    if (fetch_signal)
+    if (cli_interrupt_signal)
         return CLI_EXIT_FAILURE;
     if (err != 0 || status != 0) {
         char why[128];
@@ -433,10 +407,10 @@ fail:
 static int write_all(int fd, const char *path, const uint8_t *p, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR && !fetch_signal)
+        if (w < 0 && errno == EINTR && !cli_interrupt_signal)
             continue;
         if (w < 0)
-            return fetch_signal ? CLI_EXIT_FAILURE : report_write_error(path, errno);
+            return cli_interrupt_signal ? CLI_EXIT_FAILURE : report_write_error(path, errno);
         p += w;
         n -= (size_t)w;
     }
@@ -454,7 +428,7 @@ static int copy_part(int out_fd, const char *out_path, const char *part, uint8_t
     }
     for (;;) {
         ssize_t n = read(in, buf, cap);
-        if (fetch_signal) {
+        if (cli_interrupt_signal) {
             rc = CLI_EXIT_FAILURE;
             break;
         }
@@ -691,17 +665,17 @@ int cmd_fetch(int argc, char **argv) {
         s = sw_default_model_path(j->path, sizeof j->path);
     if (s != SW_OK)
         return cli_fail(s);
-    signals_catch();
+    cli_interrupt_catch();
     rc = fetch_run(j);
     if (j->tmp_file[0] != '\0')
         unlink(j->tmp_file);
     if (j->tmp_dir[0] != '\0')
         remove_tree(j->tmp_dir);
-    signals_restore();
-    if (fetch_signal) {
+    cli_interrupt_restore();
+    if (cli_interrupt_signal) {
         cli_error("interrupted (signal %d); temporary files removed, %s left as it was",
-                  (int)fetch_signal, j->path);
-        return 128 + (int)fetch_signal;
+                  (int)cli_interrupt_signal, j->path);
+        return 128 + (int)cli_interrupt_signal;
     }
     return rc;
 }

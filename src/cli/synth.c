@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/interrupt.h"
 #include "synth/synth.h"
 
 static void usage(FILE *out) {
@@ -77,31 +78,6 @@ static void on_progress(void *user, uint64_t done, uint64_t total) {
             (int)(frac * 100.0), (double)done / 1e9, (double)total / 1e9, rate / 1e6,
             (int)eta / 60, (int)eta % 60);
     fflush(stderr);
-}
-
-/* ---- signals ------------------------------------------------------------------ */
-
-static volatile sig_atomic_t synth_signal = 0;
-static const int caught[3] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction saved[3];
-
-static void on_signal(int sig) { synth_signal = sig; }
-
-static void signals_catch(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++) {
-        sigaction(caught[i], NULL, &saved[i]);
-        if (saved[i].sa_handler != SIG_IGN)
-            sigaction(caught[i], &sa, NULL);
-    }
-}
-
-static void signals_restore(void) {
-    for (int i = 0; i < 3; i++)
-        sigaction(caught[i], &saved[i], NULL);
 }
 
 /* ---- flags ---------------------------------------------------------------------- */
@@ -213,10 +189,10 @@ int cmd_synth(int argc, char **argv) {
     bar b = {.tty = !quiet && isatty(STDERR_FILENO), .t0 = now_s(), .label = label};
     o.progress = on_progress;
     o.progress_user = &b;
-    o.cancel = &synth_signal;
-    signals_catch();
+    o.cancel = &cli_interrupt_signal;
+    cli_interrupt_catch();
     sw_status st = synth_write(&o, &r);
-    signals_restore();
+    cli_interrupt_restore();
     if (b.drawn)
         fputc('\n', stderr);
     if (st != SW_OK)

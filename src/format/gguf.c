@@ -22,6 +22,7 @@
 
 #include "format/gguf_internal.h"
 #include "util/error.h"
+#include "util/mapfile.h"
 
 /* Small allocations share chunks of this size; larger ones get their own. */
 #define GGUF_CHUNK_BYTES (64 * 1024)
@@ -125,48 +126,6 @@ void *gguf_arena_alloc(gguf_priv *priv, uint64_t n, size_t elem_bytes) {
 
 /* ---- open / close ------------------------------------------------------------ */
 
-/* Maps `path` read-only. A zero-length regular file yields *map == NULL and
- * *size == 0 so the parser reports "file is empty" as a format error. */
-static sw_status map_path(const char *path, void **map, size_t *size) {
-    struct stat st;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    sw_status status = SW_OK;
-    *map = NULL;
-    *size = 0;
-    if (fd < 0)
-        return sw_errorf(SW_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0) {
-        status = sw_errorf(SW_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        status = sw_errorf(SW_ERR_IO, "'%s' is a directory, not a model file", path);
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        status = sw_errorf(SW_ERR_IO, "'%s' is not a regular file (a device, FIFO or "
-                           "socket cannot hold a model)", path);
-        goto fail;
-    }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        status = sw_errorf(SW_ERR_IO, "'%s' is too large to map on this system", path);
-        goto fail;
-    }
-    if (st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            status = sw_errorf(SW_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
-            goto fail;
-        }
-        *map = m;
-        *size = (size_t)st.st_size;
-    }
-fail:
-    close(fd);
-    return status;
-}
-
 /* Builds and parses a gguf_file over data[0..size). Takes ownership of
  * `mapping` (unmapped on failure too). */
 static sw_status open_over(const void *data, size_t size, void *mapping, gguf_file **out) {
@@ -201,7 +160,7 @@ sw_status gguf_open(const char *path, gguf_file **out) {
     if (out == NULL || path == NULL)
         return sw_errorf(SW_ERR_ARG, "gguf_open: NULL %s", out ? "path" : "out");
     *out = NULL;
-    sw_status status = map_path(path, &map, &size);
+    sw_status status = util_map_readonly(path, "not a model file", &map, &size);
     if (status != SW_OK)
         return status;
     status = open_over(map, size, map, out);

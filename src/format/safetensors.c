@@ -3,8 +3,8 @@
  * buffer), closing them, lookups, and the dtype table.
  *
  * Validation lives in safetensors_parse.c; everything here runs on a file
- * that already passed it, except the path checks in map_path(), which turn
- * "not a file" cases (missing, directory, FIFO, /dev/null) into SW_ERR_IO
+ * that already passed it, except the path checks of util_map_readonly(),
+ * which turn "not a file" cases (missing, directory, FIFO, /dev/null) into SW_ERR_IO
  * before anything is read. Lookups are binary searches over the tables the
  * parser sorted.
  */
@@ -21,6 +21,7 @@
 
 #include "format/safetensors_internal.h"
 #include "util/error.h"
+#include "util/mapfile.h"
 
 /* ---- dtypes ------------------------------------------------------------------- */
 
@@ -46,49 +47,6 @@ size_t st_dtype_size(st_dtype t) {
 }
 
 /* ---- open / close --------------------------------------------------------------- */
-
-/* Maps `path` read-only. A zero-length regular file yields *map == NULL and
- * *size == 0 so the parser reports it as a format error. */
-static sw_status map_path(const char *path, void **map, size_t *size) {
-    struct stat st;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    sw_status status = SW_OK;
-    *map = NULL;
-    *size = 0;
-    if (fd < 0)
-        return sw_errorf(SW_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0) {
-        status = sw_errorf(SW_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        status = sw_errorf(SW_ERR_IO, "'%s' is a directory, not a safetensors file "
-                           "(pass the model.safetensors inside it)", path);
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        status = sw_errorf(SW_ERR_IO, "'%s' is not a regular file (a device, FIFO or "
-                           "socket cannot hold a model)", path);
-        goto fail;
-    }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        status = sw_errorf(SW_ERR_IO, "'%s' is too large to map on this system", path);
-        goto fail;
-    }
-    if (st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            status = sw_errorf(SW_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
-            goto fail;
-        }
-        *map = m;
-        *size = (size_t)st.st_size;
-    }
-fail:
-    close(fd);
-    return status;
-}
 
 /* Builds and parses an st_file over data[0..size) named `name`. Takes
  * ownership of `mapping` (unmapped on failure too). */
@@ -129,7 +87,8 @@ sw_status st_open(const char *path, st_file **out) {
     if (out == NULL || path == NULL)
         return sw_errorf(SW_ERR_ARG, "st_open: NULL %s", out ? "path" : "out");
     *out = NULL;
-    sw_status status = map_path(path, &map, &size);
+    sw_status status = util_map_readonly(
+        path, "not a safetensors file (pass the model.safetensors inside it)", &map, &size);
     if (status != SW_OK)
         return status;
     return open_over(map, size, map, path, out);

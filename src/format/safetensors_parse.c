@@ -25,6 +25,7 @@
 #include "format/json_util.h"
 #include "format/safetensors_internal.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 /* Name bytes quoted in a message before "...". */
 #define ST_QUOTE_BYTES 96
@@ -128,41 +129,6 @@ static sw_status read_header_length(parser *p) {
     f->data_offset = 8 + n;
     p->data_bytes = f->size - f->data_offset;
     return SW_OK;
-}
-
-/* Length of the longest valid UTF-8 prefix of s[0..n): n when all of it is
- * valid. Rejects overlong forms, surrogates and code points past U+10FFFF
- * (json-c lets the first two through). */
-static size_t utf8_valid_prefix(const uint8_t *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = s[i];
-        uint32_t n_cont, cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) {
-            n_cont = 1, cp = c & 0x1Fu, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n_cont = 2, cp = c & 0x0Fu, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n_cont = 3, cp = c & 0x07u, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (n - i <= n_cont)
-            return i;
-        for (uint32_t k = 1; k <= n_cont; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = cp << 6 | (s[i + k] & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += n_cont + 1;
-    }
-    return n;
 }
 
 static sw_status parse_json(parser *p) {
