@@ -4,7 +4,8 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, ctest (without
 #      the tests labelled "slow": whole-model runs and timing checks, which
 #      the release stage covers and which teach a sanitizer nothing new);
-#   3. a bounded libFuzzer run of the GGUF reader (SW_FUZZ_SECONDS, default 60).
+#   3. bounded libFuzzer runs of the GGUF reader (SW_FUZZ_SECONDS, default 60)
+#      and the safetensors reader (SW_FUZZ_ST_SECONDS, default 45).
 # Tests read the real default model; it is fetched first if missing.
 # Every stage runs even if an earlier one failed; the last line sums up.
 set -uo pipefail
@@ -30,7 +31,7 @@ stage "default model" ./build/spillway fetch
 stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
 stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
 stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs" -LE slow
-stage "fuzz gguf reader" tools/fuzz.sh
+stage "fuzz gguf + safetensors readers" tools/fuzz.sh
 
 echo "test stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
