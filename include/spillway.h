@@ -4,8 +4,9 @@
  * disk) before anything is allocated.
  *
  * Overview
- *   sw_model    an opened, validated model file (GGUF today). Weights stay
- *               memory-mapped; nothing is copied at open.
+ *   sw_model    an opened, validated model: a GGUF file or a Hugging Face
+ *               folder (config.json + safetensors). Weights stay
+ *               memory-mapped; nothing but norm vectors is copied at open.
  *   devices     what accelerators the build can see (sw_devices_query).
  *   errors      every fallible call returns sw_status; on failure one
  *               message for the calling thread is kept by sw_last_error().
@@ -65,11 +66,16 @@ const char *sw_status_name(sw_status status);
 
 typedef struct sw_model sw_model;
 
-/* Opens and validates the model file at `path` (GGUF v2/v3). Every count,
+/* Opens and validates the model at `path`: a GGUF v2/v3 file, or a Hugging
+ * Face folder (config.json; model.safetensors or shards listed in
+ * model.safetensors.index.json; tokenizer.json when present) for Gemma,
+ * Gemma 2, Gemma 3 and the text part of Gemma 3's multimodal checkpoints,
+ * translated into the same metadata keys and tensor names. Every count,
  * length, offset and type is checked against the file before use; a bad
- * file gives SW_ERR_FORMAT with a message naming the problem and byte
- * offset. On success *out owns a read-only mapping of the file.
- * Errors: SW_ERR_ARG, SW_ERR_IO, SW_ERR_FORMAT, SW_ERR_OOM_HOST. */
+ * file gives SW_ERR_FORMAT with a message naming the problem and where.
+ * On success *out owns read-only mappings of the files.
+ * Errors: SW_ERR_ARG, SW_ERR_IO, SW_ERR_FORMAT, SW_ERR_UNSUPPORTED
+ * (architecture, dtype or tokenizer kind), SW_ERR_OOM_HOST. */
 sw_status sw_model_open(const char *path, sw_model **out);
 
 /* Unmaps and frees. Accepts NULL. */
@@ -88,8 +94,8 @@ sw_status sw_cache_dir(char *buf, size_t cap);
 
 typedef struct sw_model_summary {
     const char *path;            /* as given to sw_model_open */
-    const char *container;       /* "gguf" */
-    uint32_t container_version;  /* GGUF version: 2 or 3 */
+    const char *container;       /* "gguf", or "safetensors" for an HF folder */
+    uint32_t container_version;  /* GGUF version: 2 or 3; 0 for an HF folder */
     uint64_t file_bytes;
     const char *architecture;    /* general.architecture, "" if absent */
     const char *name;            /* general.name, "" if absent */

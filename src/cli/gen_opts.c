@@ -163,7 +163,8 @@ int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
 }
 
 void gen_opts_usage(FILE *out) {
-    fputs("  -m FILE          model (default: the fetched Gemma 3 270M)\n"
+    fputs("  -m FILE|DIR      GGUF file or Hugging Face folder (default: the fetched\n"
+          "                   Gemma 3 270M)\n"
           "  -p TEXT | -f FILE  prompt text, or a file holding it\n"
           "  -n N             tokens to generate (-1: until end of turn or context)\n"
           "  -c N             context length (default: min(model's, 4096))\n"

@@ -16,7 +16,7 @@ int cli_open_model(const char *arg, sw_model **out) {
             return cli_fail(st);
         if (stat(path, &sb) != 0) {
             cli_error("the default model is not at %s; run 'spillway fetch' first, "
-                      "or pass -m FILE", path);
+                      "or pass -m FILE|DIR", path);
             return CLI_EXIT_IO;
         }
         arg = path;
