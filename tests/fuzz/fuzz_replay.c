@@ -3,7 +3,8 @@
  * the seed corpus (and any crash file a fuzzer run left) is replayed by
  * CTest on every build, under ASan in the sanitizer build.
  *
- *   fuzz_gguf_replay DIR_OR_FILE...
+ *   fuzz_gguf_replay DIR_OR_FILE...   (or fuzz_safetensors_replay: one
+ *                                      program per harness, named in output)
  *
  * Exits non-zero when an input cannot be read or no input was found.
  */
@@ -17,6 +18,9 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* This program's name, for messages (argv[0] without its folder). */
+static const char *g_prog = "fuzz_replay";
 
 static int replay_file(const char *path) {
     FILE *fp = fopen(path, "rb");
@@ -33,7 +37,7 @@ static int replay_file(const char *path) {
     rc = 0;
 fail:
     if (rc != 0)
-        fprintf(stderr, "fuzz_gguf_replay: cannot read %s\n", path);
+        fprintf(stderr, "%s: cannot read %s\n", g_prog, path);
     free(buf);
     if (fp != NULL)
         fclose(fp);
@@ -70,15 +74,19 @@ static long replay_path(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 0 && argv[0] != NULL) {
+        const char *slash = strrchr(argv[0], '/');
+        g_prog = slash ? slash + 1 : argv[0];
+    }
     long total = 0;
     for (int i = 1; i < argc; i++) {
         long n = replay_path(argv[i]);
         if (n < 0) {
-            fprintf(stderr, "fuzz_gguf_replay: cannot replay %s\n", argv[i]);
+            fprintf(stderr, "%s: cannot replay %s\n", g_prog, argv[i]);
             return 1;
         }
         total += n;
     }
-    printf("fuzz_gguf_replay: %ld inputs replayed\n", total);
+    printf("%s: %ld inputs replayed\n", g_prog, total);
     return total > 0 ? 0 : 1;
 }
