@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "tok_golden_reader.h"
 #include "format/gguf.h"
 #include "format/json_util.h"
 #include "tokenizer/tokenizer.h"
@@ -162,51 +163,6 @@ static void check_same_special(const tokenizer *g, const tokenizer *h, const cha
 #define SAME_AS_NO_SPECIAL 0xFFFFFFFEu
 #define REFUSED 0xFFFFFFFDu
 #define RT_IS_TEXT 0xFFFFFFFFu
-
-typedef struct reader {
-    const uint8_t *p, *end;
-    bool bad;
-} reader;
-
-static uint32_t rd_u32(reader *r) {
-    if (r->end - r->p < 4) {
-        r->bad = true;
-        return 0;
-    }
-    uint32_t v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
-                 (uint32_t)r->p[3] << 24;
-    r->p += 4;
-    return v;
-}
-
-static const uint8_t *rd_bytes(reader *r, size_t n) {
-    if ((size_t)(r->end - r->p) < n) {
-        r->bad = true;
-        return NULL;
-    }
-    const uint8_t *p = r->p;
-    r->p += n;
-    return p;
-}
-
-static const uint8_t *rd_blob(reader *r, size_t *n) {
-    *n = rd_u32(r);
-    return rd_bytes(r, *n);
-}
-
-static int32_t *rd_ids(reader *r, size_t n) {
-    const uint8_t *p = rd_bytes(r, n * 4);
-    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    if (p == NULL || ids == NULL) {
-        free(ids);
-        r->bad = true;
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++)
-        ids[i] = (int32_t)((uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
-                           (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24);
-    return ids;
-}
 
 /* The golden list of variant v, resolving the file's markers. */
 static int32_t *variant_ids(reader *r, int v, int32_t *const lists[4], const size_t n[4],

@@ -7,7 +7,8 @@
 sw_add_c_test(test_tokenizer ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer.c
               ${CMAKE_CURRENT_SOURCE_DIR}/gguf_build.c)
 
-sw_add_c_test(test_tokenizer_golden ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_golden.c)
+sw_add_c_test(test_tokenizer_golden ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_golden.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/tok_golden_reader.c)
 set_tests_properties(test_tokenizer_golden PROPERTIES LABELS "model" TIMEOUT 300)
 
 # The CLI on the default model: ids as JSON, and a clear error for a missing

@@ -11,7 +11,8 @@
 #                          vocabulary; fails, saying to run `spillway fetch`,
 #                          without the model. The build unpacks the file into
 #                          the build folder with xz (xz-utils).
-sw_add_c_test(test_tokenizer_hf ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_hf.c)
+sw_add_c_test(test_tokenizer_hf ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_hf.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/tok_golden_reader.c)
 set_tests_properties(test_tokenizer_hf PROPERTIES TIMEOUT 300)
 
 set(SW_HF_TOK_SRC ${SW_TEST_DATA}/hf_tokenizer)
