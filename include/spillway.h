@@ -204,7 +204,26 @@ typedef struct sw_special_tokens {
 } sw_special_tokens;
 sw_status sw_model_special_tokens(const sw_model *model, sw_special_tokens *out);
 
-/* ---- engine and sessions -------------------------------------------------- */
+/* ---- engines, sessions and batches ----------------------------------------
+ *
+ * An engine executes one plan (see "plans" below) exactly: it allocates
+ * what the plan lists, where it lists it, and nothing else, then runs
+ * forwards over batches of tokens. A session is one sequence: its KV cache
+ * rows and its position; an engine serves up to the plan's n_seq sessions
+ * at once, and one forward may mix prefill chunks and decode steps of
+ * several sessions (each streamed layer crosses the link once per forward,
+ * whatever the batch holds).
+ *
+ *   sw_plan_options po = sw_plan_options_default();
+ *   po.backend = "sim"; po.device_mem_bytes = 64ull << 20; po.n_seq = 4;
+ *   sw_engine *e = NULL;
+ *   if (sw_engine_launch(model, &po, NULL, &e) != SW_OK)      (plan + load)
+ *       fprintf(stderr, "%s\n", sw_last_error());
+ *   sw_session *a, *b;  sw_session_create(e, &a);  sw_session_create(e, &b);
+ *   sw_session_eval(a, prompt, n, logits, 0);       (one session alone)
+ *   sw_batch_item items[2] = {{a, tok_a, 1}, {b, tok_b, 1}};
+ *   sw_engine_eval_batch(e, items, 2, logits2);      (both in one forward)
+ */
 
 typedef struct sw_engine sw_engine;
 typedef struct sw_session sw_session;
@@ -213,44 +232,61 @@ typedef struct sw_session sw_session;
 typedef void (*sw_progress_fn)(void *user, size_t done, size_t total);
 
 typedef struct sw_engine_options {
-    int n_threads;       /* CPU threads; 0 = all cores */
-    uint32_t n_ctx;      /* context length; 0 = min(model's, 4096) */
-    uint32_t n_batch;    /* prefill chunk (tokens per forward pass); 0 = 64 */
-    const char *backend; /* "cpu", "sim" or "cuda"; NULL = cpu (cuda when its
-                          * kernels exist and a device is visible) */
-    uint64_t device_mem_bytes; /* device budget; 0 = what the device has
-                                * (required for "sim": its capacity) */
-    uint64_t host_mem_bytes;   /* host budget; 0 = MemAvailable */
-    double sim_link_Bps;       /* sim: host-to-device link cap; 0 = memcpy speed */
-    const char *place;         /* --place SPEC (see spillway plan --help); NULL */
-    int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
-    uint64_t sim_fail_alloc_at;/* tests: fail the Nth device allocation; 0 never */
-    const char *kv_type;       /* KV cache element type: "f32" (NULL = f32),
-                                * "f16" or "bf16" (half the bytes; rows are
-                                * rounded to nearest even when written) */
-    const char *weights_type;  /* --weights: NULL = as stored; "bf16", "f16" or
-                                * "q8_0" converts every F32/F16/BF16 matrix at
-                                * load into host memory the plan counts
-                                * (quantized matrices are kept as stored; q8_0
-                                * keeps rows not a multiple of 32 as f16) */
     sw_progress_fn load_progress; /* weight loading progress (bytes) */
     void *load_progress_user;
 } sw_engine_options;
 
 sw_engine_options sw_engine_options_default(void);
 
-/* Prepares `model` for inference: reads the configuration, binds every
- * weight (kept in its stored type, memory-mapped) and starts the threads.
- * `model` must outlive the engine. Errors: SW_ERR_UNSUPPORTED (architecture
- * or tensor type), SW_ERR_FORMAT (missing/misshapen tensor), SW_ERR_ARG,
- * SW_ERR_OOM_HOST. */
-sw_status sw_engine_create(const sw_model *model, const sw_engine_options *opt,
-                           sw_engine **out);
+/* Which allocation failed when an engine could not be made, so the caller
+ * can plan again with what the machine really had. */
+typedef struct sw_alloc_failure {
+    char tier[16];           /* "device", "pinned" or "host"; "" when none failed */
+    char purpose[48];        /* the plan buffer: "ring slot 1", "kv layer 5" */
+    uint64_t bytes;          /* what was asked for */
+    uint64_t obtained_bytes; /* that tier's bytes allocated before the refusal */
+} sw_alloc_failure;
+
+typedef struct sw_plan sw_plan;
+typedef struct sw_plan_options sw_plan_options;
+
+/* Executes `plan` for `model`: creates its backend (by name, as the plan
+ * says), allocates exactly the plan's buffers, loads resident weights
+ * (progress through opt->load_progress), converts weights (--weights) and
+ * fills the pinned copy of streamed layers, and starts the ring. The plan
+ * is copied; it must have been made for this model (SW_ERR_ARG otherwise)
+ * and from a file (a catalog plan cannot run). `model` must outlive the
+ * engine. Never re-plans: when a buffer cannot be had, fails with
+ * SW_ERR_OOM_DEVICE / SW_ERR_OOM_HOST and, when failure is not NULL,
+ * says which buffer, how many bytes and on which tier.
+ * Errors: those, SW_ERR_ARG, SW_ERR_UNSUPPORTED (a backend this build
+ * cannot run, a tensor type), SW_ERR_FORMAT, SW_ERR_NO_DEVICE,
+ * SW_ERR_DEVICE. */
+sw_status sw_engine_create(const sw_model *model, const sw_plan *plan,
+                           const sw_engine_options *opt, sw_engine **out,
+                           sw_alloc_failure *failure);
+
+/* Plans and creates: sw_plan_create + sw_engine_create, and when the
+ * device refuses memory the plan counted on (another process took it),
+ * plans again with the device budget cut to what could be had, at most 3
+ * times; each retry is said in sw_engine_notes(). On failure the message
+ * is the planner's (what is short, by how much, what would fit). opt may
+ * be NULL. Errors: as sw_plan_create and sw_engine_create. */
+sw_status sw_engine_launch(const sw_model *model, const sw_plan_options *plan_opt,
+                           const sw_engine_options *opt, sw_engine **out);
+
 void sw_engine_destroy(sw_engine *engine);
 
-/* The context length and vocabulary size the engine was built with. */
+/* The plan being executed (borrowed; valid while the engine lives). */
+const sw_plan *sw_engine_plan(const sw_engine *engine);
+
+/* The context length, vocabulary size, sessions and tokens per forward
+ * the engine was planned for. */
 uint32_t sw_engine_n_ctx(const sw_engine *engine);
 uint32_t sw_engine_n_vocab(const sw_engine *engine);
+uint32_t sw_engine_n_seq(const sw_engine *engine);
+uint32_t sw_engine_n_batch(const sw_engine *engine);   /* prefill chunk per session */
+uint32_t sw_engine_max_tokens(const sw_engine *engine); /* tokens in one forward */
 
 /* What the engine did and what its plan predicted: --report. */
 typedef struct sw_report {
@@ -271,6 +307,7 @@ typedef struct sw_report {
                                      * (see sw_engine_notes) or nothing pinned */
     uint64_t converted_bytes;       /* host bytes allocated for --weights
                                      * conversions (kept + load-time staging) */
+    uint64_t n_forwards;            /* forward passes run */
 } sw_report;
 
 sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
@@ -278,20 +315,22 @@ sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
 /* Prints the engine's plan (table, or JSON when json != 0). */
 sw_status sw_engine_print_plan(const sw_engine *engine, FILE *out, int json);
 
-/* Human-readable notes of what happened at load (re-plans); "" if none. */
+/* Human-readable notes of what happened at load (re-plans, a refused page
+ * lock); "" if none. */
 const char *sw_engine_notes(const sw_engine *engine);
 
-/* A conversation's state (its position). The engine holds the KV cache and
- * activations the plan sized, so an engine has at most one live session. */
+/* A sequence: takes one of the engine's n_seq KV slots, at position 0.
+ * Errors: SW_ERR_ARG (every slot taken: the message says -np), SW_ERR_OOM_HOST. */
 sw_status sw_session_create(sw_engine *engine, sw_session **out);
+/* Frees the slot. Accepts NULL. */
 void sw_session_destroy(sw_session *session);
 
 /* Progress of a long evaluation (done of total tokens). */
 void sw_session_set_progress(sw_session *session, sw_progress_fn fn, void *user);
 
-/* Appends n tokens to the session (in prefill chunks) and computes logits:
- * none when logits is NULL; the last token's (n_vocab floats) when
- * all_logits is 0; every token's (n * n_vocab floats) when 1.
+/* Appends n tokens to the session alone (in prefill chunks of n_batch) and
+ * computes logits: none when logits is NULL; the last token's (n_vocab
+ * floats) when all_logits is 0; every token's (n * n_vocab floats) when 1.
  * Errors: SW_ERR_ARG (context full: message says by how much; bad id). */
 sw_status sw_session_eval(sw_session *session, const int32_t *ids, size_t n,
                           float *logits, int all_logits);
@@ -299,8 +338,30 @@ sw_status sw_session_eval(sw_session *session, const int32_t *ids, size_t n,
 /* Tokens evaluated so far (the next position). */
 uint32_t sw_session_pos(const sw_session *session);
 
-/* Forgets everything from position pos on (pos <= current). */
+/* Forgets everything from position pos on (pos <= current; 0 always works).
+ * Errors: SW_ERR_ARG (with sliding-window layers, at most n_batch tokens
+ * can be dropped unless pos is 0). */
 sw_status sw_session_truncate(sw_session *session, uint32_t pos);
+
+/* One token of a batch: appended to `session` at its next position (items
+ * of one session take consecutive positions in item order); logits != 0
+ * asks for this token's logits. */
+typedef struct sw_batch_item {
+    sw_session *session;
+    int32_t token;
+    int logits;
+} sw_batch_item;
+
+/* One forward over n items of any of the engine's sessions (at most
+ * sw_engine_max_tokens() items, at most n_batch per session). logits gets
+ * one row of n_vocab floats per item that asked, in item order (it may be
+ * NULL when none asked). Per-session causal and sliding-window masks: a
+ * token sees only its own sequence. Results are bit-identical to
+ * evaluating each session alone. Errors: SW_ERR_ARG (a foreign session,
+ * too many tokens, a full context, a bad id: nothing is evaluated),
+ * backend errors. */
+sw_status sw_engine_eval_batch(sw_engine *engine, const sw_batch_item *items, size_t n,
+                               float *logits);
 
 /* ---- sampling -------------------------------------------------------------- */
 
@@ -336,19 +397,22 @@ int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
  *   else fprintf(stderr, "%s\n", sw_last_error());  (OOM: what would fit)
  *   sw_plan_destroy(p);
  */
-typedef struct sw_plan sw_plan;
-
-typedef struct sw_plan_options {
-    const char *backend;       /* "cpu", "sim", "cuda"; NULL: cuda when a device
-                                * is visible, else cpu (a note says which) */
+struct sw_plan_options {
+    const char *backend;       /* "cpu", "sim", "cuda", "pjrt"; NULL: the first
+                                * device backend this build runs that sees a
+                                * device, else cpu (a note says which) */
     uint64_t device_mem_bytes; /* device budget; 0 = the device's free memory
                                 * (required for "sim": its capacity) */
+    double device_mem_fraction;/* instead of bytes: this share (0, 1] of the
+                                * device's total memory (--device-mem 80%);
+                                * a device that reports none refuses it */
     uint64_t host_mem_bytes;   /* host budget; 0 = MemAvailable. Capped by
                                 * MemAvailable except for "sim", where it is
                                 * taken as given (rehearsing another machine) */
     uint32_t n_ctx;            /* 0 = min(model's, 4096), as the engine */
     uint32_t n_batch;          /* prefill chunk; 0 = 64 (capped at n_ctx) */
-    uint32_t n_seq;            /* sequences decoded together; 0 = 1 */
+    uint32_t n_seq;            /* sequences served at once (-np); 0 = 1; KV is
+                                * planned for n_seq x n_ctx */
     int n_threads;             /* sizes host scratch; 0 = all cores */
     const char *kv_type;       /* "f32" (default), "f16", "bf16" */
     const char *weights;       /* catalog models: "f32", "f16", "bf16", "q8_0",
@@ -359,7 +423,7 @@ typedef struct sw_plan_options {
     int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
     double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */
     int default_rates;         /* 1: ignore doctor's cache, use the defaults */
-} sw_plan_options;
+};
 
 sw_plan_options sw_plan_options_default(void);
 
@@ -395,8 +459,12 @@ void sw_plan_destroy(sw_plan *plan);
  * Errors: SW_ERR_ARG with a message saying what was wrong. */
 sw_status sw_parse_size(const char *text, uint64_t whole, uint64_t *out);
 
-/* Parses a bandwidth: "16GB/s", "500MB/s", "2GiB/s" (bytes per second). */
+/* Parses a bandwidth: "16GB/s", "500MB/s", "2GiB/s" (bytes per second), or
+ * a size alone, read per second ("2G" = 2 GiB/s). */
 sw_status sw_parse_rate(const char *text, uint64_t *bytes_per_s);
+
+/* Parses a percentage "80%" (0 < p <= 100) into 0.8. Errors: SW_ERR_ARG. */
+sw_status sw_parse_fraction(const char *text, double *out);
 
 /* ---- devices ------------------------------------------------------------- */
 

@@ -11,16 +11,16 @@
 #include "check.h"
 #include "plan/catalog.h"
 
-sw_engine_options prec_options(const char *backend_name, uint64_t device_mem, uint32_t n_ctx,
-                               uint32_t n_batch, const char *kv, const char *weights) {
-    sw_engine_options o = sw_engine_options_default();
+sw_plan_options prec_options(const char *backend_name, uint64_t device_mem, uint32_t n_ctx,
+                             uint32_t n_batch, const char *kv, const char *weights) {
+    sw_plan_options o = sw_plan_options_default();
     o.n_threads = 2;
     o.n_ctx = n_ctx;
     o.n_batch = n_batch;
     o.backend = backend_name;
     o.device_mem_bytes = device_mem;
     o.kv_type = kv;
-    o.weights_type = weights;
+    o.weights = weights;
     return o;
 }
 
@@ -56,13 +56,13 @@ static void record_plan(const sw_engine *e, prec_run *r) {
     sw_engine_report(e, &r->rep);
 }
 
-prec_run prec_run_prompt(const sw_model *m, const sw_engine_options *o, const int32_t *ids,
+prec_run prec_run_prompt(const sw_model *m, const sw_plan_options *o, const int32_t *ids,
                          uint32_t n, uint32_t n_decode) {
     prec_run r;
     sw_engine *e = NULL;
     sw_session *s = NULL;
     memset(&r, 0, sizeof r);
-    r.st = sw_engine_create(m, o, &e);
+    r.st = sw_engine_launch(m, o, NULL, &e);
     if (r.st != SW_OK)
         return r;
     r.n_vocab = sw_engine_n_vocab(e);

@@ -29,15 +29,15 @@ typedef struct prec_run {
     uint32_t n_converted, n_kept;   /* matrices --weights converted / kept */
 } prec_run;
 
-/* Engine options with 2 threads, context n_ctx, chunk n_batch, backend
+/* Plan options with 2 threads, context n_ctx, chunk n_batch, backend
  * (NULL = cpu), device budget, KV type and weights (NULL = defaults). */
-sw_engine_options prec_options(const char *backend_name, uint64_t device_mem, uint32_t n_ctx,
+sw_plan_options prec_options(const char *backend_name, uint64_t device_mem, uint32_t n_ctx,
                                uint32_t n_batch, const char *kv, const char *weights);
 
-/* Creates an engine, evaluates ids (all logits, in the engine's chunks)
+/* Plans and creates an engine, evaluates ids (all logits, in the engine's chunks)
  * then n_decode greedy steps (their logits appended), records the facts
  * and destroys the engine. r->st says whether creation worked. */
-prec_run prec_run_prompt(const sw_model *m, const sw_engine_options *o, const int32_t *ids,
+prec_run prec_run_prompt(const sw_model *m, const sw_plan_options *o, const int32_t *ids,
                          uint32_t n, uint32_t n_decode);
 void prec_run_free(prec_run *r);
 

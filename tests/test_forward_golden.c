@@ -200,8 +200,8 @@ static void run_prompt(const golden_file *g, int p, sw_engine *e, stats *st) {
     SW_CHECK_OK(sw_session_create(e, &s));
     if (s == NULL || logits == NULL || cap.x == NULL)
         goto done;
-    s->hook = capture_hook;
-    s->hook_user = &cap;
+    engine_hooks_of(e)->layer_hook = capture_hook;
+    engine_hooks_of(e)->layer_hook_user = &cap;
     g_cap = &cap;
     /* Evaluate chunk by chunk ourselves so the hook knows each chunk's start. */
     for (uint32_t done = 0; done < T;) {
@@ -211,7 +211,7 @@ static void run_prompt(const golden_file *g, int p, sw_engine *e, stats *st) {
                                     logits + (size_t)done * V, 1));
         done += n;
     }
-    s->hook = NULL;
+    engine_hooks_of(e)->layer_hook = NULL;
     for (uint32_t t = 0; t < T; t++)
         check_logits(g, p, t, logits + (size_t)t * V, V, st);
     check_hidden(g, p, &cap, L);
@@ -239,8 +239,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "(for the default model run `spillway fetch` first)\n");
         goto done;
     }
-    sw_engine_options opt = {.n_threads = 2, .n_ctx = 0, .n_batch = (uint32_t)atoi(argv[3])};
-    SW_CHECK_OK(sw_engine_create(m, &opt, &e));
+    sw_plan_options po = sw_plan_options_default();
+    po.n_threads = 2;
+    po.n_batch = (uint32_t)atoi(argv[3]);
+    SW_CHECK_OK(sw_engine_launch(m, &po, NULL, &e));
     if (e == NULL)
         goto done;
     const golden_entry *np = golden_find(g, "n_prompts");

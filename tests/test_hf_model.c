@@ -68,14 +68,14 @@ static void check_tensors(const sw_model *hf, const sw_model *gg, const char *ar
 
 /* Logits of a fixed prompt through the engine (2 threads, chunks of 5). */
 static float *run_logits(const sw_model *m, const int32_t *ids, size_t n, uint32_t *n_vocab) {
-    sw_engine_options opt = sw_engine_options_default();
+    sw_plan_options opt = sw_plan_options_default();
     opt.n_threads = 2;
     opt.n_ctx = 64;
     opt.n_batch = 5;
     sw_engine *e = NULL;
     sw_session *s = NULL;
     float *logits = NULL;
-    SW_CHECK_OK(sw_engine_create(m, &opt, &e));
+    SW_CHECK_OK(sw_engine_launch(m, &opt, NULL, &e));
     if (e == NULL)
         return NULL;
     *n_vocab = sw_engine_n_vocab(e);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/kv.h"
+#include "model/kv.h"
 #include "engine/pack.h"
 #include "model/model_internal.h"
 #include "model/weights.h"
@@ -62,7 +62,24 @@ static void test_sizes(void) {
     uint64_t bps = 0;
     SW_CHECK_OK(sw_parse_rate("16GB/s", &bps));
     SW_CHECK(bps == 16000000000ull, "16GB/s -> %llu", (unsigned long long)bps);
-    SW_CHECK(sw_parse_rate("16GB", &bps) == SW_ERR_ARG, "rate without /s accepted");
+    /* A size alone is read per second (the issue's `--sim-link-bw 2G`). */
+    SW_CHECK_OK(sw_parse_rate("2G", &bps));
+    SW_CHECK(bps == 2ull << 30, "2G -> %llu (want 2 GiB/s)", (unsigned long long)bps);
+    SW_CHECK_OK(sw_parse_rate("16GB", &bps));
+    SW_CHECK(bps == 16000000000ull, "16GB -> %llu", (unsigned long long)bps);
+    const char *bad_rates[] = {"", "/s", "fast", "80%", "2G/s/s", "-1G"};
+    for (size_t i = 0; i < sizeof bad_rates / sizeof bad_rates[0]; i++)
+        SW_CHECK(sw_parse_rate(bad_rates[i], &bps) == SW_ERR_ARG, "rate '%s' accepted",
+                 bad_rates[i]);
+    double frac = 0;
+    SW_CHECK_OK(sw_parse_fraction("80%", &frac));
+    SW_CHECK(frac == 0.8, "80%% -> %.17g", frac);
+    SW_CHECK_OK(sw_parse_fraction("12.5%", &frac));
+    SW_CHECK(frac == 0.125, "12.5%% -> %.17g", frac);
+    const char *bad_fracs[] = {"80", "0%", "101%", "%", "x%"};
+    for (size_t i = 0; i < sizeof bad_fracs / sizeof bad_fracs[0]; i++)
+        SW_CHECK(sw_parse_fraction(bad_fracs[i], &frac) == SW_ERR_ARG, "fraction '%s' accepted",
+                 bad_fracs[i]);
     char buf[32];
     plan_format_size(12ull << 30, buf, sizeof buf);
     SW_CHECK(!strcmp(buf, "12.0 GiB"), "format 12G -> '%s'", buf);
@@ -156,7 +173,7 @@ static void test_catalog_kv(void) {
     };
     plan_model m;
     plan_rates r;
-    plan_budget b = {true, "test", 1ull << 50, 1ull << 50, 1ull << 50, UINT64_MAX};
+    plan_budget b = {true, "test", 1ull << 50, 1ull << 50, 1ull << 50, UINT64_MAX, 0, "sim"};
     plan *p = new_plan();
     plan_rates_default(&r);
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {

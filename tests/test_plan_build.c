@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/kv.h"
-#include "model/forward.h"
+#include "model/kv.h"
+#include "model/act.h"
 #include "plan/plan_api.h"
 
 static plan *alloc_plan(void) {
@@ -114,7 +114,7 @@ static void sweep(const char *name, const char *type, uint32_t n_ctx, bool sim) 
     plan_model m;
     plan_rates r;
     plan_workload w = {n_ctx, 1, 64, 4, PLAN_KV_F32};
-    plan_budget b = {true, "test", 0, 0, 64ull << 30, UINT64_MAX};
+    plan_budget b = {true, "test", 0, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan(), *q = alloc_plan();
     char what[96];
     SW_CHECK_OK(plan_model_from_catalog(name, type, &m));
@@ -163,7 +163,7 @@ static void expect_failure(const char *name, const char *type, uint32_t n_ctx, u
     plan_model m;
     plan_rates r;
     plan_workload w = {n_ctx, 1, 64, 8, PLAN_KV_F32};
-    plan_budget b = {true, "test", budget, 0, 64ull << 30, UINT64_MAX};
+    plan_budget b = {true, "test", budget, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog(name, type, &m));
@@ -180,7 +180,7 @@ static void test_failure_message(void) {
     plan_model m;
     plan_rates r;
     plan_workload w = {131072, 1, 512, 8, PLAN_KV_F32};
-    plan_budget b = {false, "", 0, 0, 64ull << 20, UINT64_MAX};
+    plan_budget b = {false, "", 0, 0, 64ull << 20, UINT64_MAX, 0, "cpu"};
     plan *p = alloc_plan();
     const char *const want_7b[] = {"device memory (test) is short by", "-c ", "--kv-type f16",
                                    "a smaller model: gemma", " q4_k_m (", "--backend cpu",
@@ -202,7 +202,7 @@ static void test_pins_honoured(void) {
     plan_rates r;
     plan_pins pins;
     plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32};
-    plan_budget b = {true, "test", 1ull << 34, 0, 64ull << 30, UINT64_MAX};
+    plan_budget b = {true, "test", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog("gemma3-1b", NULL, &m));
@@ -229,7 +229,7 @@ static void test_cpu_backend(void) {
     plan_model m;
     plan_rates r;
     plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32};
-    plan_budget b = {false, "", 0, 0, 8ull << 30, UINT64_MAX};
+    plan_budget b = {false, "", 0, 0, 8ull << 30, UINT64_MAX, 0, "cpu"};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog("gemma3-270m", NULL, &m));
@@ -253,7 +253,7 @@ static void test_link_bound(void) {
     plan_rates r;
     plan_pins pins;
     plan_workload w = {2048, 1, 32, 4, PLAN_KV_F32};
-    plan_budget b = {true, "sim", 1ull << 34, 0, 64ull << 30, UINT64_MAX};
+    plan_budget b = {true, "sim", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan();
     rates_for(true, &r);
     r.h2d_pinned_Bps = r.h2d_pageable_Bps = 0.2e9;

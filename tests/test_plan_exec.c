@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "engine/engine_internal.h"
+#include "runtime/launch.h"
 
 #define N_PROMPT 12
 #define N_DECODE 2
@@ -31,8 +32,8 @@ typedef struct run_result {
     uint32_t n_streamed, n_host, n_resident;
 } run_result;
 
-static sw_engine_options sim_opts(uint64_t budget) {
-    sw_engine_options o = sw_engine_options_default();
+static sw_plan_options sim_opts(uint64_t budget) {
+    sw_plan_options o = sw_plan_options_default();
     o.n_threads = 2;
     o.n_ctx = 256;
     o.n_batch = 16;
@@ -43,11 +44,12 @@ static sw_engine_options sim_opts(uint64_t budget) {
 
 /* Creates an engine, evaluates the prompt (all logits) and a few greedy
  * decode steps, and records memory facts. */
-static run_result run_with(const sw_model *m, const sw_engine_options *o, uint32_t n_vocab) {
+static run_result run_with(const sw_model *m, const sw_plan_options *o, uint32_t n_vocab,
+                           const engine_hooks *hooks) {
     run_result r = {0};
     sw_engine *e = NULL;
     sw_session *s = NULL;
-    r.st = sw_engine_create(m, o, &e);
+    r.st = runtime_launch(m, o, NULL, hooks, &e);
     if (r.st != SW_OK)
         return r;
     r.logits = malloc((size_t)(N_PROMPT + N_DECODE) * n_vocab * sizeof(float));
@@ -91,9 +93,9 @@ static void check_same(const run_result *ref, const run_result *r, uint32_t n_vo
 static uint64_t find_minimum(const sw_model *m, uint64_t lo, uint64_t hi) {
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        sw_engine_options o = sim_opts(mid);
+        sw_plan_options o = sim_opts(mid);
         sw_engine *e = NULL;
-        if (sw_engine_create(m, &o, &e) == SW_OK)
+        if (sw_engine_launch(m, &o, NULL, &e) == SW_OK)
             hi = mid;
         else
             lo = mid;
@@ -110,8 +112,8 @@ static void budget_sweep(const sw_model *m, uint32_t n_vocab, const run_result *
     const double fractions[] = {1.0, 0.6, 0.3, 0.15, 0.05, 0.0};
     for (size_t i = 0; i < sizeof fractions / sizeof fractions[0]; i++) {
         uint64_t budget = min + (uint64_t)((double)(full - min) * fractions[i]);
-        sw_engine_options o = sim_opts(budget);
-        run_result r = run_with(m, &o, n_vocab);
+        sw_plan_options o = sim_opts(budget);
+        run_result r = run_with(m, &o, n_vocab, NULL);
         SW_CHECK(r.st == SW_OK, "budget %llu: %s", (unsigned long long)budget, sw_last_error());
         if (r.st == SW_OK) {
             char what[64];
@@ -123,9 +125,9 @@ static void budget_sweep(const sw_model *m, uint32_t n_vocab, const run_result *
         }
         free(r.logits);
     }
-    sw_engine_options o = sim_opts(min - 1);
+    sw_plan_options o = sim_opts(min - 1);
     sw_engine *e = NULL;
-    sw_status st = sw_engine_create(m, &o, &e);
+    sw_status st = sw_engine_launch(m, &o, NULL, &e);
     SW_CHECK(st == SW_ERR_OOM_DEVICE, "budget below the minimum gave %s", sw_status_name(st));
     SW_CHECK(strstr(sw_last_error(), "device") != NULL, "message names no tier: %s",
              sw_last_error());
@@ -138,9 +140,9 @@ static void fault_injection(const sw_model *m, uint32_t n_vocab, const run_resul
                             uint64_t budget) {
     int replans = 0, ooms = 0;
     for (uint64_t k = 1; k <= 64; k++) {
-        sw_engine_options o = sim_opts(budget);
-        o.sim_fail_alloc_at = k;
-        run_result r = run_with(m, &o, n_vocab);
+        sw_plan_options o = sim_opts(budget);
+        engine_hooks hooks = {.sim_fail_alloc_at = k};
+        run_result r = run_with(m, &o, n_vocab, &hooks);
         if (r.st == SW_OK && r.n_replans == 0) { /* k beyond the allocations made */
             free(r.logits);
             break;
@@ -173,8 +175,8 @@ int main(void) {
                             &n_ids));
     SW_CHECK(n_ids >= N_PROMPT, "prompt has only %zu tokens", n_ids);
     memcpy(prompt, ids, sizeof prompt);
-    sw_engine_options big = sim_opts(1ull << 30);
-    run_result ref = run_with(m, &big, n_vocab);
+    sw_plan_options big = sim_opts(1ull << 30);
+    run_result ref = run_with(m, &big, n_vocab, NULL);
     SW_CHECK_OK(ref.st);
     if (ref.st == SW_OK) {
         SW_CHECK(ref.n_resident == 18, "1 GiB should hold every layer (got %u)", ref.n_resident);

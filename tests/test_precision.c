@@ -165,8 +165,8 @@ static void check_lever(const sw_model *m, const char *arch, const prompt *ps, i
     prec_diff worst = {0, 0, 0, 0}, vs_f32 = {0, 0, 0, 0};
     uint32_t flips = 0;
     for (int p = 0; p < n_ps; p++) {
-        sw_engine_options o = prec_options(NULL, 0, N_CTX, N_BATCH, lv->kv, lv->weights);
-        sw_engine_options f = prec_options(NULL, 0, N_CTX, N_BATCH, NULL, NULL);
+        sw_plan_options o = prec_options(NULL, 0, N_CTX, N_BATCH, lv->kv, lv->weights);
+        sw_plan_options f = prec_options(NULL, 0, N_CTX, N_BATCH, NULL, NULL);
         prec_run r = prec_run_prompt(m, &o, ps[p].ids, ps[p].T, 0);
         prec_run base = prec_run_prompt(m, &f, ps[p].ids, ps[p].T, 0);
         SW_CHECK(r.st == SW_OK && base.st == SW_OK, "%s: %s", arch, sw_last_error());
@@ -223,25 +223,25 @@ static float *round_trip_q8_0(tensor_view *v) {
  * the quantizer is gguf's, byte for byte: test_quantize): a cpu engine of
  * the stored file gets every matrix re-pointed at its round trip. */
 static void q8_0_exact(const sw_model *m, const char *arch, const prompt *p) {
-    sw_engine_options o = prec_options(NULL, 0, N_CTX, N_BATCH, NULL, "q8_0");
+    sw_plan_options o = prec_options(NULL, 0, N_CTX, N_BATCH, NULL, "q8_0");
     prec_run want = prec_run_prompt(m, &o, p->ids, p->T, 0);
     sw_engine *e = NULL;
     sw_session *s = NULL;
     float *owned[8 * 64 + 1], *got = NULL;
     int n_owned = 0;
-    o.weights_type = NULL;
-    SW_CHECK_OK(sw_engine_create(m, &o, &e));
+    o.weights = NULL;
+    SW_CHECK_OK(sw_engine_launch(m, &o, NULL, &e));
     if (e == NULL || want.logits == NULL || e->config.n_layer > 64)
         goto done;
     owned[n_owned++] = round_trip_q8_0(&e->weights.tok_embd);
     e->weights.output = e->weights.tok_embd;   /* tied */
     for (uint32_t il = 0; il < e->config.n_layer; il++) {
         layer_weights *w = &e->weights.layers[il];
-        tensor_view *mats[] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
-                               &w->w_down};
+        const block_weight mats[] = {BW_Q, BW_K, BW_V, BW_O, BW_GATE, BW_UP, BW_DOWN};
         for (int i = 0; i < 7; i++)
-            owned[n_owned++] = round_trip_q8_0(mats[i]);
+            owned[n_owned++] = round_trip_q8_0(&w->t[mats[i]]);
     }
+    engine_bind_host_views(e);
     got = malloc((size_t)p->T * want.n_vocab * sizeof *got);
     SW_CHECK_OK(sw_session_create(e, &s));
     if (s != NULL && got != NULL) {
@@ -267,12 +267,12 @@ done:
 
 /* Smallest sim budget in (lo, hi] (to BISECT_BYTES) that creates an
  * engine with o. */
-static uint64_t min_budget(const sw_model *m, sw_engine_options o, uint64_t lo, uint64_t hi) {
+static uint64_t min_budget(const sw_model *m, sw_plan_options o, uint64_t lo, uint64_t hi) {
     while (hi - lo > BISECT_BYTES) {
         uint64_t mid = lo + (hi - lo) / 2;
         sw_engine *e = NULL;
         o.device_mem_bytes = mid;
-        if (sw_engine_create(m, &o, &e) == SW_OK)
+        if (sw_engine_launch(m, &o, NULL, &e) == SW_OK)
             hi = mid;
         else
             lo = mid;
@@ -283,13 +283,13 @@ static uint64_t min_budget(const sw_model *m, sw_engine_options o, uint64_t lo, 
 
 /* Smallest host budget for which `place` plans at all: pinning the streamed
  * layers then no longer fits, so they stream from pageable memory. */
-static uint64_t min_host(const sw_model *m, sw_engine_options o) {
+static uint64_t min_host(const sw_model *m, sw_plan_options o) {
     uint64_t lo = 0, hi = 8ull << 20;
     while (hi - lo > BISECT_BYTES) {
         uint64_t mid = lo + (hi - lo) / 2;
         sw_engine *e = NULL;
         o.host_mem_bytes = mid;
-        if (sw_engine_create(m, &o, &e) == SW_OK)
+        if (sw_engine_launch(m, &o, NULL, &e) == SW_OK)
             hi = mid;
         else
             lo = mid;
@@ -336,7 +336,7 @@ static void sweep(const sw_model *m, const char *arch, const prompt *p, const le
                   sweep_seen *seen) {
     static const char *const places[] = {NULL, "all=streamed", "all=host,lm_head=resident",
                                          "0=resident,1=streamed,2-=host"};
-    sw_engine_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, lv->kv, lv->weights);
+    sw_plan_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, lv->kv, lv->weights);
     prec_run ref = prec_run_prompt(m, &o, p->ids, p->T, 3);
     SW_CHECK(ref.st == SW_OK && ref.n_resident > 0 && ref.n_streamed == 0,
              "%s: the all-resident plan: %s", arch, sw_last_error());
@@ -372,7 +372,7 @@ static void sweep(const sw_model *m, const char *arch, const prompt *p, const le
 
 /* f16 KV: the all-resident plan and the measured peak drop by the KV saved. */
 static void kv_saving(const sw_model *m, const char *arch, const prompt *p) {
-    sw_engine_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, NULL, NULL);
+    sw_plan_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, NULL, NULL);
     prec_run a = prec_run_prompt(m, &o, p->ids, p->T, 0);
     o.kv_type = "f16";
     prec_run b = prec_run_prompt(m, &o, p->ids, p->T, 0);
@@ -396,10 +396,10 @@ static void kv_saving(const sw_model *m, const char *arch, const prompt *p) {
  * resident, the device total drops by the same. */
 static void weights_saving(const sw_model *m, const char *arch, const prompt *p) {
     static const char *const types[] = {"bf16", "f16", "q8_0"};
-    sw_engine_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, NULL, NULL);
+    sw_plan_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, NULL, NULL);
     prec_run a = prec_run_prompt(m, &o, p->ids, p->T, 0);
     for (int i = 0; i < 3; i++) {
-        o.weights_type = types[i];
+        o.weights = types[i];
         prec_run b = prec_run_prompt(m, &o, p->ids, p->T, 0);
         uint64_t saved = b.stored_bytes - b.weights_bytes;
         SW_CHECK(b.st == SW_OK && b.stored_bytes == a.weights_bytes && saved > 0,
@@ -481,14 +481,14 @@ static void pinned_fallback(void) {
     if (m == NULL)
         return;
     const int32_t ids[12] = {2, 17, 99, 250, 301, 44, 7, 88, 120, 510, 3, 64};
-    sw_engine_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, "f16", NULL);
+    sw_plan_options o = prec_options("sim", BIG_DEVICE, N_CTX, N_BATCH, "f16", NULL);
     prec_run ref = prec_run_prompt(m, &o, ids, 12, 2);
     struct rlimit rl = {4096, 4096};
     SW_CHECK(setrlimit(RLIMIT_MEMLOCK, &rl) == 0, "cannot lower RLIMIT_MEMLOCK");
     bool dropped = drop_ipc_lock();
     o.place = "all=streamed";
     sw_engine *e = NULL;
-    SW_CHECK_OK(sw_engine_create(m, &o, &e));
+    SW_CHECK_OK(sw_engine_launch(m, &o, NULL, &e));
     if (e != NULL) {
         sw_report rep;
         sw_engine_report(e, &rep);

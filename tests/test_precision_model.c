@@ -72,7 +72,7 @@ static void vs_golden(const gold_prompt *g, const float *ours, uint32_t V, doubl
 static void kv_accuracy(const sw_model *m, const gold_prompt *gp, int n_gp) {
     prec_run base[1];
     for (int p = 0; p < n_gp; p++) {
-        sw_engine_options o = prec_options(NULL, 0, N_CTX, N_BATCH, NULL, NULL);
+        sw_plan_options o = prec_options(NULL, 0, N_CTX, N_BATCH, NULL, NULL);
         base[p] = prec_run_prompt(m, &o, gp[p].ids, gp[p].T, 0);
         SW_CHECK(base[p].st == SW_OK, "f32 KV: %s", sw_last_error());
     }
@@ -80,7 +80,7 @@ static void kv_accuracy(const sw_model *m, const gold_prompt *gp, int n_gp) {
         double rel = 0, abs_g = 0, f_rel = 0, f_abs = 0;
         uint32_t same = 0, bad = 0, rows = 0, same_f32 = 0;
         for (int p = 0; p < n_gp; p++) {
-            sw_engine_options o = prec_options(NULL, 0, N_CTX, N_BATCH, KV_TOL[i].kv, NULL);
+            sw_plan_options o = prec_options(NULL, 0, N_CTX, N_BATCH, KV_TOL[i].kv, NULL);
             prec_run r = prec_run_prompt(m, &o, gp[p].ids, gp[p].T, 0);
             SW_CHECK(r.st == SW_OK, "kv %s: %s", KV_TOL[i].kv, sw_last_error());
             if (r.logits != NULL && base[p].logits != NULL) {
@@ -133,7 +133,7 @@ static void check_same(const prec_run *ref, const prec_run *r, const char *what)
 
 static void plans_f16(const sw_model *m, const int32_t *ids, uint32_t n) {
     static const char *const places[] = {"all=streamed", "0-5=resident,6-11=streamed,12-=host"};
-    sw_engine_options o = prec_options("sim", 1ull << 30, N_CTX, 16, "f16", NULL);
+    sw_plan_options o = prec_options("sim", 1ull << 30, N_CTX, 16, "f16", NULL);
     prec_run ref = prec_run_prompt(m, &o, ids, n, 2);
     check_same(&ref, &ref, "f16 KV, all resident (1 GiB)");
     for (int i = 0; i < 2; i++) {
@@ -160,7 +160,7 @@ static void plans_f16(const sw_model *m, const int32_t *ids, uint32_t n) {
            ref.plan_kv_device_bytes / 1048576.0);
     /* --weights q8_0 on a quantized file: nothing converted, same bits. */
     o.kv_type = "f16";
-    o.weights_type = "q8_0";
+    o.weights = "q8_0";
     prec_run q = prec_run_prompt(m, &o, ids, n, 2);
     check_same(&ref, &q, "f16 KV, --weights q8_0 (converts nothing)");
     SW_CHECK(q.n_converted == 0 && q.n_kept > 0 && q.rep.converted_bytes == 0,

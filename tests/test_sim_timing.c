@@ -22,7 +22,7 @@ int main(void) {
     SW_CHECK_OK(sw_model_open(sw_test_default_model(), &m));
     if (m == NULL)
         goto done;
-    sw_engine_options o = sw_engine_options_default();
+    sw_plan_options o = sw_plan_options_default();
     o.n_threads = 1; /* leave a core to the copy thread (CI has two) */
     o.n_ctx = 128;
     o.n_batch = 16;
@@ -30,7 +30,7 @@ int main(void) {
     o.device_mem_bytes = 64ull << 20;
     o.sim_link_Bps = LINK_BPS;
     o.place = "all=streamed,lm_head=host";
-    SW_CHECK_OK(sw_engine_create(m, &o, &e));
+    SW_CHECK_OK(sw_engine_launch(m, &o, NULL, &e));
     if (e == NULL)
         goto done;
     SW_CHECK(e->ring.n_streamed == e->config.n_layer, "expected every layer streamed");

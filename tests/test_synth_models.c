@@ -163,12 +163,12 @@ static void check_runs(const char *path) {
     int32_t ids[64];
     size_t n = 0;
     SW_CHECK_OK(sw_model_open(path, &m));
-    sw_engine_options eo = sw_engine_options_default();
-    eo.n_ctx = 32;
-    eo.n_threads = 2;
-    eo.backend = "cpu";
+    sw_plan_options po = sw_plan_options_default();
+    po.n_ctx = 32;
+    po.n_threads = 2;
+    po.backend = "cpu";
     if (m == NULL || sw_tokenize(m, "hello world", 11, SW_TOK_ADD_BOS, ids, 64, &n) != SW_OK ||
-        sw_engine_create(m, &eo, &e) != SW_OK || sw_session_create(e, &s) != SW_OK) {
+        sw_engine_launch(m, &po, NULL, &e) != SW_OK || sw_session_create(e, &s) != SW_OK) {
         SW_CHECK(0, "%s: engine: %s", path, sw_last_error());
         goto done;
     }
@@ -504,11 +504,11 @@ static float *eval_logits(const char *path, const int32_t *ids, size_t n, uint32
     sw_engine *e = NULL;
     sw_session *s = NULL;
     float *lg = NULL;
-    sw_engine_options eo = sw_engine_options_default();
-    eo.backend = "cpu";
-    eo.n_threads = 2;
-    eo.n_ctx = 32;
-    if (sw_model_open(path, &m) == SW_OK && sw_engine_create(m, &eo, &e) == SW_OK &&
+    sw_plan_options po = sw_plan_options_default();
+    po.backend = "cpu";
+    po.n_threads = 2;
+    po.n_ctx = 32;
+    if (sw_model_open(path, &m) == SW_OK && sw_engine_launch(m, &po, NULL, &e) == SW_OK &&
         sw_session_create(e, &s) == SW_OK) {
         *n_vocab = sw_engine_n_vocab(e);
         lg = malloc(*n_vocab * sizeof *lg);

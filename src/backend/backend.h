@@ -1,21 +1,41 @@
 /*
  * backend.h — the one small interface every compute backend implements
- * (cpu, sim, cuda): accounted buffers, asynchronous host-to-device copies
- * with events, and the handful of ops Gemma needs.
+ * (cpu and sim today; cuda and pjrt next): memory it owns, two queues, and
+ * the handful of ops Gemma needs, described as data.
+ *
+ * Model of a device (the CUDA/PJRT one; the cpu backend is its degenerate
+ * case where every call has finished when it returns):
+ *   memory   buffers (backend_buf) made by alloc(); a place in one is a
+ *            bmem (buffer + byte offset). The host never dereferences
+ *            device memory: it reaches it only through copies.
+ *   queues   a compute queue (ops, and small activation copies) and a copy
+ *            queue (weight uploads). Each runs its work in submission order.
+ *            Every call below *enqueues* and returns a status; an error
+ *            found while the work runs is sticky and returned by the next
+ *            sync(), event_sync() or submission.
+ *   events   event_record(ev, q) marks "everything queued on q so far";
+ *            queue_wait(q, ev) makes later work on q wait for that mark,
+ *            without blocking the host; event_sync(ev) blocks the host.
+ *            Re-recording an event moves its mark; waits already queued keep
+ *            the mark they saw.
+ * The host blocks only where it needs a result: logits to sample, or the
+ * residual stream for a layer computed on the host.
+ *
+ * Ops are plain structs (bop) handed to submit(); every op reads and writes
+ * f32 activations in the backend's memory, and weights as btensors in their
+ * stored type. A backend may also offer `block`: one transformer block as
+ * one call (backend/block.h), which the engine prefers when present (XLA
+ * compiles one program per block; per-op dispatch would be slow there).
+ * block_run_ops() is the same block as a sequence of submits.
  *
  * Backends know nothing of plans: the engine decides what goes where and
  * calls these entries; a backend only allocates what it is asked for,
- * within its capacity, and reports what it used.
- *
- * Pointers: `device` pointers come from alloc() and are only meaningful to
- * the backend's ops (for cpu and sim they are ordinary host memory; for
- * cuda, device memory). Weight tensors passed to ops are tensor_views whose
- * data is a device pointer of that backend (or, for cpu, any host memory
- * such as the file mapping).
+ * within its capacity, and reports what it used. Constructors are reached
+ * by name through the registry (backend_create).
  *
  * Errors are sw_status values with sw_errorf() messages; an allocation
- * beyond capacity is SW_ERR_OOM_DEVICE naming the request, the capacity
- * and the bytes in use. Nothing aborts.
+ * beyond capacity is SW_ERR_OOM_DEVICE naming the request, the capacity and
+ * the bytes in use. Nothing aborts.
  */
 #ifndef SW_BACKEND_BACKEND_H
 #define SW_BACKEND_BACKEND_H
@@ -24,85 +44,176 @@
 #include <stdint.h>
 
 #include "backend/cpu/threadpool.h"
-#include "backend/tensor.h"
 #include "spillway.h"
 
 typedef struct backend backend;
-typedef struct backend_event backend_event;
+typedef struct backend_buf backend_buf;     /* one allocation; opaque, per backend */
+typedef struct backend_event backend_event; /* a mark in one queue's work */
 
-/* Arguments of attention (see cpu_ops.h cpu_attention for the contract). */
-typedef struct attn_args {
-    const float *q;           /* (n_tokens, n_head, hd), RoPE'd and scaled */
-    const void *k, *v;        /* cache rows (n_rows, n_head_kv, hd) of kv_type */
-    uint32_t kv_type;         /* SW_TYPE_F32 (0, the default), _F16 or _BF16 */
-    float *out;               /* (n_tokens, n_head, hd) */
-    const int32_t *q_pos;     /* (n_tokens) absolute positions */
+/* A place in a backend's memory: byte `off` of `buf`. */
+typedef struct bmem {
+    backend_buf *buf;
+    uint64_t off;
+} bmem;
+
+static inline bmem bmem_at(bmem m, uint64_t delta) {
+    m.off += delta;
+    return m;
+}
+
+typedef enum backend_queue { BQ_COMPUTE = 0, BQ_COPY = 1, BQ_COUNT = 2 } backend_queue;
+
+/* A weight tensor in a backend's memory, in its stored type: ne1 rows of
+ * ne0 elements (matrices), or one row of ne0 f32 (norm vectors). */
+typedef struct btensor {
+    const char *name;   /* for messages; borrowed */
+    uint32_t type;      /* SW_TYPE_* (quant/types.h) */
+    uint64_t ne0, ne1;
+    uint64_t n_bytes;   /* 0: absent (an optional norm) */
+    bmem mem;
+} btensor;
+
+/* One layer's KV cache in a backend's memory: for each of n_seq sequences
+ * `rows` rows of row_elems elements of `type` (F32, F16 or BF16) for keys,
+ * then the same for values. Position p of sequence s lives in row
+ * s * rows + (ring ? p % ring : p). */
+typedef struct bkv {
+    bmem k, v;
+    uint32_t type;
+    uint32_t row_elems;   /* n_head_kv * head_dim */
+    uint32_t rows;        /* per sequence */
+    uint32_t ring;        /* 0: rows == context, row = position */
+    uint32_t n_seq;
+} bkv;
+
+/* ---- ops ----------------------------------------------------------------
+ * Activations are row-major [n_tokens][dim] f32. Per-token metadata (token
+ * ids, positions, sequence ids, row indices) are int32 arrays in the
+ * backend's memory. Every op gives the same bits on every backend that
+ * runs the CPU kernels (cpu, sim): results depend only on the row/token. */
+typedef enum bop_kind {
+    BOP_GET_ROWS,    /* out[t] = row ids[t] of w, dequantized (embedding) */
+    BOP_RMSNORM,     /* y = x / sqrt(mean(x^2) + eps) * w, per row of n */
+    BOP_MATMUL,      /* y[t][r] = sum_c w[r][c] * x[t][c] */
+    BOP_ROPE,        /* rotate-half RoPE in place, angle pos*fscale*base^(-2i/hd) */
+    BOP_KV_APPEND,   /* cache rows of (seq[t], pos[t]) = k[t], v[t], rounded to its type */
+    BOP_ATTENTION,   /* causal (and windowed) attention of each token over its sequence */
+    BOP_GEGLU,       /* out = gelu_tanh(gate) * up */
+    BOP_ADD,         /* x += y */
+    BOP_SCALE,       /* x *= s */
+    BOP_SOFTCAP,     /* x = cap * tanh(x / cap) */
+    BOP_GATHER,      /* dst[i] = src[idx[i]], rows of `cols` floats */
+    BOP_COUNT
+} bop_kind;
+
+typedef struct bop_get_rows { btensor w; bmem ids, out; uint32_t n; } bop_get_rows;
+typedef struct bop_rmsnorm { bmem x; btensor w; bmem y; uint32_t n, n_rows; float eps; } bop_rmsnorm;
+typedef struct bop_matmul { btensor w; bmem x, y; uint32_t n_tokens; } bop_matmul;
+typedef struct bop_rope {
+    bmem x, pos;
+    uint32_t n_tokens, n_heads, head_dim;
+    float base, freq_scale;
+} bop_rope;
+typedef struct bop_kv_append { bmem k, v, pos, seq; bkv cache; uint32_t n_tokens; } bop_kv_append;
+typedef struct bop_attention {
+    bmem q, out, pos, seq;     /* q: (n_tokens, n_head, hd), RoPE'd and scaled */
+    bkv cache;
     uint32_t n_tokens, n_head, n_head_kv, head_dim;
-    uint32_t kv_ring;         /* 0: row = position; else row = position % kv_ring */
-    uint32_t window;          /* 0: global */
-    float softcap;            /* 0: none */
-    float *scratch;           /* backend-owned scratch is used when NULL */
-} attn_args;
+    uint32_t window;           /* 0: global */
+    float softcap;             /* 0: none */
+} bop_attention;
+typedef struct bop_geglu { bmem gate, up, out; uint64_t n; } bop_geglu;
+typedef struct bop_add { bmem x, y; uint64_t n; } bop_add;
+typedef struct bop_scale { bmem x; uint64_t n; float s; } bop_scale;
+typedef struct bop_softcap { bmem x; uint64_t n; float cap; } bop_softcap;
+/* src spans n_src rows; every idx[i] must be < n_src. */
+typedef struct bop_gather { bmem src, idx, dst; uint32_t n, n_src, cols; } bop_gather;
+
+typedef struct bop {
+    bop_kind kind;
+    union {
+        bop_get_rows get_rows;
+        bop_rmsnorm rmsnorm;
+        bop_matmul matmul;
+        bop_rope rope;
+        bop_kv_append kv_append;
+        bop_attention attention;
+        bop_geglu geglu;
+        bop_add add;
+        bop_scale scale;
+        bop_softcap softcap;
+        bop_gather gather;
+    } u;
+} bop;
+
+/* Calls fn for every memory operand of op with the bytes it spans and
+ * whether the op writes it; stops at the first non-OK status and returns
+ * it. For a weight operand, `weight` is its tensor (else NULL). Used by
+ * backends to check bounds, translate addresses and track readers. */
+typedef sw_status (*bop_mem_fn)(void *user, bmem *m, uint64_t bytes, bool writes,
+                                const btensor *weight);
+sw_status bop_for_each_mem(bop *op, bop_mem_fn fn, void *user);
+
+/* Short name of an op kind ("matmul"). */
+const char *bop_name(bop_kind kind);
+
+/* ---- the vtable ---------------------------------------------------------- */
 
 typedef struct backend_stats {
     uint64_t capacity_bytes;   /* UINT64_MAX when unlimited (cpu) */
     uint64_t in_use_bytes;     /* accounted bytes currently allocated */
     uint64_t peak_bytes;       /* high-water mark of in_use_bytes */
     uint64_t n_allocs;         /* successful allocations so far */
-    uint64_t bytes_to_device;  /* bytes copied host -> device */
-    double copy_busy_s;        /* time the copy engine spent copying */
-    double wait_stall_s;       /* time compute waited for copies */
+    uint64_t bytes_to_device;  /* bytes copied host -> device (both queues) */
+    double copy_busy_s;        /* time the copy queue spent copying */
+    double wait_stall_s;       /* time the compute queue waited for copies */
 } backend_stats;
 
+struct block_args;
+
 typedef struct backend_vtable {
-    const char *name;                                       /* "cpu", "sim", "cuda" */
-    void (*destroy)(backend *b);
+    const char *name;                                    /* "cpu", "sim" */
+    void (*destroy)(backend *b);     /* waits for queued work, frees everything */
 
-    /* Buffers: accounted against the capacity. alloc zero-fills nothing;
-     * bytes == 0 gives *out = NULL and SW_OK. Thread-safe. */
-    sw_status (*alloc)(backend *b, uint64_t bytes, const char *purpose, void **out);
-    void (*free)(backend *b, void *ptr);                    /* NULL is a no-op */
-
-    /* Copies host -> device, queued in order on the backend's copy engine;
-     * `done` (optional) is signalled when this copy has landed. */
-    sw_status (*copy_async)(backend *b, void *dst, const void *src, uint64_t bytes,
-                            backend_event *done);
-    sw_status (*event_create)(backend *b, backend_event **out);
-    void (*event_destroy)(backend *b, backend_event *ev);
-    /* Blocks until ev is signalled (time counted as stall). An event never
-     * used by copy_async is already signalled. */
-    sw_status (*event_wait)(backend *b, backend_event *ev);
-    /* Copies device -> host synchronously (activations back to the host). */
-    sw_status (*copy_to_host)(backend *b, void *dst, const void *src, uint64_t bytes);
-    /* Copies host -> device synchronously, bypassing the copy queue: small
-     * activation transfers that must not wait behind queued weight copies.
-     * Counted in bytes_to_device; not throttled (latency-bound, tiny). */
-    sw_status (*copy_to_device)(backend *b, void *dst, const void *src, uint64_t bytes);
-
-    /* Ops: same contracts as the CPU kernels in cpu/cpu_ops.h. */
-    sw_status (*matmul)(backend *b, const tensor_view *w, const float *x, float *y,
-                        uint32_t n_tokens);
-    sw_status (*get_rows)(backend *b, const tensor_view *w, const int32_t *ids, uint32_t n,
-                          float *out);
-    void (*rmsnorm)(backend *b, const float *x, const float *w, float *y, uint32_t n,
-                    uint32_t n_rows, float eps);
-    void (*rope)(backend *b, float *x, const int32_t *pos, uint32_t n_tokens,
-                 uint32_t n_heads, uint32_t head_dim, float base, float freq_scale);
-    void (*attention)(backend *b, const attn_args *a);
-    void (*geglu)(backend *b, const float *gate, const float *up, float *out, uint64_t n);
-    void (*softcap)(backend *b, float *x, uint64_t n, float cap);
-    void (*add)(backend *b, float *x, const float *y, uint64_t n);
-    void (*scale)(backend *b, float *x, uint64_t n, float s);
-
-    /* Optional (NULL: the engine page-locks ordinary host memory itself):
-     * host memory the device copies from at the full (pinned) link rate,
-     * e.g. cudaHostAlloc. Not counted against the device's capacity. */
+    /* Memory, accounted against the capacity; contents undefined. bytes 0
+     * gives *out = NULL and SW_OK. free() requires that no queued work
+     * still uses the buffer (sync first); NULL is a no-op. Thread-safe. */
+    sw_status (*alloc)(backend *b, uint64_t bytes, const char *purpose, backend_buf **out);
+    void (*free)(backend *b, backend_buf *buf);
+    /* Optional (NULL when the backend's memory is not the host's): a
+     * buffer spanning all host memory, so bmem{buf, (uintptr_t)p} names the
+     * host bytes at p in place (the file mapping, a caller's array). */
+    backend_buf *(*host_memory)(backend *b);
+    /* Optional: host memory the device copies from at the full (pinned)
+     * link rate (cudaHostAlloc). Not counted against the capacity. */
     sw_status (*host_alloc_pinned)(backend *b, uint64_t bytes, void **out);
     void (*host_free_pinned)(backend *b, void *ptr);
 
+    /* Copies between host memory and dst/src, queued on q. The host bytes
+     * must stay valid (and, for d2h, unread) until the copy has run: until
+     * an event recorded after it has fired. */
+    sw_status (*copy_h2d)(backend *b, backend_queue q, bmem dst, const void *src,
+                          uint64_t bytes);
+    sw_status (*copy_d2h)(backend *b, backend_queue q, void *dst, bmem src, uint64_t bytes);
+
+    /* Enqueues one op on the compute queue. Arguments are checked here
+     * (types, bounds): SW_ERR_ARG / SW_ERR_UNSUPPORTED before anything runs. */
+    sw_status (*submit)(backend *b, const bop *op);
+    /* Optional: a whole transformer block on the compute queue. */
+    sw_status (*block)(backend *b, const struct block_args *a);
+
+    sw_status (*event_create)(backend *b, backend_event **out);
+    void (*event_destroy)(backend *b, backend_event *ev);  /* even while marks are pending */
+    sw_status (*event_record)(backend *b, backend_event *ev, backend_queue q);
+    sw_status (*queue_wait)(backend *b, backend_queue q, backend_event *ev);
+    /* Blocks the host until ev's mark has passed (a never-recorded event
+     * has). Time spent counts as stall. */
+    sw_status (*event_sync)(backend *b, backend_event *ev);
+    /* Blocks until both queues are empty; returns any sticky error. */
+    sw_status (*sync)(backend *b);
+
     void (*get_stats)(backend *b, backend_stats *out);
-    /* Restarts the high-water mark at the bytes in use now (the engine
-     * calls it before loading a plan, so a re-plan's peak is its own). */
+    /* Restarts the high-water mark at the bytes in use now. */
     void (*reset_peak)(backend *b);
 } backend_vtable;
 
@@ -111,35 +222,39 @@ struct backend {
     void *impl;
 };
 
-/* ---- constructors ---------------------------------------------------- */
+/* ---- construction (registry.c) ------------------------------------------ */
 
-/* The host CPU: unlimited capacity (allocations are plain malloc, still
- * counted), copies are memcpy. `pool` is borrowed and must outlive it;
- * max_attn_keys sizes the attention scratch (most keys one query sees). */
-sw_status backend_cpu_create(cpu_pool *pool, uint32_t max_attn_keys, backend **out);
+/* What a backend is made with. Devices take capacity_bytes as their budget
+ * (the sim: its whole memory). The test hooks are zero in normal use. */
+typedef struct backend_params {
+    cpu_pool *pool;            /* borrowed: kernels run on it */
+    uint32_t max_attn_keys;    /* cpu kernels: most keys one query sees */
+    uint64_t max_row_elems;    /* cpu kernels: longest matrix row */
+    uint64_t capacity_bytes;   /* device memory budget (sim: required) */
+    double link_Bps;           /* sim: host-to-device rate; 0 = memcpy speed */
+    /* test hooks (sim only) */
+    uint64_t fail_alloc_at;    /* the Nth allocation attempt fails; 0 never */
+    uint64_t fail_op_at;       /* the Nth op submission fails; 0 never */
+    double op_delay_s;         /* each op sleeps this long while it reads */
+    bool per_op;               /* hide the block entry: per-op dispatch */
+} backend_params;
 
-typedef struct sim_options {
-    uint64_t capacity_bytes;     /* hard device memory capacity (> 0) */
-    double link_bytes_per_s;     /* copy bandwidth cap; 0 = memcpy speed */
-    /* Fault injection for tests: the Nth allocation attempt (1-based;
-     * zero-byte requests do not count) fails as if the device were full,
-     * its message ending "(injected fault)"; later ones proceed; 0 = never. */
-    uint64_t fail_alloc_at;
-    uint32_t max_attn_keys;      /* scratch sizing: most keys one query sees */
-} sim_options;
-
-/* A simulated accelerator: CPU kernels on memory from a pool with a hard
- * capacity, copies performed by a copy thread throttled to the link
- * bandwidth so overlap and stalls are real. `pool` is borrowed.
- * Memory: first fit over one arena, so it fragments like a device; each
- * block starts 256-byte aligned and occupies its size rounded up to 256
- * (in_use_bytes counts that). Copies: copy_async blocks while 64 copies
- * are already queued; copy_async/copy_to_host must target live device
- * allocations and matmul/get_rows weights must be in device memory, else
- * SW_ERR_ARG. Destroy cancels copies not yet landed (no wait). */
-sw_status backend_sim_create(const sim_options *opt, cpu_pool *pool, backend **out);
+/* Makes backend `name` ("cpu", "sim"; "cuda" and "pjrt" say why not).
+ * Errors: SW_ERR_ARG (unknown name, bad params), SW_ERR_UNSUPPORTED (known
+ * but not in this build), SW_ERR_OOM_HOST. */
+sw_status backend_create(const char *name, const backend_params *p, backend **out);
 
 /* Destroys any backend. Accepts NULL. */
 void backend_destroy(backend *b);
+
+/* Host bytes the cpu backend allocates for its kernels' scratch with
+ * n_threads threads, queries seeing up to max_attn_keys keys and matrix
+ * rows of up to max_row_elems elements (what the planner counts). */
+uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
+                                   uint64_t max_row_elems);
+
+/* The cpu and sim constructors (the registry calls these). */
+sw_status backend_cpu_create(const backend_params *p, backend **out);
+sw_status backend_sim_create(const backend_params *p, backend **out);
 
 #endif

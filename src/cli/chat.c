@@ -131,9 +131,9 @@ int cmd_chat(int argc, char **argv) {
     int rc = cli_open_model(o.model, &st.model);
     if (rc != CLI_EXIT_OK)
         return rc;
-    o.engine.load_progress = cli_load_progress;
-    if ((s = sw_engine_create(st.model, &o.engine, &st.engine)) != SW_OK ||
-        (s = sw_session_create(st.engine, &st.session)) != SW_OK ||
+    if ((rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK)
+        goto done;
+    if ((s = sw_session_create(st.engine, &st.session)) != SW_OK ||
         (s = sw_sampler_create(&o.sampler, sw_engine_n_vocab(st.engine), &st.sampler))) {
         rc = cli_fail(s);
         goto done;

@@ -1,7 +1,8 @@
 /*
- * gen_opts.c — parsing of the generation flags (gen_opts.h). Numbers are
- * parsed strictly: trailing junk, overflow and out-of-range values are
- * errors that name the flag, never silently clamped.
+ * gen_opts.c — parsing of the generation flags (gen_opts.h); the planning
+ * flags go to plan_opts.c. Numbers are parsed strictly: trailing junk,
+ * overflow and out-of-range values are errors that name the flag, never
+ * silently clamped.
  */
 #include <errno.h>
 #include <math.h>
@@ -10,10 +11,12 @@
 #include <string.h>
 
 #include "cli/gen_opts.h"
+#include "cli/plan_opts.h"
 
 void gen_opts_init(gen_opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1;
+    o->plan = sw_plan_options_default();
     o->engine = sw_engine_options_default();
     o->sampler = sw_sampler_options_default();
     o->sampler.seed = 0x5eed;
@@ -43,79 +46,17 @@ static int parse_float(const char *flag, const char *s, double lo, double hi, fl
     return 0;
 }
 
-/* v must be one of the NULL-terminated names; else a usage error that
- * lists them. */
-static int parse_choice(const char *flag, const char *v, const char *const *names,
-                        const char **out) {
-    for (size_t i = 0; names[i] != NULL; i++)
-        if (!strcmp(v, names[i])) {
-            *out = names[i];
-            return 0;
-        }
-    char list[64] = "";
-    for (size_t i = 0, len = 0; names[i] != NULL && len < sizeof list; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
-    cli_error("%s expects one of %s, got '%s'", flag, list, v);
-    return -1;
-}
-
 static int parse_value(gen_opts *o, const char *f, const char *v) {
-    static const char *const kv_types[] = {"f32", "f16", "bf16", NULL};
-    /* Conversions a model file takes at load; q4_k_m and the like are
-     * chosen when a file is made, not here. */
-    static const char *const weight_types[] = {"bf16", "f16", "q8_0", NULL};
     long n;
+    if (plan_opts_has(f)) return plan_opts_parse(&o->plan, f, v);
     if (!strcmp(f, "-m") || !strcmp(f, "--model")) { o->model = v; return 0; }
     if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) { o->prompt = v; return 0; }
     if (!strcmp(f, "-f") || !strcmp(f, "--file")) { o->prompt_file = v; return 0; }
     if (!strcmp(f, "--system")) { o->system = v; return 0; }
+    if (!strcmp(f, "--report-json")) { o->report_json = v; return 0; }
+    if (!strcmp(f, "--plan-json")) { o->plan_json = v; return 0; }
     if (!strcmp(f, "-n") || !strcmp(f, "--n-predict"))
         return parse_long(f, v, -1, 1L << 30, &o->n_predict);
-    if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
-        if (parse_long(f, v, 1, 1L << 30, &n)) return -1;
-        o->engine.n_ctx = (uint32_t)n;
-        return 0;
-    }
-    if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
-        if (parse_long(f, v, 1, 256, &n)) return -1;
-        o->engine.n_threads = (int)n;
-        return 0;
-    }
-    if (!strcmp(f, "-b") || !strcmp(f, "--batch-size")) {
-        if (parse_long(f, v, 1, 4096, &n)) return -1;
-        o->engine.n_batch = (uint32_t)n;
-        return 0;
-    }
-    if (!strcmp(f, "--backend")) { o->engine.backend = v; return 0; }
-    if (!strcmp(f, "--place")) { o->engine.place = v; return 0; }
-    if (!strcmp(f, "--report-json")) { o->report_json = v; return 0; }
-    if (!strcmp(f, "--kv-type"))
-        return parse_choice(f, v, kv_types, &o->engine.kv_type);
-    if (!strcmp(f, "--weights"))
-        return parse_choice(f, v, weight_types, &o->engine.weights_type);
-    if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
-        uint64_t bytes;
-        if (sw_parse_size(v, 0, &bytes) != SW_OK) {
-            cli_error("%s: %s", f, sw_last_error());
-            return -1;
-        }
-        *(f[2] == 'd' ? &o->engine.device_mem_bytes : &o->engine.host_mem_bytes) = bytes;
-        return 0;
-    }
-    if (!strcmp(f, "--sim-link-bw")) {
-        uint64_t bps;
-        if (sw_parse_rate(v, &bps) != SW_OK) {
-            cli_error("%s: %s", f, sw_last_error());
-            return -1;
-        }
-        o->engine.sim_link_Bps = (double)bps;
-        return 0;
-    }
-    if (!strcmp(f, "-ngl") || !strcmp(f, "--n-gpu-layers")) {
-        if (parse_long(f, v, 0, 100000, &n)) return -1;
-        o->engine.n_gpu_layers = (int)n;
-        return 0;
-    }
     if (!strcmp(f, "--temp")) return parse_float(f, v, 0.0, 100.0, &o->sampler.temp);
     if (!strcmp(f, "--top-p")) return parse_float(f, v, 1e-9, 1.0, &o->sampler.top_p);
     if (!strcmp(f, "--min-p")) return parse_float(f, v, 0.0, 0.999999, &o->sampler.min_p);
@@ -146,20 +87,17 @@ int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
     if (!strcmp(f, "--report")) { o->report = true; return 1; }
     static const char *const with_value[] = {
         "-m", "--model", "-p", "--prompt", "-f", "--file", "--system", "-n", "--n-predict",
-        "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "--temp", "--top-p",
-        "--min-p", "--top-k", "--seed", "--backend", "--place", "--report-json",
-        "--device-mem", "--host-mem", "--sim-link-bw", "-ngl", "--n-gpu-layers", "--kv-type",
-        "--weights"};
-    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
-        if (strcmp(f, with_value[k]) != 0)
-            continue;
-        if (i + 1 >= argc) {
-            cli_error("%s needs a value", f);
-            return -1;
-        }
-        return parse_value(o, f, argv[i + 1]) == 0 ? 2 : -1;
+        "--temp", "--top-p", "--min-p", "--top-k", "--seed", "--report-json", "--plan-json"};
+    bool ours = plan_opts_has(f);
+    for (size_t k = 0; !ours && k < sizeof with_value / sizeof with_value[0]; k++)
+        ours = !strcmp(f, with_value[k]);
+    if (!ours)
+        return 0;
+    if (i + 1 >= argc) {
+        cli_error("%s needs a value", f);
+        return -1;
     }
-    return 0;
+    return parse_value(o, f, argv[i + 1]) == 0 ? 2 : -1;
 }
 
 void gen_opts_usage(FILE *out) {
@@ -167,9 +105,6 @@ void gen_opts_usage(FILE *out) {
           "                   Gemma 3 270M)\n"
           "  -p TEXT | -f FILE  prompt text, or a file holding it\n"
           "  -n N             tokens to generate (-1: until end of turn or context)\n"
-          "  -c N             context length (default: min(model's, 4096))\n"
-          "  -t N             CPU threads (default: all cores)\n"
-          "  -b N             prefill chunk in tokens (default 64)\n"
           "  --temp T         temperature (0: greedy; default 0.8)\n"
           "  --top-k K        keep the K most likely tokens (0: off; default 40)\n"
           "  --top-p P        nucleus sampling (1: off; default 0.95)\n"
@@ -177,19 +112,12 @@ void gen_opts_usage(FILE *out) {
           "  --seed S         random seed (same seed, same output)\n"
           "  --truncate       keep the end of a prompt longer than the context\n"
           "  --no-special     treat <start_of_turn> etc. in the prompt as plain text\n"
-          "memory (see spillway plan --help):\n"
-          "  --backend B      cpu (default) or sim (a simulated device)\n"
-          "  --device-mem S   device budget, e.g. 512M, 8G, 80%%\n"
-          "  --host-mem S     host budget (default: available RAM)\n"
-          "  --sim-link-bw R  sim: host-to-device bandwidth, e.g. 16GB/s\n"
-          "  --place SPEC     pin layers, e.g. 0-5=resident,6-=streamed,lm_head=host\n"
-          "  -ngl N           first N layers resident, plan the rest\n"
-          "  --kv-type T      KV cache type: f32 (default), f16 or bf16 (half the bytes)\n"
-          "  --weights T      convert f32/f16/bf16 matrices at load to bf16, f16 or q8_0\n"
-          "                   (quantized ones are kept as stored; the plan shows the saving)\n"
           "  --report         print memory and speed measured vs the plan's prediction\n"
-          "  --report-json P  write the same as one JSON object to P\n",
+          "  --report-json P  write the same as one JSON object to P\n"
+          "  --plan-json P    write the plan being executed as JSON to P (what\n"
+          "                   `spillway plan --json` prints for the same flags)\n",
           out);
+    plan_opts_usage(out);
 }
 
 static int read_file(const char *path, char **text, size_t *len) {
@@ -262,6 +190,29 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
             return CLI_EXIT_USAGE;
         }
         i += used;
+    }
+    return CLI_EXIT_OK;
+}
+
+int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out) {
+    sw_engine_options eo = o->engine;
+    eo.load_progress = cli_load_progress;
+    sw_status st = sw_engine_launch(m, &o->plan, &eo, out);
+    if (st != SW_OK)
+        return cli_fail(st);
+    if (sw_engine_notes(*out)[0])
+        fprintf(stderr, "note: %s", sw_engine_notes(*out));
+    if (o->plan_json == NULL)
+        return CLI_EXIT_OK;
+    FILE *f = fopen(o->plan_json, "w");
+    if (f == NULL) {
+        cli_error("cannot write the plan to '%s': %s", o->plan_json, strerror(errno));
+        return CLI_EXIT_IO;
+    }
+    sw_engine_print_plan(*out, f, 1);
+    if (fclose(f) != 0) {
+        cli_error("cannot write the plan to '%s'", o->plan_json);
+        return CLI_EXIT_IO;
     }
     return CLI_EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /*
  * gen_opts.h — flags shared by the generating subcommands (run, chat,
- * verify): model, prompt, context, threads, sampling, memory and precision
- * (--kv-type, --weights), parsed and validated once.
+ * verify, batch): model, prompt, sampling, reports, and the planning flags
+ * of plan_opts.h (workload, memory, precision), parsed once.
  */
 #ifndef SW_CLI_GEN_OPTS_H
 #define SW_CLI_GEN_OPTS_H
@@ -14,13 +14,15 @@ typedef struct gen_opts {
     const char *prompt_file;   /* -f */
     const char *system;        /* --system (chat) */
     long n_predict;            /* -n; -1 = until end of sequence or context */
-    sw_engine_options engine;  /* -c, -t, -b, memory and precision flags */
+    sw_plan_options plan;      /* -c, -t, -b, -np, memory and precision flags */
+    sw_engine_options engine;  /* load progress */
     sw_sampler_options sampler;/* --temp --top-k --top-p --min-p --seed */
     bool truncate;             /* --truncate: keep the prompt's tail */
     bool no_special;           /* --no-special: control tokens are plain text */
     bool verbose_prompt;       /* --verbose-prompt: echo prompt tokens */
     bool report;               /* --report: memory and speed, plan beside */
     const char *report_json;   /* --report-json PATH */
+    const char *plan_json;     /* --plan-json PATH: the executed plan as JSON */
 } gen_opts;
 
 void gen_opts_init(gen_opts *o);
@@ -37,6 +39,11 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
 
 /* Usage lines for the shared flags. */
 void gen_opts_usage(FILE *out);
+
+/* Plans and loads the engine for o (sw_engine_launch, with the load
+ * progress bar), prints its notes, and writes --plan-json. Returns an exit
+ * status (error printed). */
+int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out);
 
 /* Reads -p or -f into a malloc'd buffer (*len bytes, NUL-terminated).
  * Returns an exit status; prints the error. */

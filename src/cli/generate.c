@@ -5,6 +5,7 @@
  * per token so it appears as produced.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,59 @@ static bool is_end_of_generation(const sw_special_tokens *sp, int32_t id) {
     return id == sp->eos || (sp->end_of_turn >= 0 && id == sp->end_of_turn);
 }
 
+gen_stop gen_after_sample(const sw_special_tokens *sp, long n_predict, size_t *n_generated,
+                          int32_t id, uint32_t pos, uint32_t n_ctx, bool *print) {
+    *print = !is_end_of_generation(sp, id);
+    if (!*print)
+        return GEN_STOP_EOG;
+    (*n_generated)++;
+    if (n_predict >= 0 && *n_generated >= (size_t)n_predict)
+        return GEN_STOP_LIMIT;
+    return pos >= n_ctx ? GEN_STOP_CONTEXT : GEN_GOING;
+}
+
+const char *gen_stop_name(gen_stop stop) {
+    static const char *const names[] = {"", "eog", "limit", "context"};
+    return names[stop];
+}
+
+int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_predict,
+                      uint32_t n_ctx, const char *text, size_t len, const char *where,
+                      int32_t **ids, size_t *n) {
+    unsigned flags = SW_TOK_ADD_BOS | (no_special ? 0 : SW_TOK_PARSE_SPECIAL);
+    const char *pre = where ? where : "", *sep = where ? ": " : "";
+    *ids = malloc(SW_TOKENIZE_MAX_IDS(len) * sizeof **ids);
+    if (*ids == NULL) {
+        cli_error("%s%sout of memory tokenizing the prompt", pre, sep);
+        return CLI_EXIT_OOM_HOST;
+    }
+    sw_status st = sw_tokenize(m, text, len, flags, *ids, SW_TOKENIZE_MAX_IDS(len), n);
+    if (st != SW_OK) {
+        cli_error("%s%s%s", pre, sep, sw_last_error());
+        return cli_exit_code(st);
+    }
+    size_t reserve = n_predict > 0 ? (size_t)n_predict : 1;
+    if (reserve >= n_ctx)
+        reserve = n_ctx / 2;
+    if (*n + reserve <= n_ctx)
+        return CLI_EXIT_OK;
+    if (!truncate) {
+        cli_error("%s%sthe prompt is %zu tokens but the context holds %u (with %zu to "
+                  "generate); raise -c, shorten the prompt, or pass --truncate", pre, sep, *n,
+                  n_ctx, reserve);
+        return CLI_EXIT_USAGE;
+    }
+    sw_special_tokens sp;
+    sw_model_special_tokens(m, &sp);
+    size_t keep = n_ctx - reserve;
+    size_t head = ((*ids)[0] == sp.bos && keep > 1) ? 1 : 0; /* keep BOS */
+    memmove(*ids + head, *ids + (*n - (keep - head)), (keep - head) * sizeof **ids);
+    fprintf(stderr, "note: %s%sprompt truncated from %zu to its last %zu tokens\n", pre, sep,
+            *n, keep);
+    *n = keep;
+    return CLI_EXIT_OK;
+}
+
 /* Writes the printable bytes of token id. */
 static void print_token(const gen_ctx *g, int32_t id) {
     char buf[256];
@@ -65,20 +119,19 @@ int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats) {
 
     for (;;) {
         int32_t id = sw_sampler_sample(g->sampler, g->logits);
+        bool print = false;
+        gen_stop stop = gen_after_sample(&sp, g->n_predict, &stats->n_generated, id,
+                                         sw_session_pos(g->session), g->n_ctx, &print);
         stats->last_token = id;
-        if (is_end_of_generation(&sp, id)) {
-            stats->stopped_by_eog = true;
-            break;
-        }
-        print_token(g, id);
-        stats->n_generated++;
-        if (g->n_predict >= 0 && stats->n_generated >= (size_t)g->n_predict)
-            break;
-        if (sw_session_pos(g->session) >= g->n_ctx) {
+        if (print)
+            print_token(g, id);
+        stats->stopped_by_eog = stop == GEN_STOP_EOG;
+        if (stop == GEN_STOP_CONTEXT) {
             fprintf(stderr, "\n[context of %u tokens is full: stopping]\n", g->n_ctx);
             stats->last_token = -1;
-            break;
         }
+        if (stop != GEN_GOING)
+            break;
         st = sw_session_eval(g->session, &id, 1, g->logits, 0);
         if (st != SW_OK)
             return cli_fail(st);

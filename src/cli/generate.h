@@ -28,6 +28,30 @@ typedef struct gen_ctx {
     FILE *out;               /* where generated text goes */
 } gen_ctx;
 
+/* Why generation stops after a sampled token (or that it goes on). */
+typedef enum gen_stop { GEN_GOING, GEN_STOP_EOG, GEN_STOP_LIMIT, GEN_STOP_CONTEXT } gen_stop;
+
+/* The rule run, chat and batch share, so their outputs agree: after
+ * sampling `id` with the session at position pos (the token not yet
+ * evaluated), *print says whether its text is output (an end-of-turn or
+ * end-of-sequence token is not); *n_generated counts printed tokens; the
+ * result says whether to stop: at an end token, after n_predict printed
+ * tokens (n_predict >= 0), or when the context is full. */
+gen_stop gen_after_sample(const sw_special_tokens *sp, long n_predict, size_t *n_generated,
+                          int32_t id, uint32_t pos, uint32_t n_ctx, bool *print);
+
+/* "eog", "limit", "context" (or "" while going). */
+const char *gen_stop_name(gen_stop stop);
+
+/* Tokenizes a prompt (BOS added; control tokens parsed unless
+ * no_special) into a malloc'd *ids. A prompt that leaves no room for
+ * n_predict tokens (at least one) in n_ctx is refused, or with truncate
+ * keeps BOS and its tail. `where` (may be NULL) starts messages ("line 7").
+ * Returns an exit status, printing the error. */
+int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_predict,
+                      uint32_t n_ctx, const char *text, size_t len, const char *where,
+                      int32_t **ids, size_t *n);
+
 /* Evaluates `ids` (n of them) then generates. The last sampled token
  * (stats->last_token: an end-of-generation token, or the last printed one
  * when -n stopped it; -1 when the context filled) is not evaluated: the

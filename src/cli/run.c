@@ -14,39 +14,6 @@ static void usage(FILE *out) {
     gen_opts_usage(out);
 }
 
-/* Tokenizes the prompt; with --truncate keeps BOS plus the tail that
- * leaves room for generation, else a prompt that does not fit is an error. */
-static int prompt_tokens(const gen_opts *o, const sw_model *m, uint32_t n_ctx,
-                         const char *text, size_t len, int32_t **ids, size_t *n) {
-    unsigned flags = SW_TOK_ADD_BOS | (o->no_special ? 0 : SW_TOK_PARSE_SPECIAL);
-    *ids = malloc(SW_TOKENIZE_MAX_IDS(len) * sizeof **ids);
-    if (*ids == NULL) {
-        cli_error("out of memory tokenizing the prompt");
-        return CLI_EXIT_OOM_HOST;
-    }
-    sw_status st = sw_tokenize(m, text, len, flags, *ids, SW_TOKENIZE_MAX_IDS(len), n);
-    if (st != SW_OK)
-        return cli_fail(st);
-    size_t reserve = o->n_predict > 0 ? (size_t)o->n_predict : 1;
-    if (reserve >= n_ctx)
-        reserve = n_ctx / 2;
-    if (*n + reserve <= n_ctx)
-        return CLI_EXIT_OK;
-    if (!o->truncate) {
-        cli_error("the prompt is %zu tokens but the context holds %u (with %zu to generate); "
-                  "raise -c, shorten the prompt, or pass --truncate", *n, n_ctx, reserve);
-        return CLI_EXIT_USAGE;
-    }
-    sw_special_tokens sp;
-    sw_model_special_tokens(m, &sp);
-    size_t keep = n_ctx - reserve;
-    size_t head = ((*ids)[0] == sp.bos && keep > 1) ? 1 : 0; /* keep BOS */
-    memmove(*ids + head, *ids + (*n - (keep - head)), (keep - head) * sizeof **ids);
-    fprintf(stderr, "note: prompt truncated from %zu to its last %zu tokens\n", *n, keep);
-    *n = keep;
-    return CLI_EXIT_OK;
-}
-
 static void print_stats(const gen_stats *s) {
     fprintf(stderr, "\n\nprompt %zu tokens in %.2f s (%.1f tok/s); generated %zu tokens in "
             "%.2f s (%.1f tok/s)\n", s->n_prompt, s->prefill_s,
@@ -73,16 +40,15 @@ int cmd_run(int argc, char **argv) {
     int rc = gen_opts_read_prompt(&o, &text, &len);
     if (rc != CLI_EXIT_OK || (rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
         goto done;
-    o.engine.load_progress = cli_load_progress;
-    if ((st = sw_engine_create(m, &o.engine, &e)) != SW_OK ||
-        (st = sw_session_create(e, &s)) != SW_OK ||
+    if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
+        goto done;
+    if ((st = sw_session_create(e, &s)) != SW_OK ||
         (st = sw_sampler_create(&o.sampler, sw_engine_n_vocab(e), &smp)) != SW_OK) {
         rc = cli_fail(st);
         goto done;
     }
-    if (sw_engine_notes(e)[0])
-        fprintf(stderr, "note: %s", sw_engine_notes(e));
-    if ((rc = prompt_tokens(&o, m, sw_engine_n_ctx(e), text, len, &ids, &n)) != CLI_EXIT_OK)
+    if ((rc = gen_prompt_tokens(m, o.no_special, o.truncate, o.n_predict, sw_engine_n_ctx(e),
+                                text, len, NULL, &ids, &n)) != CLI_EXIT_OK)
         goto done;
     logits = malloc(sw_engine_n_vocab(e) * sizeof *logits);
     if (logits == NULL) {

@@ -116,21 +116,21 @@ int cmd_verify(int argc, char **argv) {
         return parsed < 0 ? CLI_EXIT_OK : parsed;
     sw_model *m = NULL;
     side_run a = {0}, b = {0};
-    sw_engine_options ref = o.engine;
-    ref.backend = "cpu";
-    ref.place = NULL;
-    ref.n_gpu_layers = -1;
-    if (o.engine.n_ctx == 0)
-        o.engine.n_ctx = ref.n_ctx = 512;
+    if (o.plan.n_ctx == 0)
+        o.plan.n_ctx = 512;
+    gen_opts ref = o;   /* the all-host plan, same precision and workload */
+    ref.plan.backend = "cpu";
+    ref.plan.place = NULL;
+    ref.plan.n_gpu_layers = -1;
+    ref.plan.device_mem_bytes = 0;
+    ref.plan.device_mem_fraction = 0;
+    ref.plan_json = NULL;
     int rc = cli_open_model(o.model, &m);
-    sw_status st;
     if (rc != CLI_EXIT_OK)
         return rc;
-    if ((st = sw_engine_create(m, &o.engine, &a.engine)) != SW_OK ||
-        (st = sw_engine_create(m, &ref, &b.engine)) != SW_OK) {
-        rc = cli_fail(st);
+    if ((rc = gen_opts_start_engine(&o, m, &a.engine)) != CLI_EXIT_OK ||
+        (rc = gen_opts_start_engine(&ref, m, &b.engine)) != CLI_EXIT_OK)
         goto done;
-    }
     size_t V = sw_engine_n_vocab(a.engine);
     a.logits = malloc(256 * V * sizeof(float));
     b.logits = malloc(256 * V * sizeof(float));
@@ -140,10 +140,10 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     sw_engine_print_plan(a.engine, stdout, 0);
-    if (o.engine.kv_type || o.engine.weights_type)
+    if (o.plan.kv_type || o.plan.weights)
         printf("\nreference: all-host plan with the same --kv-type %s and --weights %s\n",
-               o.engine.kv_type ? o.engine.kv_type : "f32",
-               o.engine.weights_type ? o.engine.weights_type : "(as stored)");
+               o.plan.kv_type ? o.plan.kv_type : "f32",
+               o.plan.weights ? o.plan.weights : "(as stored)");
     printf("\n");
     rc = compare(m, &a, &b);
     print_side("plan", a.engine);

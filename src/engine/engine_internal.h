@@ -1,9 +1,19 @@
 /*
  * engine_internal.h — layouts of sw_engine and sw_session shared by the
- * engine's files (engine.c: planning and creation; load.c: allocation and
- * weight loading; host_weights.c: converted weights and the pinned copy of
- * streamed layers; pinned.c: page-locked host memory; ring.c: streamed
- * layers; session.c: evaluation) and by white-box tests.
+ * engine's files and by white-box tests:
+ *   engine.c        creation from a plan (backends by name), accessors
+ *   load.c          the plan's buffers, resident uploads, failure details
+ *   host_weights.c  converted weights and the pinned copy of streamed layers
+ *   pinned.c        page-locked host memory
+ *   pack.c          a layer packed into one device buffer
+ *   ring.c          streamed layers through K slots, ordered by events
+ *   forward.c       one forward over a batch: sides, transfers, logits
+ *   batch.c         sequences, sessions, sw_engine_eval_batch
+ *   report.c        --report
+ *
+ * Two sides can compute: the host (the cpu backend, weights in host
+ * memory) and the device (its backend, weights resident or in a ring
+ * slot). Each has its activations buffer (model/act.h) in its own memory.
  */
 #ifndef SW_ENGINE_INTERNAL_H
 #define SW_ENGINE_INTERNAL_H
@@ -11,21 +21,19 @@
 #include <stdbool.h>
 
 #include "backend/backend.h"
+#include "backend/block.h"
 #include "backend/cpu/threadpool.h"
-#include "engine/kv.h"
+#include "engine/engine.h"
 #include "engine/pack.h"
+#include "model/act.h"
 #include "model/config.h"
-#include "model/forward.h"
 #include "model/model_internal.h"
 #include "model/weights.h"
 #include "plan/plan.h"
 
 #define ENGINE_MAX_SLOTS 8
 
-/* A device allocation made for a plan buffer, to free in order. */
-typedef struct engine_alloc {
-    void *ptr;
-} engine_alloc;
+enum { SIDE_HOST = 0, SIDE_DEVICE = 1 };
 
 /* A page-locked host buffer (pinned.c): from the device backend's pinned
  * allocator when it has one, else aligned memory locked with mlock — best
@@ -49,74 +57,110 @@ typedef struct engine_host_weights {
     engine_pinned pinned;              /* the pinned tier: streamed layers, packed */
 } engine_host_weights;
 
+/* A layer's weights as one backend sees them. */
+typedef struct dev_layer {
+    btensor w[BW_COUNT];
+} dev_layer;
+
 typedef struct engine_ring {
     uint32_t n_slots;                  /* K */
     uint64_t slot_bytes;
-    void *slot[ENGINE_MAX_SLOTS];      /* device buffers */
-    backend_event *ready[ENGINE_MAX_SLOTS];
+    backend_buf *slot[ENGINE_MAX_SLOTS];
+    backend_event *filled[ENGINE_MAX_SLOTS];   /* copy queue: the slot's upload landed */
+    backend_event *consumed[ENGINE_MAX_SLOTS]; /* compute queue: its last reader ran */
     int32_t holds[ENGINE_MAX_SLOTS];   /* layer index in each slot, -1 none */
     uint32_t *streamed;                /* (n_streamed) layer indices, in order */
     uint32_t n_streamed;
     uint64_t seq;                      /* streamed-layer computations so far */
-    layer_weights slot_views;          /* views of the layer being computed */
+    dev_layer views;                   /* the layer being computed */
     sw_status fill_error;              /* a failed refill (reported at acquire) */
 } engine_ring;
+
+/* One side's activations: the buffer and the arrays in it. */
+typedef struct engine_side {
+    backend *be;                       /* NULL when the side does not exist */
+    backend_buf *buf;                  /* device: the plan's buffer; host: host memory */
+    uint8_t *host_base;                /* host side: the allocation */
+    block_acts act;                    /* x, h, ..., pos, seq */
+    bmem ids, out_rows;
+    backend_event *done;               /* compute-queue mark the host syncs on */
+    bool meta_current;                 /* this forward's pos/seq/out_rows are here */
+    bool used;                         /* this forward queued work here */
+} engine_side;
+
+/* One of the engine's n_seq sequences. */
+typedef struct engine_seq {
+    sw_session *owner;                 /* NULL: free */
+    uint32_t pos;                      /* next position */
+    uint32_t in_batch;                 /* tokens in the batch being built */
+} engine_seq;
 
 struct sw_engine {
     const sw_model *model;
     model_config config;
+    block_shape shape;
     model_weights file_weights;        /* views of the mapping + norm arena (bind) */
     model_weights weights;             /* what the engine computes and uploads from:
                                         * file_weights' views, re-pointed per plan at
                                         * converted or pinned copies (host_weights.c) */
     uint32_t convert_type;             /* --weights: SW_TYPE_*; SW_TYPE_COUNT = as stored */
-    plan_kv_type kv_type;              /* --kv-type */
+    uint32_t kv_type;                  /* SW_TYPE_F32, _F16 or _BF16 */
     engine_host_weights hw;
     cpu_pool *pool;
     backend *host;                     /* cpu backend */
-    backend *device;                   /* sim/cuda, or NULL */
+    backend *device;                   /* the plan's device backend, or NULL */
+    engine_hooks hooks;
+    sw_plan *plan_handle;              /* the executed plan (a copy) */
+    const plan *plan;                  /* ... inside it */
     int n_threads;
-    uint32_t n_ctx;
-    uint32_t n_batch;
-    plan *plan;                        /* what is being executed */
+    uint32_t n_ctx, n_batch, n_seq, n_tok;
     layer_pack *packs;                 /* (n_layer) packing of each layer */
-    layer_weights *dev_layers;         /* (n_layer) views of resident copies */
-    engine_alloc *allocs;              /* device buffers, plan order */
+    dev_layer *layers;                 /* (n_layer) views of resident copies and of
+                                        * host layers (streamed: ring.views) */
+    backend_buf **allocs;              /* device buffers, plan order */
     uint32_t n_allocs;
+    uint64_t dev_allocated;            /* device bytes obtained so far (failures) */
     engine_ring ring;
-    tensor_view lm_head_dev;           /* LM head copy when resident */
-    float *output_norm_dev;
-    float *logits_dev;                 /* (n_batch, n_vocab) on the device */
-    kv_cache kv;
+    btensor tok_embd;                  /* host: embedding lookups */
+    btensor lm_head[2], out_norm[2];   /* per side: the LM head's copy there */
+    backend_buf *logits_dev;           /* (n_tok, n_vocab) when the LM head is resident */
+    bkv *kv;                           /* (n_layer) on its layer's side */
     void *host_kv;                     /* host arena for KV on the host */
-    void *host_scratch;                /* host activations */
-    forward_side side[2];
-    bool has_session;
+    act_layout act;
+    engine_side side[2];
+    engine_seq *seqs;                  /* (n_seq) */
+    sw_batch_item *items;              /* (n_tok) scratch for sw_session_eval */
     uint32_t n_replans;
     char notes[1024];
     /* measurements for the report */
     double prefill_s, decode_s;
-    uint64_t n_prefill_tokens, n_decode_tokens;
+    uint64_t n_prefill_tokens, n_decode_tokens, n_forwards;
 };
 
 struct sw_session {
     sw_engine *engine;
-    uint32_t pos;
+    uint32_t slot;                     /* its engine_seq */
     sw_progress_fn progress;
     void *progress_user;
-    forward_layer_hook hook;  /* tests: per-layer residual stream */
-    void *hook_user;
 };
 
-/* load.c: allocates the plan's device buffers and host buffers, copies
- * resident weights, starts the ring. On failure frees what it made. */
-sw_status engine_load(sw_engine *e, const sw_engine_options *opt);
+/* load.c: allocates the plan's buffers (device buffers through the device
+ * backend's accounting allocator, in plan order, exactly the planned
+ * sizes), the host activations and KV, the host weight buffers, copies
+ * resident weights with progress, and starts the ring. On failure frees
+ * what it made and, for a refused allocation, fills *failure. */
+sw_status engine_load(sw_engine *e, const sw_engine_options *opt, sw_alloc_failure *failure);
 void engine_unload(sw_engine *e);
+
+/* Views of what the host side computes with (embedding, host layers, a
+ * host LM head), where e->weights puts them in host memory. Load calls it;
+ * so does a test that re-points e->weights. */
+void engine_bind_host_views(sw_engine *e);
 
 /* host_weights.c: per the plan, points e->weights at the mapping, at
  * weights converted into the host arena, or at the pinned copy of each
  * streamed layer (allocating those), and builds every layer's pack. */
-sw_status host_weights_load(sw_engine *e);
+sw_status host_weights_load(sw_engine *e, sw_alloc_failure *failure);
 /* Converts resident layer il's changing matrices into the staging buffer
  * and rebuilds its pack, just before its upload. */
 sw_status host_weights_stage(sw_engine *e, uint32_t il);
@@ -128,9 +172,24 @@ void host_weights_free(sw_engine *e);
 sw_status pinned_alloc(backend *device, uint64_t bytes, engine_pinned *out);
 void pinned_free(backend *device, engine_pinned *p);
 
-/* ring.c */
+/* ring.c: queues the first fills; acquire makes the compute queue wait
+ * for layer il's slot and gives its views; release marks the slot
+ * consumed and queues its refill behind that mark. reset drops what is in
+ * flight after a failed pass and starts over. */
 sw_status ring_start(sw_engine *e);
-sw_status ring_acquire(void *user, uint32_t il, const layer_weights **w, int *side);
-void ring_release(void *user, uint32_t il);
+sw_status ring_acquire(sw_engine *e, uint32_t il, const dev_layer **w);
+sw_status ring_release(sw_engine *e, uint32_t il);
+sw_status ring_reset(sw_engine *e);
+void ring_free(sw_engine *e);
+
+/* forward.c: one forward over the n tokens whose ids, positions and
+ * sequences are in the host side's metadata arrays; the n_out rows listed
+ * in out_rows get logits (n_out, n_vocab) into `logits` (may be NULL when
+ * n_out is 0). After a failure the device is drained and the ring reset,
+ * so the next forward starts clean. */
+sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits);
+
+/* Host pointers of the host side's metadata arrays. */
+int32_t *engine_host_meta(sw_engine *e, uint64_t offset);
 
 #endif

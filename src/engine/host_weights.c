@@ -16,6 +16,7 @@
  * mismatch is a planner/engine disagreement, reported as "internal".
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +25,10 @@
 #include "quant/types.h"
 #include "util/error.h"
 
-enum { N_MATS = 7 };
-
-/* A layer's matrices in packing order (pack.c's order). */
-static void layer_mats(layer_weights *w, tensor_view *m[N_MATS]) {
-    tensor_view *all[N_MATS] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up,
-                                &w->w_down};
-    memcpy(m, all, sizeof all);
+/* Whether role r of a layer is a matrix (the layer table says). */
+static bool is_matrix(int r) {
+    size_t n = 0;
+    return !model_layer_tensors(&n)[r].is_norm;
 }
 
 /* Whether --weights changes v; *type and *bytes get what it becomes. */
@@ -79,10 +77,8 @@ static sw_status convert_into(sw_engine *e, tensor_view *v, region *r) {
 }
 
 static sw_status convert_layer(sw_engine *e, layer_weights *w, region *r) {
-    tensor_view *m[N_MATS];
-    layer_mats(w, m);
-    for (int i = 0; i < N_MATS; i++) {
-        sw_status st = convert_into(e, m[i], r);
+    for (int i = 0; i < BW_COUNT; i++) {
+        sw_status st = is_matrix(i) ? convert_into(e, &w->t[i], r) : SW_OK;
         if (st != SW_OK)
             return st;
     }
@@ -93,40 +89,31 @@ static sw_status convert_layer(sw_engine *e, layer_weights *w, region *r) {
  * --weights says, at `base` (the plan's `bytes` for it), and points the
  * layer's views there, so the ring streams from this copy. */
 static sw_status fill_pinned(sw_engine *e, uint32_t il, uint8_t *base, uint64_t bytes) {
-    layer_weights *src = &e->weights.layers[il], target = *src, placed;
-    tensor_view *sm[N_MATS], *tm[N_MATS];
+    layer_weights *src = &e->weights.layers[il], target = *src;
     layer_pack pk;
-    layer_mats(src, sm);
-    layer_mats(&target, tm);
-    for (int i = 0; i < N_MATS; i++)
-        converts(e, sm[i], &tm[i]->type, &tm[i]->n_bytes);
+    for (int i = 0; i < BW_COUNT; i++)
+        if (is_matrix(i))
+            converts(e, &src->t[i], &target.t[i].type, &target.t[i].n_bytes);
     layer_pack_build(&e->config, &target, &pk);
     if (pk.total_bytes != bytes)
         return sw_errorf(SW_ERR_ARG, "internal: the plan pins layer %u at %llu bytes, packing "
                          "needs %llu", il, (unsigned long long)bytes,
                          (unsigned long long)pk.total_bytes);
-    layer_pack_bind(&e->config, &target, &pk, base, &placed);
-    for (int i = 0; i < N_MATS; i++) {   /* items 0..6 are the matrices */
-        uint8_t *dst = base + pk.items[i].offset;
-        if (tm[i]->type == sm[i]->type) {
-            memcpy(dst, sm[i]->data, sm[i]->n_bytes);
-            continue;
+    for (uint32_t k = 0; k < pk.n_items; k++) {
+        const tensor_view *sv = &src->t[pk.items[k].role];
+        tensor_view *tv = &target.t[pk.items[k].role];
+        uint8_t *dst = base + pk.items[k].offset;
+        if (tv->type == sv->type) {
+            memcpy(dst, sv->data, sv->n_bytes);
+        } else {
+            sw_status st = quant_convert_rows(sv->type, sv->data, tv->type, dst, sv->ne[1],
+                                              sv->ne[0], e->hw.row);
+            if (st != SW_OK)
+                return sw_error_prefix(st, "converting '%s'", sv->name ? sv->name : "?");
         }
-        sw_status st = quant_convert_rows(sm[i]->type, sm[i]->data, tm[i]->type, dst,
-                                          sm[i]->ne[1], sm[i]->ne[0], e->hw.row);
-        if (st != SW_OK)
-            return sw_error_prefix(st, "converting '%s'", sm[i]->name ? sm[i]->name : "?");
+        tv->data = dst;
     }
-    float **sn[] = {&src->attn_norm, &src->q_norm, &src->k_norm, &src->post_attn_norm,
-                    &src->ffn_norm, &src->post_ffw_norm};
-    float **pn[] = {&placed.attn_norm, &placed.q_norm, &placed.k_norm, &placed.post_attn_norm,
-                    &placed.ffn_norm, &placed.post_ffw_norm};
-    const uint32_t E = e->config.n_embd, hd = e->config.n_embd_head;
-    const uint32_t len[] = {E, hd, hd, E, E, E};
-    for (size_t i = 0; i < sizeof sn / sizeof sn[0]; i++)
-        if (*sn[i] != NULL)
-            memcpy(*pn[i], *sn[i], (size_t)len[i] * sizeof(float));
-    *src = placed;
+    *src = target;
     return SW_OK;
 }
 
@@ -144,7 +131,7 @@ static void planned_sizes(const plan *pl, uint64_t *arena, uint64_t *staging, ui
     }
 }
 
-static sw_status alloc_buffers(sw_engine *e) {
+static sw_status alloc_buffers(sw_engine *e, sw_alloc_failure *failure) {
     engine_host_weights *h = &e->hw;
     const model_config *c = &e->config;
     uint64_t pinned;
@@ -159,12 +146,25 @@ static sw_status alloc_buffers(sw_engine *e) {
     if (e->convert_type != SW_TYPE_COUNT)
         h->row = malloc(widest * sizeof(float));
     if ((h->arena_bytes && h->arena == NULL) || (h->staging_bytes && h->staging == NULL) ||
-        (e->convert_type != SW_TYPE_COUNT && h->row == NULL))
+        (e->convert_type != SW_TYPE_COUNT && h->row == NULL)) {
+        if (failure != NULL) {
+            snprintf(failure->tier, sizeof failure->tier, "host");
+            snprintf(failure->purpose, sizeof failure->purpose, "converted weights (%s)",
+                     h->arena == NULL && h->arena_bytes ? "kept" : "staging");
+            failure->bytes = h->arena == NULL ? h->arena_bytes : h->staging_bytes;
+        }
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the converted weights "
                          "(%.1f MiB + %.1f MiB staging); lower --host-mem to plan with it, or "
                          "drop --weights", (double)h->arena_bytes / 1048576.0,
                          (double)h->staging_bytes / 1048576.0);
-    return pinned_alloc(e->device, pinned, &h->pinned);
+    }
+    sw_status st = pinned_alloc(e->device, pinned, &h->pinned);
+    if (st != SW_OK && failure != NULL) {
+        snprintf(failure->tier, sizeof failure->tier, "pinned");
+        snprintf(failure->purpose, sizeof failure->purpose, "pinned copy of streamed layers");
+        failure->bytes = pinned;
+    }
+    return st;
 }
 
 /* e->weights := the mapping's views (norms stay in the bind's arena). */
@@ -207,10 +207,10 @@ static sw_status place_layers(sw_engine *e) {
     return st;
 }
 
-sw_status host_weights_load(sw_engine *e) {
+sw_status host_weights_load(sw_engine *e, sw_alloc_failure *failure) {
     sw_status st;
     reset_views(e);
-    if ((st = alloc_buffers(e)) != SW_OK || (st = place_layers(e)) != SW_OK)
+    if ((st = alloc_buffers(e, failure)) != SW_OK || (st = place_layers(e)) != SW_OK)
         return st;
     for (uint32_t il = 0; il < e->config.n_layer; il++)
         layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
@@ -230,12 +230,11 @@ void host_weights_end_load(sw_engine *e) {
     /* Resident layers converted through staging now live on the device
      * only: drop the host views into the buffer about to be freed. */
     for (uint32_t il = 0; h->staging && il < e->config.n_layer; il++) {
-        tensor_view *m[N_MATS];
-        layer_mats(&e->weights.layers[il], m);
-        for (int i = 0; i < N_MATS; i++) {
-            uintptr_t d = (uintptr_t)m[i]->data, lo = (uintptr_t)h->staging;
+        for (int i = 0; i < BW_COUNT; i++) {
+            tensor_view *m = &e->weights.layers[il].t[i];
+            uintptr_t d = (uintptr_t)m->data, lo = (uintptr_t)h->staging;
             if (d >= lo && d - lo < h->staging_bytes)
-                m[i]->data = NULL;
+                m->data = NULL;
         }
     }
     free(h->staging);

@@ -3,196 +3,242 @@
  * buffers (in plan order, exactly the planned size) through the device
  * backend's accounting allocator, the host activations and host KV rows,
  * the host weight buffers (host_weights.c: converted weights, the pinned
- * copy of streamed layers), copies resident weights with progress, and
- * starts the ring. Any failure frees everything made so far, so the engine
- * can re-plan.
+ * copy of streamed layers), uploads resident weights with progress, and
+ * starts the ring. Any failure frees everything made so far; a refused
+ * allocation is described in the caller's sw_alloc_failure (which buffer,
+ * how many bytes, which tier, and what that tier had given until then) so
+ * the layer above can plan again with what the machine really has.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "model/kv.h"
 #include "plan/plan_api.h"
+#include "quant/types.h"
 #include "util/error.h"
 
+static void describe_failure(sw_alloc_failure *f, const char *tier, const char *purpose,
+                             uint64_t bytes, uint64_t obtained) {
+    if (f == NULL)
+        return;
+    snprintf(f->tier, sizeof f->tier, "%s", tier);
+    snprintf(f->purpose, sizeof f->purpose, "%s", purpose);
+    f->bytes = bytes;
+    f->obtained_bytes = obtained;
+}
+
 /* Allocates one device buffer and remembers it for engine_unload. */
-static sw_status dev_alloc(sw_engine *e, const plan_buffer *b, void **out) {
+static sw_status dev_alloc(sw_engine *e, const plan_buffer *b, backend_buf **out,
+                           sw_alloc_failure *f) {
     sw_status st = e->device->vt->alloc(e->device, b->bytes, b->purpose, out);
-    if (st != SW_OK)
+    if (st != SW_OK) {
+        if (st == SW_ERR_OOM_DEVICE)
+            describe_failure(f, "device", b->purpose, b->bytes, e->dev_allocated);
         return st;
-    e->allocs[e->n_allocs++].ptr = *out;
-    return SW_OK;
-}
-
-/* Queues the copies of a packed layer into `base`; `done` fires at the end. */
-static sw_status copy_layer(sw_engine *e, uint32_t il, void *base, backend_event *done) {
-    const layer_pack *p = &e->packs[il];
-    for (uint32_t i = 0; i < p->n_items; i++) {
-        sw_status st = e->device->vt->copy_async(e->device, (char *)base + p->items[i].offset,
-                                                 p->items[i].src, p->items[i].bytes,
-                                                 i + 1 == p->n_items ? done : NULL);
-        if (st != SW_OK)
-            return st;
     }
+    e->allocs[e->n_allocs++] = *out;
+    e->dev_allocated += b->bytes;
     return SW_OK;
 }
 
-static sw_status load_resident_layer(sw_engine *e, const plan_buffer *b, backend_event *ev) {
+/* Uploads, and waits for, everything queued on the copy queue so far. */
+static sw_status upload_wait(sw_engine *e) {
+    backend *d = e->device;
+    sw_status st = d->vt->event_record(d, e->side[SIDE_DEVICE].done, BQ_COPY);
+    return st != SW_OK ? st : d->vt->event_sync(d, e->side[SIDE_DEVICE].done);
+}
+
+static sw_status load_resident_layer(sw_engine *e, const plan_buffer *b, sw_alloc_failure *f) {
     uint32_t il = (uint32_t)b->layer;
-    void *base;
+    const layer_pack *p = &e->packs[il];
+    backend_buf *buf = NULL;
     sw_status st = host_weights_stage(e, il);
     if (st != SW_OK)
         return st;
-    if (b->bytes != e->packs[il].total_bytes)
+    if (b->bytes != p->total_bytes)
         return sw_errorf(SW_ERR_ARG, "internal: plan sizes layer %u at %llu bytes, packing "
                          "needs %llu", il, (unsigned long long)b->bytes,
-                         (unsigned long long)e->packs[il].total_bytes);
-    if ((st = dev_alloc(e, b, &base)) != SW_OK ||
-        (st = copy_layer(e, il, base, ev)) != SW_OK ||
-        (st = e->device->vt->event_wait(e->device, ev)) != SW_OK)
+                         (unsigned long long)p->total_bytes);
+    if ((st = dev_alloc(e, b, &buf, f)) != SW_OK)
         return st;
-    layer_pack_bind(&e->config, &e->weights.layers[il], &e->packs[il], base,
-                    &e->dev_layers[il]);
+    for (uint32_t i = 0; st == SW_OK && i < p->n_items; i++)
+        st = e->device->vt->copy_h2d(e->device, BQ_COPY, (bmem){buf, p->items[i].offset},
+                                     p->items[i].src, p->items[i].bytes);
+    /* Waiting here lets the staging buffer take the next layer. */
+    if (st != SW_OK || (st = upload_wait(e)) != SW_OK)
+        return st;
+    layer_pack_bind(&e->weights.layers[il], p, (bmem){buf, 0}, e->layers[il].w);
     return SW_OK;
 }
 
-static sw_status load_lm_head(sw_engine *e, const plan_buffer *b, backend_event *ev) {
-    uint64_t mat = plan_padded(e->weights.output.n_bytes);
-    uint64_t norm_bytes = (uint64_t)e->config.n_embd * sizeof(float);
-    void *base;
+static btensor tensor_in(const tensor_view *v, bmem at) {
+    return (btensor){.name = v->name, .type = v->type, .ne0 = v->ne[0],
+                     .ne1 = v->n_dims > 1 ? v->ne[1] : 1, .n_bytes = v->n_bytes, .mem = at};
+}
+
+static sw_status load_lm_head(sw_engine *e, const plan_buffer *b, sw_alloc_failure *f) {
+    const tensor_view *out = &e->weights.output, *norm = &e->weights.output_norm;
+    uint64_t mat = plan_padded(out->n_bytes);
+    backend_buf *buf = NULL;
     sw_status st;
-    if (b->bytes != mat + plan_padded(norm_bytes))
+    if (b->bytes != mat + plan_padded(norm->n_bytes))
         return sw_errorf(SW_ERR_ARG, "internal: plan sizes the LM head at %llu bytes",
                          (unsigned long long)b->bytes);
-    if ((st = dev_alloc(e, b, &base)) != SW_OK ||
-        (st = e->device->vt->copy_async(e->device, base, e->weights.output.data,
-                                        e->weights.output.n_bytes, NULL)) != SW_OK ||
-        (st = e->device->vt->copy_async(e->device, (char *)base + mat, e->weights.output_norm,
-                                        norm_bytes, ev)) != SW_OK ||
-        (st = e->device->vt->event_wait(e->device, ev)) != SW_OK)
+    if ((st = dev_alloc(e, b, &buf, f)) != SW_OK ||
+        (st = e->device->vt->copy_h2d(e->device, BQ_COPY, (bmem){buf, 0}, out->data,
+                                      out->n_bytes)) != SW_OK ||
+        (st = e->device->vt->copy_h2d(e->device, BQ_COPY, (bmem){buf, mat}, norm->data,
+                                      norm->n_bytes)) != SW_OK ||
+        (st = upload_wait(e)) != SW_OK)
         return st;
-    e->lm_head_dev = e->weights.output;
-    e->lm_head_dev.data = base;
-    e->output_norm_dev = (float *)(void *)((char *)base + mat);
+    e->lm_head[SIDE_DEVICE] = tensor_in(out, (bmem){buf, 0});
+    e->out_norm[SIDE_DEVICE] = tensor_in(norm, (bmem){buf, mat});
+    return SW_OK;
+}
+
+/* The arrays of one side's activations buffer at `base`. */
+static void carve_acts(const act_layout *L, bmem base, engine_side *s) {
+    s->act = (block_acts){
+        .x = bmem_at(base, L->x), .h = bmem_at(base, L->h), .q = bmem_at(base, L->q),
+        .att = bmem_at(base, L->att), .k = bmem_at(base, L->k), .v = bmem_at(base, L->v),
+        .gate = bmem_at(base, L->gate), .up = bmem_at(base, L->up),
+        .pos = bmem_at(base, L->pos), .seq = bmem_at(base, L->seq),
+    };
+    s->ids = bmem_at(base, L->ids);
+    s->out_rows = bmem_at(base, L->out_rows);
+}
+
+static sw_status load_kv_buffer(sw_engine *e, const plan_buffer *b, sw_alloc_failure *f) {
+    backend_buf *buf = NULL;
+    bkv *kv = &e->kv[b->layer];
+    sw_status st = dev_alloc(e, b, &buf, f);
+    if (st != SW_OK)
+        return st;
+    uint64_t half = (uint64_t)kv->n_seq * kv->rows * kv->row_elems *
+                    (kv->type == SW_TYPE_F32 ? 4 : 2);
+    kv->k = (bmem){buf, 0};
+    kv->v = (bmem){buf, half};
     return SW_OK;
 }
 
 /* One device buffer of the plan. */
-static sw_status load_buffer(sw_engine *e, const plan_buffer *b, backend_event *ev) {
-    const model_config *c = &e->config;
-    void *p;
-    sw_status st;
+static sw_status load_buffer(sw_engine *e, const plan_buffer *b, sw_alloc_failure *f) {
+    engine_side *d = &e->side[SIDE_DEVICE];
     switch (b->kind) {
     case BUF_LAYER:
-        return load_resident_layer(e, b, ev);
+        return load_resident_layer(e, b, f);
     case BUF_RING_SLOT:
         if (b->layer < 0 || b->layer >= ENGINE_MAX_SLOTS)
             return sw_errorf(SW_ERR_ARG, "internal: ring slot %d", b->layer);
-        return dev_alloc(e, b, &e->ring.slot[b->layer]);
+        return dev_alloc(e, b, &e->ring.slot[b->layer], f);
     case BUF_KV:
-        if ((st = dev_alloc(e, b, &p)) != SW_OK)
-            return st;
-        e->kv.layers[b->layer].k = p;
-        e->kv.layers[b->layer].v = (char *)p + (size_t)e->kv.layers[b->layer].rows *
-                                                   e->kv.row_bytes;
-        return SW_OK;
-    case BUF_ACTIVATIONS:
-        if ((st = dev_alloc(e, b, &p)) != SW_OK)
-            return st;
-        forward_scratch_init(c, e->n_batch, e->n_ctx, (uint32_t)e->n_threads, p,
-                             &e->side[SIDE_DEVICE].scratch);
-        return SW_OK;
-    case BUF_LM_HEAD:
-        return load_lm_head(e, b, ev);
-    case BUF_LOGITS:
-        if ((st = dev_alloc(e, b, &p)) != SW_OK)
-            return st;
-        e->logits_dev = p;
-        return SW_OK;
-    case BUF_OTHER:
-    case BUF_CONVERTED:
-    case BUF_STAGING:
-        return SW_OK; /* host tiers: host_weights.c */
+        return load_kv_buffer(e, b, f);
+    case BUF_ACTIVATIONS: {
+        sw_status st = dev_alloc(e, b, &d->buf, f);
+        if (st == SW_OK)
+            carve_acts(&e->act, (bmem){d->buf, 0}, d);
+        return st;
     }
-    return SW_OK;
+    case BUF_LM_HEAD:
+        return load_lm_head(e, b, f);
+    case BUF_LOGITS:
+        return dev_alloc(e, b, &e->logits_dev, f);
+    default:
+        return SW_OK; /* host tiers */
+    }
 }
 
 /* Host activations and the KV rows the plan keeps on the host. */
-static sw_status load_host(sw_engine *e) {
+static sw_status load_host(sw_engine *e, sw_alloc_failure *f) {
     const model_config *c = &e->config;
-    const plan *pl = e->plan;
+    engine_side *h = &e->side[SIDE_HOST];
+    backend_buf *hm = e->host->vt->host_memory(e->host);
     uint64_t kv_bytes = 0;
     for (uint32_t il = 0; il < c->n_layer; il++)
-        if (pl->kv_tier[il] != TIER_DEVICE)
-            kv_bytes += kv_layer_bytes(c, e->kv.layers[il].rows, e->kv.type);
-    uint64_t scratch = forward_scratch_bytes(c, e->n_batch, e->n_ctx, (uint32_t)e->n_threads);
-    e->host_scratch = malloc(scratch);
-    e->host_kv = kv_bytes ? malloc(kv_bytes) : NULL;
-    if (e->host_scratch == NULL || (kv_bytes && e->host_kv == NULL))
-        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for activations and the KV "
-                         "cache (%.1f MiB); use a smaller -c",
-                         (double)(scratch + kv_bytes) / 1048576.0);
-    forward_scratch_init(c, e->n_batch, e->n_ctx, (uint32_t)e->n_threads, e->host_scratch,
-                         &e->side[SIDE_HOST].scratch);
+        if (e->plan->kv_tier[il] != TIER_DEVICE)
+            kv_bytes += kv_layer_bytes(c, (uint64_t)e->kv[il].rows * e->n_seq, e->kv_type);
+    h->host_base = aligned_alloc(64, e->act.bytes);
+    if (h->host_base == NULL) {
+        describe_failure(f, "host", "host activations", e->act.bytes, 0);
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the activations (%.1f MiB)",
+                         (double)e->act.bytes / 1048576.0);
+    }
+    if (kv_bytes && (e->host_kv = malloc(kv_bytes)) == NULL) {
+        describe_failure(f, "host", "host kv", kv_bytes, e->act.bytes);
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the KV cache (%.1f MiB); use "
+                         "a smaller -c or -np", (double)kv_bytes / 1048576.0);
+    }
+    h->buf = hm;
+    carve_acts(&e->act, (bmem){hm, (uint64_t)(uintptr_t)h->host_base}, h);
     char *p = e->host_kv;
     for (uint32_t il = 0; il < c->n_layer; il++) {
-        if (pl->kv_tier[il] == TIER_DEVICE)
+        if (e->plan->kv_tier[il] == TIER_DEVICE)
             continue;
-        kv_layer *l = &e->kv.layers[il];
-        l->k = p;
-        l->v = p + (size_t)l->rows * e->kv.row_bytes;
-        p += kv_layer_bytes(c, l->rows, e->kv.type);
+        bkv *kv = &e->kv[il];
+        uint64_t half = (uint64_t)kv->n_seq * kv->rows * kv->row_elems *
+                        (kv->type == SW_TYPE_F32 ? 4 : 2);
+        kv->k = (bmem){hm, (uint64_t)(uintptr_t)p};
+        kv->v = (bmem){hm, (uint64_t)(uintptr_t)(p + half)};
+        p += kv_layer_bytes(c, (uint64_t)kv->rows * e->n_seq, e->kv_type);
     }
     return SW_OK;
 }
 
-static sw_status init_kv(sw_engine *e) {
+/* Per layer: rows per sequence, ring, type (the memory comes later). */
+static sw_status init_tables(sw_engine *e) {
     const model_config *c = &e->config;
-    e->kv.n_layer = c->n_layer;
-    e->kv.n_ctx = e->n_ctx;
-    e->kv.type = plan_kv_tensor_type(e->plan->workload.kv_type);
-    e->kv.row_elems = c->n_head_kv * c->n_embd_head;
-    e->kv.row_bytes = (uint64_t)e->kv.row_elems * kv_elem_bytes(e->kv.type);
-    e->kv.layers = calloc(c->n_layer, sizeof *e->kv.layers);
-    e->dev_layers = calloc(c->n_layer, sizeof *e->dev_layers);
+    e->kv = calloc(c->n_layer, sizeof *e->kv);
+    e->layers = calloc(c->n_layer, sizeof *e->layers);
     e->allocs = calloc(e->plan->n_buffers + 1, sizeof *e->allocs);
-    if (e->kv.layers == NULL || e->dev_layers == NULL || e->allocs == NULL)
+    if (e->kv == NULL || e->layers == NULL || e->allocs == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory loading the model");
     for (uint32_t il = 0; il < c->n_layer; il++) {
-        kv_layer *l = &e->kv.layers[il];
-        l->rows = kv_layer_rows(c, il, e->n_ctx, e->n_batch);
-        l->ring = l->rows < e->n_ctx ? l->rows : 0;
+        uint32_t rows = e->plan->kv_rows[il];
+        e->kv[il] = (bkv){.type = e->kv_type, .row_elems = c->n_head_kv * c->n_embd_head,
+                          .rows = rows, .ring = rows < e->n_ctx ? rows : 0, .n_seq = e->n_seq};
     }
     return SW_OK;
 }
 
-static sw_status load_device(sw_engine *e, const sw_engine_options *opt) {
+void engine_bind_host_views(sw_engine *e) {
+    backend_buf *hm = e->host->vt->host_memory(e->host);
+    e->tok_embd = btensor_of_host(&e->weights.tok_embd, hm);
+    e->lm_head[SIDE_HOST] = btensor_of_host(&e->weights.output, hm);
+    e->out_norm[SIDE_HOST] = btensor_of_host(&e->weights.output_norm, hm);
+    for (uint32_t il = 0; il < e->config.n_layer; il++)
+        if (e->plan->layer_place[il] == PLACE_HOST)
+            layer_bind_host(&e->weights.layers[il], hm, e->layers[il].w);
+}
+
+static sw_status load_device(sw_engine *e, const sw_engine_options *opt, sw_alloc_failure *f) {
     const plan *pl = e->plan;
-    backend_event *ev = NULL;
     uint64_t done = 0, total = pl->tier_bytes[TIER_DEVICE];
     e->device->vt->reset_peak(e->device);
-    sw_status st = e->device->vt->event_create(e->device, &ev);
+    sw_status st = e->device->vt->event_create(e->device, &e->side[SIDE_DEVICE].done);
     for (uint32_t i = 0; st == SW_OK && i < pl->n_buffers; i++) {
         const plan_buffer *b = &pl->buffers[i];
         if (b->tier != TIER_DEVICE)
             continue;
-        st = load_buffer(e, b, ev);
+        st = load_buffer(e, b, f);
         done += b->bytes;
-        if (st == SW_OK && opt->load_progress)
+        if (st == SW_OK && opt != NULL && opt->load_progress)
             opt->load_progress(opt->load_progress_user, (size_t)done, (size_t)total);
     }
-    if (ev)
-        e->device->vt->event_destroy(e->device, ev);
     return st;
 }
 
-sw_status engine_load(sw_engine *e, const sw_engine_options *opt) {
+sw_status engine_load(sw_engine *e, const sw_engine_options *opt, sw_alloc_failure *f) {
     sw_status st;
     e->side[SIDE_HOST].be = e->host;
     e->side[SIDE_DEVICE].be = e->device;
-    if ((st = init_kv(e)) != SW_OK || (st = load_host(e)) != SW_OK ||
-        (st = host_weights_load(e)) != SW_OK)
+    act_layout_init(&e->config, e->n_tok, &e->act);
+    if ((st = init_tables(e)) != SW_OK || (st = load_host(e, f)) != SW_OK ||
+        (st = host_weights_load(e, f)) != SW_OK)
         goto fail;
-    if (e->device && (st = load_device(e, opt)) != SW_OK)
+    engine_bind_host_views(e);
+    if (e->device && (st = load_device(e, opt, f)) != SW_OK)
         goto fail;
     host_weights_end_load(e);
     if ((st = ring_start(e)) != SW_OK)
@@ -205,30 +251,25 @@ fail:
 
 void engine_unload(sw_engine *e) {
     if (e->device) {
-        /* Let queued copies land before their destinations are freed. */
-        for (uint32_t i = 0; i < ENGINE_MAX_SLOTS; i++) {
-            if (e->ring.ready[i] == NULL)
-                continue;
-            e->device->vt->event_wait(e->device, e->ring.ready[i]);
-            e->device->vt->event_destroy(e->device, e->ring.ready[i]);
-        }
+        /* Let queued work land before its memory is freed. */
+        (void)e->device->vt->sync(e->device);
+        ring_free(e);
+        e->device->vt->event_destroy(e->device, e->side[SIDE_DEVICE].done);
         for (uint32_t i = e->n_allocs; i > 0; i--)
-            e->device->vt->free(e->device, e->allocs[i - 1].ptr);
+            e->device->vt->free(e->device, e->allocs[i - 1]);
     }
     host_weights_free(e);   /* after the copies from it have landed */
-    free(e->ring.streamed);
     free(e->allocs);
-    free(e->kv.layers);
-    free(e->dev_layers);
+    free(e->kv);
+    free(e->layers);
     free(e->host_kv);
-    free(e->host_scratch);
+    free(e->side[SIDE_HOST].host_base);
     memset(&e->ring, 0, sizeof e->ring);
-    memset(&e->kv, 0, sizeof e->kv);
     memset(&e->side, 0, sizeof e->side);
     e->allocs = NULL;
     e->n_allocs = 0;
-    e->dev_layers = NULL;
-    e->host_kv = e->host_scratch = NULL;
+    e->kv = NULL;
+    e->layers = NULL;
+    e->host_kv = NULL;
     e->logits_dev = NULL;
-    e->output_norm_dev = NULL;
 }

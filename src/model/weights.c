@@ -1,8 +1,7 @@
 /*
- * weights.c — the name→field table for Gemma tensors (GGUF names, as
- * llama.cpp's converter writes them) and the shape checks made when binding.
- * One static table drives binding: each entry says which field it fills,
- * its expected shape in config terms, and when it is required.
+ * weights.c — the layer tensor table (weights.h; GGUF names, as llama.cpp's
+ * converter writes them) and binding by it: each entry says which role it
+ * fills, its expected shape in config terms, and when it is required.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -14,38 +13,31 @@
 #include "quant/types.h"
 #include "util/error.h"
 
-typedef enum { DIM_EMBD, DIM_FF, DIM_Q, DIM_KV, DIM_HEAD } dim_kind;
-typedef enum { NEED_ALWAYS, NEED_QK_NORM, NEED_POST_NORMS } need_kind;
+#define MAT(role, name, a, b) {role, name, false, a, b, NEED_ALWAYS}
+#define NORM(role, name, a, need) {role, name, true, a, a, need}
 
-typedef struct tensor_spec {
-    const char *suffix;        /* "attn_q" in "blk.N.attn_q.weight" */
-    size_t offset;             /* field in layer_weights */
-    int is_norm;               /* 1: f32 vector copied; 0: matrix view */
-    dim_kind ne0, ne1;         /* expected shape (ne1 unused for norms) */
-    need_kind need;
-} tensor_spec;
-
-#define MAT(name, field, a, b) {name, offsetof(layer_weights, field), 0, a, b, NEED_ALWAYS}
-#define NORM(name, field, a, need) {name, offsetof(layer_weights, field), 1, a, a, need}
-
-static const tensor_spec layer_specs[] = {
-    NORM("attn_norm", attn_norm, DIM_EMBD, NEED_ALWAYS),
-    MAT("attn_q", wq, DIM_EMBD, DIM_Q),
-    MAT("attn_k", wk, DIM_EMBD, DIM_KV),
-    MAT("attn_v", wv, DIM_EMBD, DIM_KV),
-    MAT("attn_output", wo, DIM_Q, DIM_EMBD),
-    NORM("attn_q_norm", q_norm, DIM_HEAD, NEED_QK_NORM),
-    NORM("attn_k_norm", k_norm, DIM_HEAD, NEED_QK_NORM),
-    NORM("post_attention_norm", post_attn_norm, DIM_EMBD, NEED_POST_NORMS),
-    NORM("ffn_norm", ffn_norm, DIM_EMBD, NEED_ALWAYS),
-    MAT("ffn_gate", w_gate, DIM_EMBD, DIM_FF),
-    MAT("ffn_up", w_up, DIM_EMBD, DIM_FF),
-    MAT("ffn_down", w_down, DIM_FF, DIM_EMBD),
-    NORM("post_ffw_norm", post_ffw_norm, DIM_EMBD, NEED_POST_NORMS),
+static const layer_tensor layer_table[BW_COUNT] = {
+    NORM(BW_ATTN_NORM, "attn_norm", DIM_EMBD, NEED_ALWAYS),
+    MAT(BW_Q, "attn_q", DIM_EMBD, DIM_Q),
+    MAT(BW_K, "attn_k", DIM_EMBD, DIM_KV),
+    MAT(BW_V, "attn_v", DIM_EMBD, DIM_KV),
+    MAT(BW_O, "attn_output", DIM_Q, DIM_EMBD),
+    NORM(BW_Q_NORM, "attn_q_norm", DIM_HEAD, NEED_QK_NORM),
+    NORM(BW_K_NORM, "attn_k_norm", DIM_HEAD, NEED_QK_NORM),
+    NORM(BW_POST_ATTN_NORM, "post_attention_norm", DIM_EMBD, NEED_POST_NORMS),
+    NORM(BW_FFN_NORM, "ffn_norm", DIM_EMBD, NEED_ALWAYS),
+    MAT(BW_GATE, "ffn_gate", DIM_EMBD, DIM_FF),
+    MAT(BW_UP, "ffn_up", DIM_EMBD, DIM_FF),
+    MAT(BW_DOWN, "ffn_down", DIM_FF, DIM_EMBD),
+    NORM(BW_POST_FFW_NORM, "post_ffw_norm", DIM_EMBD, NEED_POST_NORMS),
 };
-#define N_LAYER_SPECS (sizeof layer_specs / sizeof layer_specs[0])
 
-static uint64_t dim_value(const model_config *c, dim_kind d) {
+const layer_tensor *model_layer_tensors(size_t *n) {
+    *n = BW_COUNT;
+    return layer_table;
+}
+
+uint64_t model_dim_value(const model_config *c, model_dim d) {
     switch (d) {
     case DIM_EMBD: return c->n_embd;
     case DIM_FF: return c->n_ff;
@@ -56,9 +48,18 @@ static uint64_t dim_value(const model_config *c, dim_kind d) {
     return 0;
 }
 
-static int spec_needed(const model_config *c, need_kind n) {
-    return n == NEED_ALWAYS || (n == NEED_QK_NORM && c->qk_norm) ||
-           (n == NEED_POST_NORMS && c->post_norms);
+uint64_t model_max_row_elems(const model_config *c) {
+    uint64_t most = c->n_embd; /* the embedding and LM head rows */
+    for (size_t i = 0; i < BW_COUNT; i++) {
+        uint64_t n = model_dim_value(c, layer_table[i].ne0);
+        most = !layer_table[i].is_norm && n > most ? n : most;
+    }
+    return most;
+}
+
+bool model_has_tensor(const model_config *c, const layer_tensor *t) {
+    return t->need == NEED_ALWAYS || (t->need == NEED_QK_NORM && c->qk_norm) ||
+           (t->need == NEED_POST_NORMS && c->post_norms);
 }
 
 /* Finds `name`, checks its shape and that kernels exist for its type. */
@@ -81,8 +82,9 @@ static sw_status bind_matrix(const gguf_file *f, const char *name, uint64_t ne0,
     return SW_OK;
 }
 
-/* Copies the 1-D tensor `name` of n elements to dst as f32. */
-static sw_status bind_norm(const gguf_file *f, const char *name, uint64_t n, float *dst) {
+/* Copies the 1-D tensor `name` of n elements to dst as f32 and views it. */
+static sw_status bind_norm(const gguf_file *f, const char *name, uint64_t n, float *dst,
+                           tensor_view *out) {
     const gguf_tensor *t = gguf_find_tensor(f, name);
     if (t == NULL)
         return sw_errorf(SW_ERR_FORMAT, "model lacks tensor '%s'", name);
@@ -92,36 +94,36 @@ static sw_status bind_norm(const gguf_file *f, const char *name, uint64_t n, flo
     sw_status st = quant_dequantize(t->type, t->data, dst, n);
     if (st != SW_OK)
         return sw_error_prefix(st, "tensor '%s'", name);
+    *out = (tensor_view){t->name, SW_TYPE_F32, 1, {n, 1, 1, 1}, n * sizeof(float), dst};
     return SW_OK;
 }
 
 /* Floats needed for all norm vectors. */
 static size_t norm_floats(const model_config *c) {
     size_t per_layer = 0;
-    for (size_t s = 0; s < N_LAYER_SPECS; s++)
-        if (layer_specs[s].is_norm && spec_needed(c, layer_specs[s].need))
-            per_layer += dim_value(c, layer_specs[s].ne0);
+    for (size_t s = 0; s < BW_COUNT; s++)
+        if (layer_table[s].is_norm && model_has_tensor(c, &layer_table[s]))
+            per_layer += model_dim_value(c, layer_table[s].ne0);
     return per_layer * c->n_layer + c->n_embd;
 }
 
 static sw_status bind_layer(const gguf_file *f, const model_config *c, uint32_t il,
                             layer_weights *lw, float **arena) {
     char name[96];
-    for (size_t s = 0; s < N_LAYER_SPECS; s++) {
-        const tensor_spec *sp = &layer_specs[s];
-        if (!spec_needed(c, sp->need))
+    for (size_t s = 0; s < BW_COUNT; s++) {
+        const layer_tensor *sp = &layer_table[s];
+        if (!model_has_tensor(c, sp))
             continue;
         snprintf(name, sizeof name, "blk.%u.%s.weight", il, sp->suffix);
-        char *field = (char *)lw + sp->offset;
+        tensor_view *field = &lw->t[sp->role];
         sw_status st;
         if (sp->is_norm) {
-            uint64_t n = dim_value(c, sp->ne0);
-            st = bind_norm(f, name, n, *arena);
-            *(float **)(void *)field = *arena;
+            uint64_t n = model_dim_value(c, sp->ne0);
+            st = bind_norm(f, name, n, *arena, field);
             *arena += n;
         } else {
-            st = bind_matrix(f, name, dim_value(c, sp->ne0), dim_value(c, sp->ne1),
-                             (tensor_view *)(void *)field);
+            st = bind_matrix(f, name, model_dim_value(c, sp->ne0), model_dim_value(c, sp->ne1),
+                             field);
         }
         if (st != SW_OK)
             return st;
@@ -145,10 +147,9 @@ sw_status model_weights_bind(const gguf_file *f, const model_config *c, model_we
     if (gguf_find_tensor(f, "output.weight") != NULL &&
         (st = bind_matrix(f, "output.weight", c->n_embd, c->n_vocab, &w->output)))
         goto fail;
-    w->output_norm = arena;
-    arena += c->n_embd;
-    if ((st = bind_norm(f, "output_norm.weight", c->n_embd, w->output_norm)))
+    if ((st = bind_norm(f, "output_norm.weight", c->n_embd, arena, &w->output_norm)))
         goto fail;
+    arena += c->n_embd;
     for (uint32_t il = 0; il < c->n_layer; il++)
         if ((st = bind_layer(f, c, il, &w->layers[il], &arena)) != SW_OK)
             goto fail;

@@ -1,14 +1,17 @@
 /*
- * api.c — the public plan API (sw_plan_*; the size parsers are size_public.c):
- * gathers plan_build()'s inputs from the machine and the options — the
- * model's sizes (file or catalog), the device budget (sim capacity, or a
- * CUDA device's free memory capped by --device-mem), the host budget
- * (MemAvailable capped by --host-mem), rates (doctor's cache or the
- * defaults) and pins — then plans. The reading of the machine happens
- * here so plan_build stays pure.
+ * api.c — the public plan API (sw_plan_*; the size parsers are
+ * size_public.c), and the only route from options to a plan: the engine
+ * executes what this makes and plans nothing itself, so `spillway plan`
+ * and `spillway run` with the same flags print and run the same plan.
  *
- * Defaults mirror the engine's (context min(trained, 4096), chunk 64, all
- * cores) so `spillway plan` shows what `spillway run` would execute.
+ * It gathers plan_build()'s inputs from the machine and the options — the
+ * model's sizes (file or catalog), the backend (by name through the
+ * registry, or the registry's default), the device budget (the sim's
+ * capacity, or a CUDA device's free memory capped by --device-mem, which
+ * may be a share of its total), the host budget (MemAvailable capped by
+ * --host-mem; the sim takes --host-mem as given), rates (doctor's cache or
+ * the defaults) and pins — then plans. Reading the machine happens here so
+ * plan_build stays pure. Every option is validated here, once.
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/registry.h"
 #include "model/model_internal.h"
 #include "model/weights.h"
 #include "plan/plan_api.h"
@@ -24,11 +28,15 @@
 
 #define DEFAULT_CTX 4096
 #define DEFAULT_BATCH 64
+#define MAX_BATCH 4096
+#define MAX_SEQ 256
 #define MAX_DEFAULT_THREADS 64
 
 struct sw_plan {
     plan p;
 };
+
+const plan *plan_of(const sw_plan *sp) { return sp ? &sp->p : NULL; }
 
 sw_plan_options sw_plan_options_default(void) {
     sw_plan_options o;
@@ -37,10 +45,7 @@ sw_plan_options sw_plan_options_default(void) {
     return o;
 }
 
-/* The plan_model of an opened file, sized exactly as the engine packs it,
- * with its matrices converted to `weights` (NULL: as stored) as the engine
- * would convert them at load. */
-static sw_status describe_file(const sw_model *model, const char *weights, plan_model *pm) {
+sw_status plan_describe_file(const sw_model *model, const char *weights, plan_model *pm) {
     model_config c;
     model_weights w;
     uint32_t convert = SW_TYPE_COUNT;
@@ -67,6 +72,11 @@ static sw_status make_workload(const sw_plan_options *o, const model_config *c,
                                plan_workload *w) {
     memset(w, 0, sizeof *w);
     w->n_ctx = o->n_ctx ? o->n_ctx : c->n_ctx_train < DEFAULT_CTX ? c->n_ctx_train : DEFAULT_CTX;
+    if (o->n_batch > MAX_BATCH)
+        return sw_errorf(SW_ERR_ARG, "prefill chunk %u is too large (at most %d)", o->n_batch,
+                         MAX_BATCH);
+    if (o->n_seq > MAX_SEQ)
+        return sw_errorf(SW_ERR_ARG, "%u sequences is too many (at most %d)", o->n_seq, MAX_SEQ);
     w->n_batch = o->n_batch ? o->n_batch : DEFAULT_BATCH;
     if (w->n_batch > w->n_ctx)
         w->n_batch = w->n_ctx;
@@ -77,56 +87,55 @@ static sw_status make_workload(const sw_plan_options *o, const model_config *c,
     return o->kv_type ? plan_parse_kv_type(o->kv_type, &w->kv_type) : SW_OK;
 }
 
-/* Budget for a CUDA device: the first visible one's free memory, capped. */
-static sw_status cuda_budget(const sw_plan_options *o, plan_budget *b) {
+/* A device that reports its memory: the first visible one's free memory,
+ * capped by --device-mem (bytes or a share of its total). */
+static sw_status queried_budget(const sw_plan_options *o, plan_budget *b) {
     sw_device_report *rep = malloc(sizeof *rep);
     if (rep == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory querying devices");
     sw_status st = sw_devices_query(rep);
     if (st == SW_OK) {
         const sw_device_info *d = &rep->devices[0];
-        b->has_device = true;
-        snprintf(b->device_name, sizeof b->device_name, "cuda:%d %.48s", d->index, d->name);
+        uint64_t cap = o->device_mem_bytes;
+        if (o->device_mem_fraction > 0)
+            cap = (uint64_t)((double)d->total_bytes * o->device_mem_fraction);
+        snprintf(b->device_name, sizeof b->device_name, "%s:%d %.40s", b->backend, d->index,
+                 d->name);
         b->device_total_bytes = d->total_bytes;
-        b->device_bytes = o->device_mem_bytes && o->device_mem_bytes < d->free_bytes
-                              ? o->device_mem_bytes : d->free_bytes;
+        b->device_bytes = cap && cap < d->free_bytes ? cap : d->free_bytes;
     }
     free(rep);
     return st;
 }
 
-/* Picks the backend (cuda if visible when none is named) and the budgets.
- * *note receives a remark for the plan ("" if none). */
+/* The backend and the budgets; *note receives a remark ("" if none). */
 static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *note, size_t cap) {
-    const char *kind = o->backend;
+    backend_info info;
     memset(b, 0, sizeof *b);
     b->pinned_limit_bytes = UINT64_MAX;
     note[0] = '\0';
-    if (kind == NULL) {
-        sw_status st = cuda_budget(o, b);
-        if (st == SW_OK)
-            kind = "cuda";
-        else if (st == SW_ERR_NO_DEVICE) {
-            kind = "cpu";
-            snprintf(note, cap, "no device visible (see spillway info --devices), so the cpu "
-                     "backend; --backend sim --device-mem SIZE rehearses a device");
-        } else
-            return st;
-    } else if (!strcmp(kind, "cuda")) {
-        sw_status st = cuda_budget(o, b);
-        if (st != SW_OK)
-            return st;
-    } else if (!strcmp(kind, "sim")) {
+    const char *name = o->backend ? o->backend : backend_default_name(note, cap);
+    sw_status st = backend_lookup(name, &info);
+    if (st != SW_OK)
+        return st;
+    if (!(o->device_mem_fraction >= 0 && o->device_mem_fraction <= 1))
+        return sw_errorf(SW_ERR_ARG, "a device memory share must be in (0%%, 100%%]");
+    snprintf(b->backend, sizeof b->backend, "%s", info.name);
+    b->has_device = info.has_device;
+    if (info.capacity_is_budget) {
+        if (o->device_mem_fraction > 0)
+            return sw_errorf(SW_ERR_ARG, "the simulated device has no memory of its own to "
+                             "take a percentage of: give --device-mem a size (e.g. 512M)");
         if (o->device_mem_bytes == 0)
             return sw_errorf(SW_ERR_ARG, "the simulated device needs a capacity: pass "
                              "--device-mem SIZE (e.g. 512M)");
-        b->has_device = true;
-        snprintf(b->device_name, sizeof b->device_name, "sim");
+        snprintf(b->device_name, sizeof b->device_name, "%s", info.name);
         b->device_bytes = b->device_total_bytes = o->device_mem_bytes;
-    } else if (strcmp(kind, "cpu") != 0) {
-        return sw_errorf(SW_ERR_ARG, "unknown backend '%s' (cpu, sim or cuda)", kind);
+        b->sim_link_Bps = o->sim_link_Bps;
+    } else if (info.queries_devices && (st = queried_budget(o, b)) != SW_OK) {
+        return st;
     }
-    if (!strcmp(kind, "sim") && o->host_mem_bytes)
+    if (info.capacity_is_budget && o->host_mem_bytes)
         b->host_bytes = o->host_mem_bytes;   /* a rehearsal: as given */
     else
         b->host_bytes = plan_host_available(o->host_mem_bytes);
@@ -139,13 +148,14 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
 static void make_rates(const sw_plan_options *o, const plan_budget *b, plan_rates *r,
                        char *note, size_t cap) {
     sw_status st = SW_ERR_IO;
+    backend_info info;
     if (!o->default_rates)
         st = plan_rates_load_cache(r);
     if (st != SW_OK)
         plan_rates_default(r);
     if (st == SW_ERR_FORMAT)
         snprintf(note, cap, "doctor cache unreadable, so default rates: %.100s", sw_last_error());
-    if (b->has_device && !strcmp(b->device_name, "sim"))
+    if (backend_lookup(b->backend, &info) == SW_OK && info.capacity_is_budget)
         plan_rates_for_sim(r, o->sim_link_Bps);
 }
 
@@ -159,7 +169,7 @@ static sw_status make_pins(const sw_plan_options *o, const plan_budget *b, uint3
     }
     if (o->n_gpu_layers >= 0 && b->has_device)
         plan_pins_apply_ngl(pins, n_layer, (uint32_t)o->n_gpu_layers);
-    else if (o->n_gpu_layers >= 0 && note[0] == '\0')
+    else if (o->n_gpu_layers >= 0)
         snprintf(note, cap, "-ngl %d ignored: there is no device (cpu backend)",
                  o->n_gpu_layers);
     return SW_OK;
@@ -167,19 +177,38 @@ static sw_status make_pins(const sw_plan_options *o, const plan_budget *b, uint3
 
 static void add_note(plan *p, const char *text) {
     if (text[0] && p->n_notes < PLAN_MAX_NOTES)
-        snprintf(p->notes[p->n_notes++], sizeof p->notes[0], "%s", text);
+        snprintf(p->notes[p->n_notes++], sizeof p->notes[0], "%.*s",
+                 (int)sizeof p->notes[0] - 1, text);
+}
+
+/* Everything plan_build takes, gathered from the options and the machine. */
+typedef struct plan_inputs {
+    plan_model model;
+    plan_pins pins;
+    plan_budget budget;
+    plan_rates rates;
+    plan_workload work;
+    char note[256], ngl_note[128], rates_note[160];
+} plan_inputs;
+
+static sw_status gather(const sw_model *model, const char *catalog_name,
+                        const sw_plan_options *opt, plan_inputs *in) {
+    sw_status st = model ? plan_describe_file(model, opt->weights, &in->model)
+                         : plan_model_from_catalog(catalog_name, opt->weights, &in->model);
+    if (st != SW_OK || (st = make_workload(opt, &in->model.config, &in->work)) != SW_OK ||
+        (st = make_budget(opt, &in->budget, in->note, sizeof in->note)) != SW_OK ||
+        (st = make_pins(opt, &in->budget, in->model.config.n_layer, &in->pins, in->ngl_note,
+                        sizeof in->ngl_note)) != SW_OK)
+        return st;
+    make_rates(opt, &in->budget, &in->rates, in->rates_note, sizeof in->rates_note);
+    return SW_OK;
 }
 
 sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
                          const sw_plan_options *opt, sw_plan **out) {
     sw_plan_options defaults = sw_plan_options_default();
-    plan_model *pm = NULL;
-    plan_pins *pins = NULL;
+    plan_inputs *in = NULL;
     sw_plan *sp = NULL;
-    plan_budget budget;
-    plan_rates rates;
-    plan_workload work;
-    char note[256], ngl_note[128] = "", rates_note[160] = "";
     sw_status st;
     if (out == NULL || (model == NULL) == (catalog_name == NULL))
         return sw_errorf(SW_ERR_ARG, "sw_plan_create: give exactly one of a model and a "
@@ -187,35 +216,35 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
     *out = NULL;
     if (opt == NULL)
         opt = &defaults;
-    pm = malloc(sizeof *pm);
-    pins = malloc(sizeof *pins);
+    in = calloc(1, sizeof *in);
     sp = malloc(sizeof *sp);
-    if (pm == NULL || pins == NULL || sp == NULL) {
+    if (in == NULL || sp == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning");
         goto fail;
     }
-    st = model ? describe_file(model, opt->weights, pm)
-               : plan_model_from_catalog(catalog_name, opt->weights, pm);
-    if (st != SW_OK || (st = make_workload(opt, &pm->config, &work)) != SW_OK ||
-        (st = make_budget(opt, &budget, note, sizeof note)) != SW_OK ||
-        (st = make_pins(opt, &budget, pm->config.n_layer, pins, ngl_note, sizeof ngl_note)) !=
+    if ((st = gather(model, catalog_name, opt, in)) != SW_OK ||
+        (st = plan_build(&in->model, &in->budget, &in->rates, &in->work, &in->pins, &sp->p)) !=
             SW_OK)
         goto fail;
-    make_rates(opt, &budget, &rates, rates_note, sizeof rates_note);
-    if ((st = plan_build(pm, &budget, &rates, &work, pins, &sp->p)) != SW_OK)
-        goto fail;
-    add_note(&sp->p, note);
-    add_note(&sp->p, ngl_note);
-    add_note(&sp->p, rates_note);
-    free(pm);
-    free(pins);
+    add_note(&sp->p, in->note);
+    add_note(&sp->p, in->ngl_note);
+    add_note(&sp->p, in->rates_note);
+    free(in);
     *out = sp;
     return SW_OK;
 fail:
-    free(pm);
-    free(pins);
+    free(in);
     free(sp);
     return st;
+}
+
+sw_status plan_copy(const plan *src, sw_plan **out) {
+    sw_plan *sp = malloc(sizeof *sp);
+    if (sp == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory copying a plan");
+    sp->p = *src;
+    *out = sp;
+    return SW_OK;
 }
 
 sw_status sw_plan_print(const sw_plan *sp, FILE *out, int json) {

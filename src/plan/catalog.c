@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/weights.h"
 #include "plan/catalog.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -137,10 +138,10 @@ static uint32_t k_fallback(uint32_t type, uint64_t ne0) {
     return ne0 % 32 == 0 ? fb : SW_TYPE_F16;
 }
 
-/* Which matrix of a layer (for the Q4_K_M rules). */
-typedef enum { MAT_Q, MAT_K, MAT_V, MAT_O, MAT_GATE, MAT_UP, MAT_DOWN, MAT_EMBD } mat_kind;
-
-static uint32_t matrix_type(const char *type, mat_kind kind, uint32_t il, uint32_t n_layer,
+/* The stored type of a matrix in role `role` (BW_COUNT: the token
+ * embedding) of layer il under weight type `type`, as llama-quantize
+ * chooses it. */
+static uint32_t matrix_type(const char *type, block_weight role, uint32_t il, uint32_t n_layer,
                             uint64_t ne0) {
     if (!strcmp(type, "f32"))
         return SW_TYPE_F32;
@@ -151,9 +152,9 @@ static uint32_t matrix_type(const char *type, mat_kind kind, uint32_t il, uint32
     if (!strcmp(type, "q8_0"))
         return ne0 % 32 == 0 ? SW_TYPE_Q8_0 : SW_TYPE_F16;
     uint32_t t = SW_TYPE_Q4_K; /* q4_k_m */
-    if (kind == MAT_EMBD)
+    if (role == BW_COUNT)
         t = SW_TYPE_Q6_K;
-    else if ((kind == MAT_V || kind == MAT_DOWN) && use_more_bits(il, n_layer))
+    else if ((role == BW_V || role == BW_DOWN) && use_more_bits(il, n_layer))
         t = SW_TYPE_Q6_K;
     return k_fallback(t, ne0);
 }
@@ -166,25 +167,23 @@ static uint64_t matrix_bytes(uint32_t type, uint64_t ne0, uint64_t rows) {
     return row * rows;
 }
 
+/* One layer as packed, from the layer table of model/weights.h. */
 static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il) {
-    uint64_t E = c->n_embd, nq = (uint64_t)c->n_head * c->n_embd_head;
-    uint64_t nkv = (uint64_t)c->n_head_kv * c->n_embd_head, F = c->n_ff;
-    /* (kind, ne0 = row length, rows) as llama.cpp stores them */
-    const struct { mat_kind kind; uint64_t ne0, rows; } mats[] = {
-        {MAT_Q, E, nq}, {MAT_K, E, nkv}, {MAT_V, E, nkv}, {MAT_O, nq, E},
-        {MAT_GATE, E, F}, {MAT_UP, E, F}, {MAT_DOWN, F, E},
-    };
+    size_t n = 0;
+    const layer_tensor *table = model_layer_tensors(&n);
     uint64_t total = 0;
-    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-        uint32_t t = matrix_type(type, mats[i].kind, il, c->n_layer, mats[i].ne0);
-        total += plan_padded(matrix_bytes(t, mats[i].ne0, mats[i].rows));
+    for (size_t i = 0; i < n; i++) {
+        const layer_tensor *t = &table[i];
+        if (!model_has_tensor(c, t))
+            continue;
+        uint64_t ne0 = model_dim_value(c, t->ne0);
+        if (t->is_norm) {
+            total += plan_padded(ne0 * 4);
+            continue;
+        }
+        uint32_t mt = matrix_type(type, t->role, il, c->n_layer, ne0);
+        total += plan_padded(matrix_bytes(mt, ne0, model_dim_value(c, t->ne1)));
     }
-    /* Norms, f32: attn and ffn always; post-attn and post-ffw (Gemma 2/3);
-     * per-head q and k norms (Gemma 3). */
-    uint32_t n_norm_e = c->post_norms ? 4 : 2;
-    total += n_norm_e * plan_padded(E * 4);
-    if (c->qk_norm)
-        total += 2 * plan_padded((uint64_t)c->n_embd_head * 4);
     return total;
 }
 
@@ -201,7 +200,7 @@ sw_status plan_model_for_type(const model_config *c, const char *type, plan_mode
     out->config = *c;
     for (uint32_t il = 0; il < c->n_layer; il++)
         out->layer_bytes[il] = layer_bytes(c, t, il);
-    uint32_t et = matrix_type(t, MAT_EMBD, 0, c->n_layer, c->n_embd);
+    uint32_t et = matrix_type(t, BW_COUNT, 0, c->n_layer, c->n_embd);
     out->embd_bytes = plan_padded(matrix_bytes(et, c->n_embd, c->n_vocab));
     out->output_bytes = out->embd_bytes;
     out->tied = true;

@@ -6,7 +6,7 @@
  * final norm + logits] + resident layers + ring slots (K x largest
  * streamed layer) + KV of every layer computed on the device (resident or
  * streamed: a layer's KV lives on the side that computes it). Host = host
- * activations + KV of host layers + pinned copies of streamed layers (when
+ * activations + the cpu kernels' scratch + KV of host layers + pinned copies of streamed layers (when
  * they fit) + weights converted at load (--weights: the embedding, host
  * layers and unpinned streamed layers; resident layers pass through a
  * one-layer staging buffer) + the part of the file mapping read every
@@ -29,8 +29,10 @@
  */
 #include <string.h>
 
-#include "engine/kv.h"
-#include "model/forward.h"
+#include "backend/backend.h"
+#include "model/act.h"
+#include "model/kv.h"
+#include "model/weights.h"
 #include "plan/plan_internal.h"
 
 #define SIM_PASSES 6    /* passes simulated; the last one's time is reported */
@@ -108,8 +110,12 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     }
     /* Device allocators hand out aligned blocks (the sim pool: 256 bytes),
      * so every device buffer is counted padded to PLAN_TENSOR_ALIGN. */
-    x->host_act_bytes = forward_scratch_bytes(c, x->n_tok, w->n_ctx, w->n_threads);
-    x->dev_act_bytes = plan_padded(x->host_act_bytes);
+    act_layout act;
+    act_layout_init(c, x->n_tok, &act);
+    x->host_act_bytes = act.bytes;
+    x->dev_act_bytes = plan_padded(act.bytes);
+    x->host_scratch_bytes = backend_cpu_scratch_bytes(w->n_threads, w->n_ctx,
+                                                      model_max_row_elems(c));
     x->logits_bytes = plan_padded((uint64_t)c->n_vocab * x->n_tok * sizeof(float));
     x->lm_dev_bytes = m->output_bytes + m->output_norm_bytes + x->logits_bytes;
     layer_costs(x);
@@ -159,7 +165,8 @@ void plan_choice_account(const plan_ctx *x, plan_choice *c) {
     else   /* read every token, from the mapping unless converted */
         mapped += m->output_bytes - (m->tied ? m->embd_conv_bytes : m->output_conv_bytes);
     c->dev_bytes = dev;
-    c->host_alloc_bytes = x->host_act_bytes + host_kv + c->conv_bytes + c->staging_bytes;
+    c->host_alloc_bytes = x->host_act_bytes + x->host_scratch_bytes + host_kv + c->conv_bytes +
+                          c->staging_bytes;
     c->host_need_bytes = c->host_alloc_bytes + streamed_conv;
     /* Pin the streamed layers only if that pushes nothing else out of RAM:
      * pinned memory cannot be paged, and the mapped working set must stay

@@ -71,6 +71,7 @@ static void host_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
                 add_buf(p, TIER_PINNED, BUF_OTHER, (int32_t)il, x->m->layer_bytes[il],
                         "pinned layer %u", il);
     add_buf(p, TIER_HOST, BUF_ACTIVATIONS, -1, x->host_act_bytes, "host activations");
+    add_buf(p, TIER_HOST, BUF_SCRATCH, -1, x->host_scratch_bytes, "host kernel scratch");
     for (uint32_t il = 0; il < x->n_layer; il++)
         if (c->place[il] == PLACE_HOST)
             add_buf(p, TIER_HOST, BUF_KV, (int32_t)il, x->kv_bytes[il], "kv layer %u", il);

@@ -1,9 +1,9 @@
 /*
  * model_bytes.c — a plan_model from an opened model: its config and its
  * bound weights. Layer sizes are counted exactly as the engine packs a
- * layer into one device buffer (engine/pack.h): each matrix and each f32
- * norm vector padded to PLAN_TENSOR_ALIGN; absent optional norms take no
- * space. The planner and the engine therefore agree to the byte. With
+ * layer into one device buffer (engine/pack.h), from the one layer table
+ * of model/weights.h: each matrix and each f32 norm vector padded to
+ * PLAN_TENSOR_ALIGN; absent optional norms take no space. The planner and the engine therefore agree to the byte. With
  * --weights, every matrix is priced as quant_convert_type() leaves it, the
  * same rule the engine converts by, and the converted parts are recorded
  * (they live in host memory the engine allocates, not in the mapping).
@@ -38,20 +38,20 @@ static uint64_t matrix_bytes(const tensor_view *v, uint32_t convert, plan_model 
     return plan_padded(row * v->ne[1]);
 }
 
+/* One layer as packed (engine/pack.c), from the layer table. */
 static uint64_t layer_bytes(const model_config *c, const layer_weights *w, uint32_t convert,
                             plan_model *m, uint64_t *conv) {
-    const tensor_view *mats[] = {&w->wq, &w->wk, &w->wv, &w->wo,
-                                 &w->w_gate, &w->w_up, &w->w_down};
-    const float *norms[] = {w->attn_norm, w->q_norm, w->k_norm, w->post_attn_norm,
-                            w->ffn_norm, w->post_ffw_norm};
-    const uint64_t norm_len[] = {c->n_embd, c->n_embd_head, c->n_embd_head,
-                                 c->n_embd, c->n_embd, c->n_embd};
+    size_t n = 0;
+    const layer_tensor *table = model_layer_tensors(&n);
     uint64_t total = 0;
-    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-        total += matrix_bytes(mats[i], convert, m, conv);
-    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++)
-        if (norms[i] != NULL)
-            total += plan_padded(norm_len[i] * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        if (!model_has_tensor(c, &table[i]))
+            continue;
+        if (table[i].is_norm)
+            total += plan_padded(model_dim_value(c, table[i].ne0) * sizeof(float));
+        else
+            total += matrix_bytes(&w->t[table[i].role], convert, m, conv);
+    }
     return total;
 }
 
@@ -128,4 +128,18 @@ const char *plan_file_type_name(uint32_t ft) {
         if (names[i].id == ft)
             return names[i].name;
     return "?";
+}
+
+bool plan_model_same(const plan_model *a, const plan_model *b) {
+    const model_config *x = &a->config, *y = &b->config;
+    if (x->n_layer != y->n_layer || x->n_embd != y->n_embd || x->n_ff != y->n_ff ||
+        x->n_head != y->n_head || x->n_head_kv != y->n_head_kv ||
+        x->n_embd_head != y->n_embd_head || x->n_vocab != y->n_vocab ||
+        x->sliding_window != y->sliding_window || x->swa_pattern != y->swa_pattern ||
+        x->qk_norm != y->qk_norm || x->post_norms != y->post_norms)
+        return false;
+    return strcmp(a->name, b->name) == 0 && strcmp(a->convert_type, b->convert_type) == 0 &&
+           a->file_bytes == b->file_bytes && a->embd_bytes == b->embd_bytes &&
+           a->output_bytes == b->output_bytes && a->tied == b->tied &&
+           memcmp(a->layer_bytes, b->layer_bytes, x->n_layer * sizeof a->layer_bytes[0]) == 0;
 }

@@ -7,8 +7,8 @@
  * deterministic (same inputs, same plan). The engine executes a plan
  * exactly: it allocates on the device precisely the plan's device buffers
  * (same sizes, same purposes) and nothing else. Sizes that both sides need
- * come from shared functions (plan_layer_bytes(), kv_layer_rows(),
- * forward_scratch_bytes()) so they cannot drift apart.
+ * come from shared functions (the layer table of model/weights.h,
+ * kv_layer_rows(), act_layout_init()) so they cannot drift apart.
  *
  * Placements of a transformer layer's weights:
  *   RESIDENT  copied to the device once at load;
@@ -74,6 +74,8 @@ typedef struct plan_budget {
     uint64_t device_total_bytes;    /* the card's total (display) */
     uint64_t host_bytes;            /* usable: min(MemAvailable, --host-mem) */
     uint64_t pinned_limit_bytes;    /* page-lock limit; UINT64_MAX if none */
+    double sim_link_Bps;            /* sim: the link cap it is made with; 0 = memcpy */
+    char backend[16];               /* registry name the engine creates: "cpu", "sim" */
 } plan_budget;
 
 /* Rates in bytes/s and flop/s: doctor's measurements or stated defaults. */
@@ -107,14 +109,16 @@ typedef enum plan_buffer_kind {
     BUF_LAYER,        /* a resident layer's packed weights (layer = index) */
     BUF_RING_SLOT,    /* one ring slot (layer = slot index) */
     BUF_KV,           /* a layer's keys + values (layer = index) */
-    BUF_ACTIVATIONS,  /* forward_scratch_bytes() */
+    BUF_ACTIVATIONS,  /* act_layout_init()'s bytes for n_tok tokens */
     BUF_LM_HEAD,      /* output matrix + final norm, each plan_padded */
     BUF_LOGITS,       /* n_batch * n_vocab f32 */
     BUF_OTHER,        /* host/pinned/disk bookkeeping entries; "pinned layer
                        * N" (layer = N) is streamed layer N's packed copy */
     BUF_CONVERTED,    /* host: --weights conversions the host keeps (embedding,
                        * host and unpinned streamed layers), one arena */
-    BUF_STAGING       /* host, load only: converts one resident layer at a time */
+    BUF_STAGING,      /* host, load only: converts one resident layer at a time */
+    BUF_SCRATCH       /* host: the cpu kernels' own scratch (attention rows,
+                       * matmul tiles), made by the cpu backend */
 } plan_buffer_kind;
 
 typedef struct plan_buffer {
@@ -133,7 +137,7 @@ typedef struct plan {
     plan_rates rates;
     plan_place layer_place[PLAN_MAX_LAYERS];   /* RESIDENT / STREAMED / HOST */
     plan_tier kv_tier[PLAN_MAX_LAYERS];        /* DEVICE or HOST */
-    uint32_t kv_rows[PLAN_MAX_LAYERS];         /* kv_layer_rows() */
+    uint32_t kv_rows[PLAN_MAX_LAYERS];         /* kv_layer_rows(), per sequence */
     plan_place lm_head_place;                  /* RESIDENT or HOST */
     uint32_t ring_slots;                       /* 0 when nothing streams, else >= 2 */
     uint64_t ring_slot_bytes;                  /* largest streamed layer */

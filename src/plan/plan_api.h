@@ -40,6 +40,20 @@ sw_status plan_model_converted(const model_config *c, const struct model_weights
                                const char *name, const char *weight_type, uint64_t file_bytes,
                                uint32_t convert, plan_model *out);
 
+/* The plan_model of an opened file, sized exactly as the engine packs it,
+ * with its matrices converted to `weights` (NULL: as stored) as the engine
+ * converts them at load. Errors: as model_weights_bind, SW_ERR_ARG. */
+sw_status plan_describe_file(const sw_model *model, const char *weights, plan_model *out);
+
+/* Whether two descriptions are of the same model to the byte (what the
+ * engine checks before executing a plan). */
+bool plan_model_same(const plan_model *a, const plan_model *b);
+
+/* The plan inside a public handle (NULL for NULL), and a new handle
+ * holding a copy of p. Errors: SW_ERR_OOM_HOST. */
+const plan *plan_of(const sw_plan *sp);
+sw_status plan_copy(const plan *p, sw_plan **out);
+
 /* Parses a --weights value for a model file: "bf16", "f16" or "q8_0"
  * (case-insensitive) to SW_TYPE_*. Errors: SW_ERR_ARG naming the choices. */
 sw_status plan_parse_weights_type(const char *s, uint32_t *out);

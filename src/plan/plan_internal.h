@@ -42,7 +42,8 @@ typedef struct plan_ctx {
     uint32_t n_chunk;                        /* prefill tokens per pass */
     uint32_t kv_rows[PLAN_MAX_LAYERS];
     uint64_t kv_bytes[PLAN_MAX_LAYERS];      /* allocated, all sequences */
-    uint64_t dev_act_bytes, host_act_bytes;  /* forward_scratch_bytes() */
+    uint64_t dev_act_bytes, host_act_bytes;  /* act_layout_init() bytes */
+    uint64_t host_scratch_bytes;             /* backend_cpu_scratch_bytes() */
     uint64_t logits_bytes;                   /* device logits (n_tok, n_vocab) */
     uint64_t lm_dev_bytes;                   /* LM head + final norm + logits */
     /* Costs per [rate set][pass][layer]. Rate set RATES_ACTUAL uses the
@@ -64,8 +65,8 @@ typedef struct plan_choice {
     uint64_t streamed_bytes;        /* sum of streamed layers */
     bool stream_pinned;
     uint64_t dev_bytes;             /* device total */
-    uint64_t host_alloc_bytes;      /* host activations + host KV + pinned +
-                                     * converted weights + staging */
+    uint64_t host_alloc_bytes;      /* host activations + kernel scratch + host
+                                     * KV + pinned + converted weights + staging */
     uint64_t host_need_bytes;       /* the same without pinning (the least the
                                      * host must allocate) */
     uint64_t conv_bytes;            /* --weights conversions kept on the host */

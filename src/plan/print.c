@@ -88,8 +88,9 @@ static void print_header(FILE *out, const plan *p) {
     } else {
         fprintf(out, "cpu (no device)");
     }
-    fprintf(out, ", ctx %u, batch %u, chunk %u, kv %s\n", p->workload.n_ctx, p->workload.n_seq,
-            p->workload.n_batch, plan_kv_type_name(p->workload.kv_type));
+    fprintf(out, ", ctx %u x %u sequence%s, chunk %u, kv %s\n", p->workload.n_ctx,
+            p->workload.n_seq, p->workload.n_seq == 1 ? "" : "s", p->workload.n_batch,
+            plan_kv_type_name(p->workload.kv_type));
 }
 
 static void print_device_row(FILE *out, const plan *p) {
@@ -112,6 +113,8 @@ static void print_device_row(FILE *out, const plan *p) {
     fprintf(out, " | KV %u layer%s %s", n_kv, n_kv == 1 ? "" : "s", c);
     if (n_local)
         fprintf(out, " (%u local x %u)", n_local, local_rows);
+    if (n_kv && p->workload.n_seq > 1)
+        fprintf(out, " x %u sequences", p->workload.n_seq);
     if (p->lm_head_place == PLACE_RESIDENT) {
         short_size(sum_kind(p, TIER_DEVICE, BUF_LM_HEAD, &n), d, sizeof d);
         short_size(sum_kind(p, TIER_DEVICE, BUF_LOGITS, &n), e, sizeof e);
@@ -151,6 +154,9 @@ static void print_host_rows(FILE *out, const plan *p) {
     short_size(sum_kind(p, TIER_HOST, BUF_STAGING, &n), c, sizeof c);
     if (n)
         fprintf(out, " | staging %s (load)", c);
+    short_size(sum_kind(p, TIER_HOST, BUF_SCRATCH, &n), c, sizeof c);
+    if (n)
+        fprintf(out, " | kernel scratch %s", c);
     fprintf(out, " | token embeddings (lookup only)\n");
     plan_format_size(p->tier_bytes[TIER_DISK], a, sizeof a);
     fprintf(out, "%-8s %-10s %-10s model file (mapped)", "disk", "-", a);
@@ -273,7 +279,9 @@ static void json_model(FILE *out, const plan *p) {
 static void json_inputs(FILE *out, const plan *p) {
     const plan_budget *b = &p->budget;
     const plan_rates *r = &p->rates;
-    fprintf(out, ",\"budget\":{\"has_device\":%s,\"device\":", b->has_device ? "true" : "false");
+    fputs(",\"budget\":{\"backend\":", out);
+    json_str(out, b->backend);
+    fprintf(out, ",\"has_device\":%s,\"device\":", b->has_device ? "true" : "false");
     json_str(out, b->has_device ? b->device_name : "");
     fprintf(out, ",\"device_bytes\":%" PRIu64 ",\"device_total_bytes\":%" PRIu64
             ",\"host_bytes\":%" PRIu64 ",\"pinned_limit_bytes\":", b->device_bytes,
@@ -298,6 +306,7 @@ static const char *kind_name(plan_buffer_kind k) {
     case BUF_LAYER: return "layer";
     case BUF_RING_SLOT: return "ring_slot";
     case BUF_KV: return "kv";
+    case BUF_SCRATCH: return "scratch";
     case BUF_ACTIVATIONS: return "activations";
     case BUF_LM_HEAD: return "lm_head";
     case BUF_LOGITS: return "logits";

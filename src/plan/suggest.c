@@ -5,7 +5,7 @@
  * with the numbers it would give; none is a guess.
  *
  * Failure candidates, cheapest first: the largest context that fits (if
- * at least MIN_USEFUL_CTX), batch 1, the largest prefill chunk that fits,
+ * at least MIN_USEFUL_CTX), one sequence (-np 1), the largest prefill chunk that fits,
  * f16 KV, lower-precision weights (for f32/f16/bf16 weights), the largest
  * smaller catalog model, and, when only the device is short, the cpu
  * backend. Every --kv-type and --weights suggestion is a flag and value
@@ -112,7 +112,7 @@ static void suggest_workload(msg *m, const plan_ctx *x) {
         plan_workload w = x->w;
         w.n_seq = 1;
         if (try_plan(x->m, x->b, x->r, &w, &t))
-            put_item(m, x, "--batch 1", &t, 1);
+            put_item(m, x, "-np 1", &t, 1);
     }
     if (x->w.n_batch > 1 && (v = largest_fit(x, x->w.n_batch - 1, false, &t)) != 0) {
         snprintf(change, sizeof change, "-b %u (prefill chunk)", v);
@@ -201,6 +201,7 @@ static void suggest_cpu(msg *m, const plan_ctx *x) {
     trial t;
     b.has_device = false;
     b.device_bytes = 0;
+    snprintf(b.backend, sizeof b.backend, "cpu");
     if (try_plan(x->m, &b, x->r, &x->w, &t)) {
         plan_ctx y = *x;
         y.b = &b;

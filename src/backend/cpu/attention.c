@@ -13,6 +13,10 @@
  * dequantizer). Threads take whole (token, head) pairs, so results do not
  * depend on the thread count.
  *
+ * Sequences: query t belongs to sequence q_seq[t] (all 0 when q_seq is
+ * NULL) and sees only that sequence's rows, which start at row
+ * q_seq[t] * seq_rows of the cache.
+ *
  * Scratch: the caller passes n_threads * L floats (L = kv_ring, or n_ctx
  * for a linear cache). Thread ith uses scratch[ith * S, ith * S + S), where
  * S = the largest number of keys visible to any query of this call; S <= L
@@ -62,15 +66,19 @@ static int64_t attn_range(const cpu_attn_args *a, int32_t pos, int64_t *lo) {
     return (int64_t)pos - first + 1;
 }
 
+/* Cache row of position p in the sequence whose rows start at `base`. */
+static uint64_t attn_cache_row(const cpu_attn_args *a, uint64_t base, uint64_t p) {
+    return base + (a->kv_ring > 0 ? p % a->kv_ring : p);
+}
+
 /* Scores of query q against n keys from position lo into s[]; returns max. */
-static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, int64_t lo,
-                         int64_t n, float *s) {
+static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, uint64_t base,
+                         int64_t lo, int64_t n, float *s) {
     const cpu_attn_args *a = j->a;
     const uint64_t hd = a->head_dim;
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++) {
-        uint64_t p = (uint64_t)(lo + i);
-        uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
+        uint64_t row = attn_cache_row(a, base, (uint64_t)(lo + i));
         const uint8_t *k = attn_row(j, a->k, row, kvh);
         float v;
         if (j->kv == NULL)
@@ -115,7 +123,8 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *s) {
     const int64_t n = attn_range(a, a->q_pos[t], &lo);
     if (n <= 0)
         return;
-    const float mx = attn_scores(j, a->q + qi, kvh, lo, n, s);
+    const uint64_t base = a->q_seq ? (uint64_t)a->q_seq[t] * a->seq_rows : 0;
+    const float mx = attn_scores(j, a->q + qi, kvh, base, lo, n, s);
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) {
         s[i] = expf(s[i] - mx);
@@ -123,8 +132,7 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *s) {
     }
     const float sumf = (float)sum;
     for (int64_t i = 0; i < n; i++) {
-        uint64_t p = (uint64_t)(lo + i);
-        uint64_t row = a->kv_ring > 0 ? p % a->kv_ring : p;
+        uint64_t row = attn_cache_row(a, base, (uint64_t)(lo + i));
         attn_add_value(j, attn_row(j, a->v, row, kvh), s[i] / sumf, o);
     }
 }

@@ -2,12 +2,15 @@
  * cpu_backend.c — the host CPU behind the backend interface: the kernels
  * of cpu_ops.h on the borrowed thread pool, memory from the C heap.
  *
- * Capacity is unlimited (UINT64_MAX) but every allocation is still counted
- * (in use, peak, count), so the engine's accounting can be checked on any
- * machine. "Device" memory is host memory: copy_async is a memcpy whose
- * event is signalled before it returns, and event_wait never stalls.
- * Attention scratch (n_threads * max_attn_keys floats) is made once here,
- * never per call. Thread-safe except for the ops, which share the pool.
+ * Both queues are the calling thread: every op and copy has finished when
+ * its call returns, so events are always passed and waits never stall.
+ * Capacity is unlimited (UINT64_MAX) but every allocation is counted (in
+ * use, peak, count), so the engine's accounting can be checked anywhere.
+ * Its memory is the host's: host_memory() names any host bytes in place,
+ * which is how the file mapping and the caller's arrays reach the ops.
+ * Kernel scratch (attention rows: n_threads x max_attn_keys floats) is
+ * made once here, never per call. Allocation and stats are thread-safe;
+ * ops share the pool and run one at a time.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -19,29 +22,32 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "quant/types.h"
 #include "util/error.h"
 
-/* Each allocation is preceded by a header holding its size, padded to a
- * cache line so the caller's memory stays 64-byte aligned. */
-enum { CPU_ALLOC_ALIGN = 64 };
-
-typedef struct cpu_alloc_header {
+/* What a backend_buf is here: an allocation, or (base NULL) all of host
+ * memory, where offsets are addresses. */
+typedef struct cpu_buf {
+    uint8_t *base;
     uint64_t bytes;
-} cpu_alloc_header;
-
-typedef struct cpu_event {
-    int unused; /* copies finish before copy_async returns: nothing to track */
-} cpu_event;
+} cpu_buf;
 
 typedef struct cpu_backend {
     backend base;          /* what callers hold; impl points back here */
     cpu_pool *pool;        /* borrowed */
     float *attn_scratch;   /* (n_threads, max_attn_keys) */
     uint64_t scratch_floats;
+    cpu_buf host;          /* all host memory */
     pthread_mutex_t mu;    /* guards the counters below */
     uint64_t in_use_bytes, peak_bytes, n_allocs, bytes_to_device;
     double copy_busy_s;
 } cpu_backend;
+
+/* What a backend_event is here: nothing to track, as work is done when
+ * its call returns. */
+typedef struct cpu_event {
+    int unused;
+} cpu_event;
 
 static cpu_backend *cpu_of(backend *b) { return b->impl; }
 
@@ -51,57 +57,85 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- buffers and copies ----------------------------------------------- */
+static cpu_buf *buf_of(backend_buf *b) { return (cpu_buf *)(void *)b; }
 
-static sw_status cpu_be_alloc(backend *b, uint64_t bytes, const char *purpose, void **out) {
+/* Host address of m (checked against its buffer by the caller). */
+static void *cpu_ptr(bmem m) {
+    const cpu_buf *b = buf_of(m.buf);
+    if (b->base == NULL)
+        return (void *)(uintptr_t)m.off;
+    return b->base + m.off;
+}
+
+static sw_status check_mem(const char *what, bmem m, uint64_t bytes) {
+    if (m.buf == NULL)
+        return sw_errorf(SW_ERR_ARG, "cpu backend: %s: no buffer", what);
+    const cpu_buf *b = buf_of(m.buf);
+    if (b->base == NULL ? m.off == 0 && bytes > 0 : m.off > b->bytes || bytes > b->bytes - m.off)
+        return sw_errorf(SW_ERR_ARG, "cpu backend: %s: %llu bytes at offset %llu are outside "
+                         "the buffer (%llu bytes)", what, (unsigned long long)bytes,
+                         (unsigned long long)m.off, (unsigned long long)b->bytes);
+    return SW_OK;
+}
+
+/* ---- memory and copies -------------------------------------------------- */
+
+static sw_status cpu_be_alloc(backend *b, uint64_t bytes, const char *purpose,
+                              backend_buf **out) {
     cpu_backend *c = cpu_of(b);
     *out = NULL;
     if (bytes == 0)
         return SW_OK;
-    uint64_t total = bytes + CPU_ALLOC_ALIGN + CPU_ALLOC_ALIGN - 1;
-    uint8_t *p = NULL;
-    if (total > bytes && total <= SIZE_MAX)
-        p = aligned_alloc(CPU_ALLOC_ALIGN, (size_t)(total / CPU_ALLOC_ALIGN * CPU_ALLOC_ALIGN));
-    pthread_mutex_lock(&c->mu);
-    sw_status st = SW_OK;
-    if (p == NULL) {
-        st = sw_errorf(SW_ERR_OOM_HOST, "host out of memory: requested %llu bytes for '%s', "
-                       "in use %llu by this backend", (unsigned long long)bytes,
-                       purpose ? purpose : "?", (unsigned long long)c->in_use_bytes);
-    } else {
-        ((cpu_alloc_header *)p)->bytes = bytes;
-        c->in_use_bytes += bytes;
-        if (c->in_use_bytes > c->peak_bytes)
-            c->peak_bytes = c->in_use_bytes;
-        c->n_allocs++;
-        *out = p + CPU_ALLOC_ALIGN;
+    uint64_t rounded = (bytes + 63) / 64 * 64;
+    cpu_buf *buf = malloc(sizeof *buf);
+    uint8_t *p = rounded >= bytes && rounded <= SIZE_MAX ? aligned_alloc(64, (size_t)rounded)
+                                                          : NULL;
+    if (buf == NULL || p == NULL) {
+        free(buf);
+        free(p);
+        return sw_errorf(SW_ERR_OOM_HOST, "host out of memory: requested %llu bytes for '%s', "
+                         "in use %llu by this backend", (unsigned long long)bytes,
+                         purpose ? purpose : "?", (unsigned long long)c->in_use_bytes);
     }
-    pthread_mutex_unlock(&c->mu);
-    return st;
-}
-
-static void cpu_be_free(backend *b, void *ptr) {
-    cpu_backend *c = cpu_of(b);
-    if (ptr == NULL)
-        return;
-    uint8_t *p = (uint8_t *)ptr - CPU_ALLOC_ALIGN;
+    *buf = (cpu_buf){.base = p, .bytes = bytes};
     pthread_mutex_lock(&c->mu);
-    assert(((cpu_alloc_header *)p)->bytes <= c->in_use_bytes);
-    c->in_use_bytes -= ((cpu_alloc_header *)p)->bytes;
+    c->in_use_bytes += bytes;
+    c->peak_bytes = c->in_use_bytes > c->peak_bytes ? c->in_use_bytes : c->peak_bytes;
+    c->n_allocs++;
     pthread_mutex_unlock(&c->mu);
-    free(p);
+    *out = (backend_buf *)(void *)buf;
+    return SW_OK;
 }
 
-static sw_status cpu_be_copy_async(backend *b, void *dst, const void *src, uint64_t bytes,
-                                   backend_event *done) {
+static void cpu_be_free(backend *b, backend_buf *handle) {
     cpu_backend *c = cpu_of(b);
-    (void)done; /* already signalled: every cpu event is */
-    if (bytes > 0 && (dst == NULL || src == NULL))
-        return sw_errorf(SW_ERR_ARG, "cpu backend: copy of %llu bytes with a NULL pointer",
+    cpu_buf *buf = buf_of(handle);
+    if (buf == NULL || buf == &c->host)
+        return;
+    pthread_mutex_lock(&c->mu);
+    assert(buf->bytes <= c->in_use_bytes);
+    c->in_use_bytes -= buf->bytes;
+    pthread_mutex_unlock(&c->mu);
+    free(buf->base);
+    free(buf);
+}
+
+static backend_buf *cpu_be_host_memory(backend *b) {
+    return (backend_buf *)(void *)&cpu_of(b)->host;
+}
+
+static sw_status cpu_be_copy_h2d(backend *b, backend_queue q, bmem dst, const void *src,
+                                 uint64_t bytes) {
+    cpu_backend *c = cpu_of(b);
+    (void)q;
+    sw_status st = check_mem("copy to device", dst, bytes);
+    if (st != SW_OK || bytes == 0)
+        return st;
+    if (src == NULL)
+        return sw_errorf(SW_ERR_ARG, "cpu backend: copy of %llu bytes from NULL",
                          (unsigned long long)bytes);
     const double t0 = now_s();
-    if (bytes > 0)
-        memcpy(dst, src, (size_t)bytes);
+    memcpy(cpu_ptr(dst), src, (size_t)bytes);
     const double t1 = now_s();
     pthread_mutex_lock(&c->mu);
     c->bytes_to_device += bytes;
@@ -110,64 +144,71 @@ static sw_status cpu_be_copy_async(backend *b, void *dst, const void *src, uint6
     return SW_OK;
 }
 
+static sw_status cpu_be_copy_d2h(backend *b, backend_queue q, void *dst, bmem src,
+                                 uint64_t bytes) {
+    (void)b;
+    (void)q;
+    sw_status st = check_mem("copy to host", src, bytes);
+    if (st != SW_OK || bytes == 0)
+        return st;
+    if (dst == NULL)
+        return sw_errorf(SW_ERR_ARG, "cpu backend: copy of %llu bytes to NULL",
+                         (unsigned long long)bytes);
+    memcpy(dst, cpu_ptr(src), (size_t)bytes);
+    return SW_OK;
+}
+
+/* ---- events: every mark has passed ---------------------------------------- */
+
 static sw_status cpu_be_event_create(backend *b, backend_event **out) {
     (void)b;
     cpu_event *ev = calloc(1, sizeof *ev);
-    *out = (backend_event *)ev;
-    if (ev == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for an event");
-    return SW_OK;
+    *out = (backend_event *)(void *)ev;
+    return ev ? SW_OK : sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of memory for an event");
 }
 
 static void cpu_be_event_destroy(backend *b, backend_event *ev) {
     (void)b;
-    free((cpu_event *)ev);
+    free((cpu_event *)(void *)ev);
 }
 
-static sw_status cpu_be_event_wait(backend *b, backend_event *ev) {
+static sw_status cpu_be_event_record(backend *b, backend_event *ev, backend_queue q) {
     (void)b;
-    (void)ev;
+    (void)q;
+    return ev ? SW_OK : sw_errorf(SW_ERR_ARG, "cpu backend: NULL event");
+}
+
+static sw_status cpu_be_queue_wait(backend *b, backend_queue q, backend_event *ev) {
+    return cpu_be_event_record(b, ev, q);
+}
+
+static sw_status cpu_be_event_sync(backend *b, backend_event *ev) {
+    return cpu_be_event_record(b, ev, BQ_COMPUTE);
+}
+
+static sw_status cpu_be_sync(backend *b) {
+    (void)b;
     return SW_OK;
 }
 
-static sw_status cpu_be_copy_to_host(backend *b, void *dst, const void *src, uint64_t bytes) {
-    (void)b;
-    if (bytes > 0 && (dst == NULL || src == NULL))
-        return sw_errorf(SW_ERR_ARG, "cpu backend: copy of %llu bytes with a NULL pointer",
-                         (unsigned long long)bytes);
-    if (bytes > 0)
-        memcpy(dst, src, (size_t)bytes);
-    return SW_OK;
+/* ---- ops ---------------------------------------------------------------- */
+
+static sw_status check_operand(void *user, bmem *m, uint64_t bytes, bool writes,
+                               const btensor *weight) {
+    (void)writes;
+    (void)weight;
+    return check_mem(bop_name(*(const bop_kind *)user), *m, bytes);
 }
 
-/* ---- ops --------------------------------------------------------------- */
-
-static sw_status cpu_be_matmul(backend *b, const tensor_view *w, const float *x, float *y,
-                               uint32_t n_tokens) {
-    return cpu_matmul(cpu_of(b)->pool, w, x, y, n_tokens);
+static tensor_view view_of(const btensor *w) {
+    return (tensor_view){.name = w->name, .type = w->type, .n_dims = 2,
+                         .ne = {w->ne0, w->ne1, 1, 1}, .n_bytes = w->n_bytes,
+                         .data = w->mem.buf ? cpu_ptr(w->mem) : NULL};
 }
 
-static sw_status cpu_be_get_rows(backend *b, const tensor_view *w, const int32_t *ids,
-                                 uint32_t n, float *out) {
-    (void)b;
-    return cpu_get_rows(w, ids, n, out);
-}
-
-static void cpu_be_rmsnorm(backend *b, const float *x, const float *w, float *y, uint32_t n,
-                           uint32_t n_rows, float eps) {
-    (void)b;
-    cpu_rmsnorm(x, w, y, n, n_rows, eps);
-}
-
-static void cpu_be_rope(backend *b, float *x, const int32_t *pos, uint32_t n_tokens,
-                        uint32_t n_heads, uint32_t head_dim, float base, float freq_scale) {
-    (void)b;
-    cpu_rope(x, pos, n_tokens, n_heads, head_dim, base, freq_scale);
-}
-
-/* Most keys any query of this call sees: what cpu_attention needs per
+/* Most keys any query of the call sees: what cpu_attention needs per
  * thread (the same clamps as its attn_range). */
-static uint64_t attn_keys_needed(const attn_args *a) {
+static uint64_t attn_keys_needed(const cpu_attn_args *a) {
     uint64_t most = 0;
     for (uint32_t t = 0; t < a->n_tokens; t++) {
         if (a->q_pos[t] < 0)
@@ -182,62 +223,110 @@ static uint64_t attn_keys_needed(const attn_args *a) {
     return most;
 }
 
-/* With the backend's scratch, a call seeing more keys than one thread's
- * share runs on one thread (cpu_attention gives the same bits for any
- * thread count); more keys than the whole scratch is a sizing bug. */
-static void cpu_be_attention(backend *b, const attn_args *a) {
-    cpu_backend *c = cpu_of(b);
-    cpu_pool *pool = c->pool;
+/* A call seeing more keys than one thread's share of the scratch runs on
+ * one thread (cpu_attention gives the same bits for any thread count);
+ * more keys than the whole scratch is refused. */
+static sw_status run_attention(cpu_backend *c, const bop_attention *a) {
+    const bkv *kv = &a->cache;
     cpu_attn_args ca = {
-        .q = a->q, .k = a->k, .v = a->v, .kv_type = a->kv_type, .out = a->out,
-        .q_pos = a->q_pos,
-        .n_tokens = a->n_tokens, .n_head = a->n_head, .n_head_kv = a->n_head_kv,
-        .head_dim = a->head_dim, .kv_ring = a->kv_ring, .window = a->window,
-        .softcap = a->softcap, .scratch = a->scratch,
+        .q = cpu_ptr(a->q), .k = cpu_ptr(kv->k), .v = cpu_ptr(kv->v), .kv_type = kv->type,
+        .out = cpu_ptr(a->out), .q_pos = cpu_ptr(a->pos), .q_seq = cpu_ptr(a->seq),
+        .seq_rows = kv->rows, .n_tokens = a->n_tokens, .n_head = a->n_head,
+        .n_head_kv = a->n_head_kv, .head_dim = a->head_dim, .kv_ring = kv->ring,
+        .window = a->window, .softcap = a->softcap, .scratch = c->attn_scratch,
     };
-    if (ca.scratch == NULL) {
-        const uint64_t keys = attn_keys_needed(a);
-        assert(keys <= c->scratch_floats && "max_attn_keys smaller than the keys visible");
-        if (keys > c->scratch_floats) {
-            memset(a->out, 0, (size_t)a->n_tokens * a->n_head * a->head_dim * sizeof(float));
-            return;
-        }
-        if (keys * (uint64_t)cpu_pool_size(pool) > c->scratch_floats)
-            pool = NULL;
-        ca.scratch = c->attn_scratch;
-    }
+    const int32_t *seq = ca.q_seq;
+    for (uint32_t t = 0; t < a->n_tokens; t++)
+        if (seq[t] < 0 || (uint32_t)seq[t] >= kv->n_seq || ca.q_pos[t] < 0 ||
+            (kv->ring == 0 && (uint32_t)ca.q_pos[t] >= kv->rows))
+            return sw_errorf(SW_ERR_ARG, "cpu attention: token %u (sequence %d, position %d) "
+                             "is outside the cache (%u sequences x %u rows)", t, seq[t],
+                             ca.q_pos[t], kv->n_seq, kv->rows);
+    const uint64_t keys = attn_keys_needed(&ca);
+    if (keys > c->scratch_floats)
+        return sw_errorf(SW_ERR_ARG, "cpu attention: a query sees %llu keys, the scratch was "
+                         "sized for %llu", (unsigned long long)keys,
+                         (unsigned long long)c->scratch_floats);
+    cpu_pool *pool = keys * (uint64_t)cpu_pool_size(c->pool) > c->scratch_floats ? NULL
+                                                                                 : c->pool;
     cpu_attention(pool, &ca);
+    return SW_OK;
 }
 
-static void cpu_be_geglu(backend *b, const float *gate, const float *up, float *out,
-                         uint64_t n) {
-    (void)b;
-    cpu_geglu(gate, up, out, n);
+static sw_status run_kv_append(const bop_kv_append *a) {
+    const bkv *kv = &a->cache;
+    const int32_t *pos = cpu_ptr(a->pos), *seq = cpu_ptr(a->seq);
+    for (uint32_t t = 0; t < a->n_tokens; t++)
+        if (seq[t] < 0 || (uint32_t)seq[t] >= kv->n_seq || pos[t] < 0 ||
+            (kv->ring == 0 && (uint32_t)pos[t] >= kv->rows))
+            return sw_errorf(SW_ERR_ARG, "cpu kv append: token %u (sequence %d, position %d) "
+                             "is outside the cache (%u sequences x %u rows)", t, seq[t], pos[t],
+                             kv->n_seq, kv->rows);
+    cpu_kv_append(cpu_ptr(a->k), cpu_ptr(a->v), pos, seq, a->n_tokens, kv->row_elems,
+                  kv->type, kv->rows, kv->ring, cpu_ptr(kv->k), cpu_ptr(kv->v));
+    return SW_OK;
 }
 
-static void cpu_be_softcap(backend *b, float *x, uint64_t n, float cap) {
-    (void)b;
-    cpu_softcap(x, n, cap);
+static sw_status run_op(cpu_backend *c, const bop *op) {
+    const bop_rmsnorm *n = &op->u.rmsnorm;
+    const bop_rope *r = &op->u.rope;
+    tensor_view w;
+    switch (op->kind) {
+    case BOP_GET_ROWS:
+        w = view_of(&op->u.get_rows.w);
+        return cpu_get_rows(&w, cpu_ptr(op->u.get_rows.ids), op->u.get_rows.n,
+                            cpu_ptr(op->u.get_rows.out));
+    case BOP_MATMUL:
+        w = view_of(&op->u.matmul.w);
+        return cpu_matmul(c->pool, &w, cpu_ptr(op->u.matmul.x), cpu_ptr(op->u.matmul.y),
+                          op->u.matmul.n_tokens);
+    case BOP_RMSNORM:
+        cpu_rmsnorm(cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n, n->n_rows, n->eps);
+        return SW_OK;
+    case BOP_ROPE:
+        cpu_rope(cpu_ptr(r->x), cpu_ptr(r->pos), r->n_tokens, r->n_heads, r->head_dim, r->base,
+                 r->freq_scale);
+        return SW_OK;
+    case BOP_KV_APPEND:
+        return run_kv_append(&op->u.kv_append);
+    case BOP_ATTENTION:
+        return run_attention(c, &op->u.attention);
+    case BOP_GEGLU:
+        cpu_geglu(cpu_ptr(op->u.geglu.gate), cpu_ptr(op->u.geglu.up), cpu_ptr(op->u.geglu.out),
+                  op->u.geglu.n);
+        return SW_OK;
+    case BOP_ADD:
+        cpu_add(cpu_ptr(op->u.add.x), cpu_ptr(op->u.add.y), op->u.add.n);
+        return SW_OK;
+    case BOP_SCALE:
+        cpu_scale(cpu_ptr(op->u.scale.x), op->u.scale.n, op->u.scale.s);
+        return SW_OK;
+    case BOP_SOFTCAP:
+        cpu_softcap(cpu_ptr(op->u.softcap.x), op->u.softcap.n, op->u.softcap.cap);
+        return SW_OK;
+    case BOP_GATHER:
+        return cpu_gather_rows(cpu_ptr(op->u.gather.src), op->u.gather.n_src,
+                               cpu_ptr(op->u.gather.idx), op->u.gather.n, op->u.gather.cols,
+                               cpu_ptr(op->u.gather.dst));
+    case BOP_COUNT:
+        break;
+    }
+    return sw_errorf(SW_ERR_ARG, "cpu backend: unknown op %d", (int)op->kind);
 }
 
-static void cpu_be_add(backend *b, float *x, const float *y, uint64_t n) {
-    (void)b;
-    cpu_add(x, y, n);
+static sw_status cpu_be_submit(backend *b, const bop *op) {
+    if (op == NULL || op->kind >= BOP_COUNT)
+        return sw_errorf(SW_ERR_ARG, "cpu backend: bad op");
+    bop checked = *op;
+    bop_kind kind = op->kind;
+    if (op->kind == BOP_RMSNORM && op->u.rmsnorm.w.type != SW_TYPE_F32)
+        return sw_errorf(SW_ERR_ARG, "cpu backend: norm '%s' is not f32",
+                         op->u.rmsnorm.w.name ? op->u.rmsnorm.w.name : "?");
+    sw_status st = bop_for_each_mem(&checked, check_operand, &kind);
+    return st != SW_OK ? st : run_op(cpu_of(b), op);
 }
 
-static void cpu_be_scale(backend *b, float *x, uint64_t n, float s) {
-    (void)b;
-    cpu_scale(x, n, s);
-}
-
-static void cpu_be_reset_peak(backend *b) {
-    cpu_backend *c = cpu_of(b);
-    pthread_mutex_lock(&c->mu);
-    c->peak_bytes = c->in_use_bytes;
-    pthread_mutex_unlock(&c->mu);
-}
-
-/* ---- lifecycle --------------------------------------------------------- */
+/* ---- lifecycle ---------------------------------------------------------- */
 
 static void cpu_be_get_stats(backend *b, backend_stats *out) {
     cpu_backend *c = cpu_of(b);
@@ -246,8 +335,14 @@ static void cpu_be_get_stats(backend *b, backend_stats *out) {
         .capacity_bytes = UINT64_MAX, .in_use_bytes = c->in_use_bytes,
         .peak_bytes = c->peak_bytes, .n_allocs = c->n_allocs,
         .bytes_to_device = c->bytes_to_device, .copy_busy_s = c->copy_busy_s,
-        .wait_stall_s = 0.0,
     };
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void cpu_be_reset_peak(backend *b) {
+    cpu_backend *c = cpu_of(b);
+    pthread_mutex_lock(&c->mu);
+    c->peak_bytes = c->in_use_bytes;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -263,45 +358,46 @@ static const backend_vtable cpu_vtable = {
     .destroy = cpu_be_destroy,
     .alloc = cpu_be_alloc,
     .free = cpu_be_free,
-    .copy_async = cpu_be_copy_async,
+    .host_memory = cpu_be_host_memory,
+    .copy_h2d = cpu_be_copy_h2d,
+    .copy_d2h = cpu_be_copy_d2h,
+    .submit = cpu_be_submit,
+    .block = NULL, /* per-op dispatch costs nothing here */
     .event_create = cpu_be_event_create,
     .event_destroy = cpu_be_event_destroy,
-    .event_wait = cpu_be_event_wait,
-    .copy_to_host = cpu_be_copy_to_host,
-    .copy_to_device = cpu_be_copy_to_host, /* both sides are host memory */
-    .reset_peak = cpu_be_reset_peak,
-    .matmul = cpu_be_matmul,
-    .get_rows = cpu_be_get_rows,
-    .rmsnorm = cpu_be_rmsnorm,
-    .rope = cpu_be_rope,
-    .attention = cpu_be_attention,
-    .geglu = cpu_be_geglu,
-    .softcap = cpu_be_softcap,
-    .add = cpu_be_add,
-    .scale = cpu_be_scale,
+    .event_record = cpu_be_event_record,
+    .queue_wait = cpu_be_queue_wait,
+    .event_sync = cpu_be_event_sync,
+    .sync = cpu_be_sync,
     .get_stats = cpu_be_get_stats,
+    .reset_peak = cpu_be_reset_peak,
 };
 
-sw_status backend_cpu_create(cpu_pool *pool, uint32_t max_attn_keys, backend **out) {
+uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
+                                   uint64_t max_row_elems) {
+    (void)max_row_elems;
+    return (uint64_t)n_threads * max_attn_keys * sizeof(float);
+}
+
+sw_status backend_cpu_create(const backend_params *p, backend **out) {
     sw_status st;
     cpu_backend *c = NULL;
-    if (out == NULL)
-        return sw_errorf(SW_ERR_ARG, "backend_cpu_create: out is NULL");
+    if (out == NULL || p == NULL)
+        return sw_errorf(SW_ERR_ARG, "backend_cpu_create: NULL argument");
     *out = NULL;
     c = calloc(1, sizeof *c);
     if (c == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory");
         goto fail;
     }
-    c->pool = pool;
-    c->scratch_floats = (uint64_t)cpu_pool_size(pool) * max_attn_keys;
-    if (c->scratch_floats > 0) {
-        c->attn_scratch = malloc((size_t)c->scratch_floats * sizeof(float));
-        if (c->attn_scratch == NULL) {
-            st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for %llu floats "
-                           "of attention scratch", (unsigned long long)c->scratch_floats);
-            goto fail;
-        }
+    c->pool = p->pool;
+    c->host = (cpu_buf){.base = NULL, .bytes = UINT64_MAX};
+    c->scratch_floats = (uint64_t)cpu_pool_size(p->pool) * p->max_attn_keys;
+    if (c->scratch_floats > 0 &&
+        (c->attn_scratch = malloc((size_t)c->scratch_floats * sizeof(float))) == NULL) {
+        st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for %llu floats of "
+                       "attention scratch", (unsigned long long)c->scratch_floats);
+        goto fail;
     }
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: cannot create a mutex");

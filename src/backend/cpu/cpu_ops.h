@@ -66,6 +66,8 @@ void cpu_scale(float *x, uint64_t n, float s);
  *        bit, on every kernel set.
  *   q_pos[t]: absolute position of query t; it sees keys at positions
  *        p <= q_pos[t] and, when window > 0, q_pos[t] - p < window.
+ *   q_seq[t]: its sequence (NULL: all 0); sequence s's rows start at row
+ *        s * seq_rows (positions index within them as above).
  *   softcap: 0 for none; else scores = cap*tanh(scores/cap) before masking.
  *   out: [n_tokens][n_head][head_dim].
  * Query head h uses kv head h / (n_head / n_head_kv). Softmax in f32.
@@ -82,6 +84,8 @@ typedef struct cpu_attn_args {
     uint32_t kv_type;     /* SW_TYPE_F32 (0), SW_TYPE_F16 or SW_TYPE_BF16 */
     float *out;
     const int32_t *q_pos;
+    const int32_t *q_seq; /* NULL: every query in sequence 0 */
+    uint32_t seq_rows;    /* rows per sequence (with q_seq) */
     uint32_t n_tokens, n_head, n_head_kv, head_dim;
     uint32_t kv_ring;     /* 0: linear cache indexed by position */
     uint32_t window;      /* 0: global attention */
@@ -89,5 +93,18 @@ typedef struct cpu_attn_args {
     float *scratch;
 } cpu_attn_args;
 void cpu_attention(cpu_pool *pool, const cpu_attn_args *a);
+
+/* Writes the keys and values of n_tokens tokens (k, v: (n_tokens,
+ * row_elems) f32) into cache rows: token t goes to row seq[t] * seq_rows +
+ * (ring ? pos[t] % ring : pos[t]) of k_cache / v_cache, rounded to `type`
+ * (F32: copied; F16/BF16: nearest even). seq NULL means sequence 0. */
+void cpu_kv_append(const float *k, const float *v, const int32_t *pos, const int32_t *seq,
+                   uint32_t n_tokens, uint32_t row_elems, uint32_t type, uint32_t seq_rows,
+                   uint32_t ring, void *k_cache, void *v_cache);
+
+/* dst[i][:] = src[idx[i]][:] for i < n, rows of `cols` floats; src has
+ * n_src rows. Errors: SW_ERR_ARG for an index outside [0, n_src). */
+sw_status cpu_gather_rows(const float *src, uint32_t n_src, const int32_t *idx, uint32_t n,
+                          uint32_t cols, float *dst);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct pool_worker {
 struct cpu_pool {
     int n_threads;         /* workers + the caller (thread 0) */
     pool_worker *workers;  /* n_threads - 1 entries */
+    pthread_mutex_t run_mu; /* one job at a time, whichever thread calls */
     pthread_mutex_t mu;
     pthread_cond_t cv_job;  /* a new generation, or stop */
     pthread_cond_t cv_done; /* n_pending reached 0 */
@@ -120,6 +121,7 @@ sw_status cpu_pool_create(int n_threads, cpu_pool **out) {
     atomic_init(&p->generation, 0);
     atomic_init(&p->n_pending, 0);
     atomic_init(&p->stop, false);
+    pthread_mutex_init(&p->run_mu, NULL);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_job, NULL);
     pthread_cond_init(&p->cv_done, NULL);
@@ -151,6 +153,7 @@ fail:
     pthread_cond_destroy(&p->cv_done);
     pthread_cond_destroy(&p->cv_job);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->run_mu);
     free(p);
     return SW_ERR_OOM_HOST;
 }
@@ -163,6 +166,7 @@ void cpu_pool_destroy(cpu_pool *pool) {
     pthread_cond_destroy(&pool->cv_done);
     pthread_cond_destroy(&pool->cv_job);
     pthread_mutex_destroy(&pool->mu);
+    pthread_mutex_destroy(&pool->run_mu);
     free(pool);
 }
 
@@ -184,6 +188,7 @@ void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg) {
         fn(arg, 0, 1);
         return;
     }
+    pthread_mutex_lock(&pool->run_mu);
     pool->fn = fn;
     pool->arg = arg;
     atomic_store_explicit(&pool->n_pending, pool->n_threads - 1, memory_order_relaxed);
@@ -195,6 +200,7 @@ void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg) {
     pthread_mutex_unlock(&pool->mu);
     fn(arg, 0, pool->n_threads);
     pool_wait_done(pool);
+    pthread_mutex_unlock(&pool->run_mu);
 }
 
 int cpu_pool_size(const cpu_pool *pool) {

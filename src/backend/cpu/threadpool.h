@@ -22,7 +22,9 @@ sw_status cpu_pool_create(int n_threads, cpu_pool **out);
 void cpu_pool_destroy(cpu_pool *pool);
 
 /* Runs fn on all threads and waits. pool may be NULL (runs fn(arg, 0, 1)).
- * Not reentrant: fn must not call cpu_pool_run on the same pool. */
+ * Callers on different threads (the engine's, a simulated device's
+ * compute thread) are served one job at a time. Not reentrant: fn must not
+ * call cpu_pool_run on the same pool. */
 void cpu_pool_run(cpu_pool *pool, cpu_task_fn fn, void *arg);
 
 /* Threads in the pool (1 for NULL). */

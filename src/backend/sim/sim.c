@@ -1,234 +1,427 @@
 /*
  * sim.c — a simulated accelerator behind the backend interface, for
- * machines without one: device memory is an arena with a hard capacity
- * (sim_pool.c), host-to-device copies go through a copy thread paced to a
- * link rate (sim_copy.c), and the ops are the CPU kernels, run through an
- * inner cpu backend on the same borrowed pool, so results are
- * bit-identical to the cpu backend's.
+ * machines without one. Device memory is an arena with a hard capacity
+ * (sim_pool.c); the compute queue and the copy queue are threads of their
+ * own (sim_queue.c), so work really runs behind the host's back, copies
+ * really overlap compute, and a missing event is a real race (sim_exec.c
+ * catches it). The ops run on an inner cpu backend over the same borrowed
+ * pool, so results are bit-identical to the cpu backend's.
  *
- * Like a real device it checks that copies target live device memory and
- * that weights given to matmul/get_rows were uploaded; activations are not
- * checked (those ops return nothing). Attention scratch is the inner cpu
- * backend's, in host memory: a GPU keeps it on chip, outside any plan.
+ * Like a real device it checks every operand at submission: memory must
+ * be a live sim allocation and each access inside it; a weight that was
+ * never uploaded is refused by name. Operands are then translated to host
+ * addresses for the inner cpu backend. The block entry queues a whole
+ * layer as one command (fewer hand-offs between threads); per_op hides it.
+ * Kernel scratch is the inner cpu backend's, in host memory: a GPU keeps
+ * it on chip, outside any plan.
  */
+#define _POSIX_C_SOURCE 200809L /* pthread_condattr_setclock, CLOCK_MONOTONIC */
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "backend/sim/sim_internal.h"
+#include "quant/types.h"
 #include "util/error.h"
 
-typedef struct sim_backend {
-    backend base;     /* what callers hold; impl points back here */
-    sim_arena arena;
-    sim_copier copier;
-    backend *cpu;     /* runs the ops */
-} sim_backend;
+/* Compute commands the device holds before submission blocks; copies. */
+enum { SIM_COMPUTE_SLOTS = 256, SIM_COPY_SLOTS = 64 };
+
+/* What a backend_event is on the sim: a mark in one queue (seq 0: none). */
+typedef struct sim_event {
+    int queue;
+    uint64_t seq;
+} sim_event;
 
 static sim_backend *sim_of(backend *b) { return b->impl; }
+static sim_buf *sbuf(backend_buf *b) { return (sim_buf *)(void *)b; }
+static sim_event *sev(backend_event *e) { return (sim_event *)(void *)e; }
 
-/* ---- buffers, copies, events ------------------------------------------ */
-
-static sw_status sim_alloc(backend *b, uint64_t bytes, const char *purpose, void **out) {
-    return sim_arena_alloc(&sim_of(b)->arena, bytes, purpose, out);
+/* The first asynchronous failure, reported again on every later call. */
+static sw_status sticky(sim_backend *s) {
+    pthread_mutex_lock(&s->mu);
+    sw_status st = s->sticky;
+    if (st != SW_OK)
+        sw_errorf(st, "%s", s->sticky_msg);
+    pthread_mutex_unlock(&s->mu);
+    return st;
 }
 
-static void sim_free(backend *b, void *ptr) { sim_arena_free(&sim_of(b)->arena, ptr); }
+/* ---- memory ------------------------------------------------------------- */
 
-static sw_status sim_copy_async(backend *b, void *dst, const void *src, uint64_t bytes,
-                                backend_event *done) {
+static sw_status sim_alloc(backend *b, uint64_t bytes, const char *purpose, backend_buf **out) {
     sim_backend *s = sim_of(b);
-    if (bytes > 0 && (src == NULL || !sim_arena_holds(&s->arena, dst, bytes)))
-        return sw_errorf(SW_ERR_ARG, "sim device: copy of %llu bytes %s",
-                         (unsigned long long)bytes,
-                         src == NULL ? "from a NULL source"
-                                     : "to memory that is not one live device allocation");
-    return sim_copier_submit(&s->copier, dst, src, bytes, (sim_event *)done);
+    void *p = NULL;
+    *out = NULL;
+    if (bytes == 0)
+        return SW_OK;
+    sim_buf *buf = calloc(1, sizeof *buf);
+    if (buf == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory for a buffer record");
+    sw_status st = sim_arena_alloc(&s->arena, bytes, purpose, &p);
+    if (st != SW_OK) {
+        free(buf);
+        return st;
+    }
+    buf->magic = SIM_BUF_MAGIC;
+    buf->base = p;
+    buf->bytes = bytes;
+    snprintf(buf->purpose, sizeof buf->purpose, "%s", purpose ? purpose : "?");
+    *out = (backend_buf *)(void *)buf;
+    return SW_OK;
 }
+
+static void sim_free(backend *b, backend_buf *handle) {
+    sim_buf *buf = sbuf(handle);
+    if (buf == NULL)
+        return;
+    sim_arena_free(&sim_of(b)->arena, buf->base);
+    buf->magic = 0;
+    free(buf);
+}
+
+/* The live sim buffer behind m, with [off, off + bytes) inside it. */
+static sw_status resolve(const char *what, bmem m, uint64_t bytes, sim_buf **out) {
+    sim_buf *b = sbuf(m.buf);
+    if (b == NULL || b->magic != SIM_BUF_MAGIC)
+        return sw_errorf(SW_ERR_ARG, "sim device: %s: memory that is not a live device "
+                         "allocation", what);
+    if (m.off > b->bytes || bytes > b->bytes - m.off)
+        return sw_errorf(SW_ERR_ARG, "sim device: %s: %llu bytes at offset %llu overrun '%s' "
+                         "(%llu bytes)", what, (unsigned long long)bytes,
+                         (unsigned long long)m.off, b->purpose, (unsigned long long)b->bytes);
+    *out = b;
+    return SW_OK;
+}
+
+/* ---- translation of operands for the inner cpu backend ------------------- */
+
+typedef struct xlate {
+    sim_backend *s;
+    sim_cmd *cmd;
+    const char *what;
+} xlate;
+
+static sw_status note_read(sim_cmd *c, sim_buf *b) {
+    for (uint32_t i = 0; i < c->n_reads; i++)
+        if (c->reads[i] == b)
+            return SW_OK;
+    if (c->n_reads == SIM_MAX_READS)
+        return sw_errorf(SW_ERR_ARG, "sim device: one command reads more than %d weight "
+                         "buffers", SIM_MAX_READS);
+    c->reads[c->n_reads] = b;
+    c->read_gen[c->n_reads++] = atomic_load(&b->gen_queued);
+    return SW_OK;
+}
+
+static sw_status xlate_mem(void *user, bmem *m, uint64_t bytes, bool writes,
+                           const btensor *weight) {
+    xlate *x = user;
+    sim_buf *b = NULL;
+    (void)writes;
+    if (weight != NULL && (m->buf == NULL || sbuf(m->buf)->magic != SIM_BUF_MAGIC))
+        return sw_errorf(SW_ERR_ARG, "sim device: weight '%s' is not in device memory; upload "
+                         "it before using it in %s", weight->name ? weight->name : "?",
+                         x->what);
+    sw_status st = resolve(x->what, *m, bytes, &b);
+    if (st == SW_OK && weight != NULL)
+        st = note_read(x->cmd, b);
+    if (st != SW_OK)
+        return st;
+    m->buf = x->s->cpu->vt->host_memory(x->s->cpu);
+    m->off = (uint64_t)(uintptr_t)(b->base + m->off);
+    return SW_OK;
+}
+
+/* Failure injection and the sticky error, before anything is queued. */
+static sw_status may_submit(sim_backend *s, const char *what) {
+    sw_status st = sticky(s);
+    if (st != SW_OK)
+        return st;
+    pthread_mutex_lock(&s->mu);
+    bool inject = ++s->n_ops == s->fail_op_at;
+    pthread_mutex_unlock(&s->mu);
+    if (inject)
+        return sw_errorf(SW_ERR_DEVICE, "sim device: %s refused (injected fault)", what);
+    return SW_OK;
+}
+
+static sw_status sim_submit(backend *b, const bop *op) {
+    sim_backend *s = sim_of(b);
+    if (op == NULL || op->kind >= BOP_COUNT)
+        return sw_errorf(SW_ERR_ARG, "sim device: bad op");
+    sw_status st = may_submit(s, bop_name(op->kind));
+    if (st != SW_OK)
+        return st;
+    sim_cmd c;
+    c.kind = CMD_OP;
+    c.n_reads = 0;
+    c.u.op = *op;
+    xlate x = {s, &c, bop_name(op->kind)};
+    if ((st = bop_for_each_mem(&c.u.op, xlate_mem, &x)) != SW_OK)
+        return st;
+    return sim_queue_push(&s->queue[BQ_COMPUTE], &c, NULL);
+}
+
+/* The block's operands, as bop_for_each_mem reports an op's. */
+static sw_status xlate_block(xlate *x, block_args *a) {
+    const block_shape *sh = a->shape;
+    const uint64_t n = a->n_tokens, F = sizeof(float);
+    const uint64_t nq = (uint64_t)sh->n_head * sh->head_dim;
+    const uint64_t nkv = (uint64_t)sh->n_head_kv * sh->head_dim;
+    const uint64_t kv_half = (uint64_t)a->kv.n_seq * a->kv.rows * a->kv.row_elems *
+                             (a->kv.type == SW_TYPE_F32 ? 4 : 2);
+    struct { bmem *m; uint64_t bytes; } acts[] = {
+        {&a->act.x, n * sh->n_embd * F}, {&a->act.h, n * sh->n_embd * F},
+        {&a->act.q, n * nq * F},         {&a->act.att, n * nq * F},
+        {&a->act.k, n * nkv * F},        {&a->act.v, n * nkv * F},
+        {&a->act.gate, n * sh->n_ff * F}, {&a->act.up, n * sh->n_ff * F},
+        {&a->act.pos, n * 4},            {&a->act.seq, n * 4},
+        {&a->kv.k, kv_half},             {&a->kv.v, kv_half},
+    };
+    sw_status st = SW_OK;
+    for (int i = 0; st == SW_OK && i < BW_COUNT; i++)
+        if (a->w[i].n_bytes > 0)
+            st = xlate_mem(x, &a->w[i].mem, a->w[i].n_bytes, false, &a->w[i]);
+    for (size_t i = 0; st == SW_OK && i < sizeof acts / sizeof acts[0]; i++)
+        st = xlate_mem(x, acts[i].m, acts[i].bytes, true, NULL);
+    return st;
+}
+
+static sw_status sim_block_entry(backend *b, const block_args *a) {
+    sim_backend *s = sim_of(b);
+    if (a == NULL || a->shape == NULL)
+        return sw_errorf(SW_ERR_ARG, "sim device: bad block");
+    sw_status st = may_submit(s, "block");
+    if (st != SW_OK)
+        return st;
+    sim_cmd c;
+    c.kind = CMD_BLOCK;
+    c.n_reads = 0;
+    c.u.block.a = *a;
+    c.u.block.shape = *a->shape;
+    c.u.block.a.shape = &c.u.block.shape;
+    xlate x = {s, &c, "block"};
+    if ((st = xlate_block(&x, &c.u.block.a)) != SW_OK)
+        return st;
+    c.u.block.a.shape = NULL; /* re-pointed at the queue's copy when it runs */
+    return sim_queue_push(&s->queue[BQ_COMPUTE], &c, NULL);
+}
+
+/* ---- copies ------------------------------------------------------------- */
+
+static sw_status sim_copy_h2d(backend *b, backend_queue q, bmem dst, const void *src,
+                              uint64_t bytes) {
+    sim_backend *s = sim_of(b);
+    sim_buf *t = NULL;
+    sw_status st = sticky(s);
+    if (st != SW_OK || bytes == 0)
+        return st;
+    if (q != BQ_COMPUTE && q != BQ_COPY)
+        return sw_errorf(SW_ERR_ARG, "sim device: no queue %d", (int)q);
+    if (src == NULL)
+        return sw_errorf(SW_ERR_ARG, "sim device: copy of %llu bytes from NULL",
+                         (unsigned long long)bytes);
+    if ((st = resolve("copy to device", dst, bytes, &t)) != SW_OK)
+        return st;
+    sim_cmd c = {.kind = CMD_H2D, .n_reads = 0};
+    c.u.copy.dst = t->base + dst.off;
+    c.u.copy.src = src;
+    c.u.copy.bytes = bytes;
+    c.u.copy.target = q == BQ_COPY ? t : NULL;
+    c.u.copy.submit_s = sim_now_s();
+    if (q == BQ_COPY)
+        atomic_fetch_add(&t->gen_queued, 1);
+    return sim_queue_push(&s->queue[q], &c, NULL);
+}
+
+static sw_status sim_copy_d2h(backend *b, backend_queue q, void *dst, bmem src,
+                              uint64_t bytes) {
+    sim_backend *s = sim_of(b);
+    sim_buf *t = NULL;
+    sw_status st = sticky(s);
+    if (st != SW_OK || bytes == 0)
+        return st;
+    if (q != BQ_COMPUTE && q != BQ_COPY)
+        return sw_errorf(SW_ERR_ARG, "sim device: no queue %d", (int)q);
+    if (dst == NULL)
+        return sw_errorf(SW_ERR_ARG, "sim device: copy of %llu bytes to NULL",
+                         (unsigned long long)bytes);
+    if ((st = resolve("copy to host", src, bytes, &t)) != SW_OK)
+        return st;
+    sim_cmd c = {.kind = CMD_D2H, .n_reads = 0};
+    c.u.copy.dst = dst;
+    c.u.copy.src = t->base + src.off;
+    c.u.copy.bytes = bytes;
+    return sim_queue_push(&s->queue[q], &c, NULL);
+}
+
+/* ---- events ------------------------------------------------------------- */
 
 static sw_status sim_event_create(backend *b, backend_event **out) {
     (void)b;
     sim_event *ev = calloc(1, sizeof *ev);
-    *out = (backend_event *)ev;
-    if (ev == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory for an event");
-    return SW_OK;
+    *out = (backend_event *)(void *)ev;
+    return ev ? SW_OK : sw_errorf(SW_ERR_OOM_HOST, "sim device: out of memory for an event");
 }
 
 static void sim_event_destroy(backend *b, backend_event *ev) {
     (void)b;
-    free((sim_event *)ev);
+    free(sev(ev));
 }
 
-static sw_status sim_event_wait(backend *b, backend_event *ev) {
-    if (ev == NULL)
-        return sw_errorf(SW_ERR_ARG, "sim device: event_wait on a NULL event");
-    return sim_copier_wait(&sim_of(b)->copier, (const sim_event *)ev);
-}
-
-/* Synchronous and unpaced: only activations come back, kilobytes a token. */
-static sw_status sim_copy_to_host(backend *b, void *dst, const void *src, uint64_t bytes) {
-    sim_backend *s = sim_of(b);
-    if (bytes > 0 && (dst == NULL || !sim_arena_holds(&s->arena, src, bytes)))
-        return sw_errorf(SW_ERR_ARG, "sim device: copy to host of %llu bytes %s",
-                         (unsigned long long)bytes,
-                         dst == NULL ? "to a NULL destination"
-                                     : "from memory that is not one live device allocation");
-    return s->cpu->vt->copy_to_host(s->cpu, dst, src, bytes);
-}
-
-/* Synchronous and unpaced, bypassing the queue: activations going to the
- * device are kilobytes a token and must not wait behind queued weight
- * copies. Counted in bytes_to_device. */
-static sw_status sim_copy_to_device(backend *b, void *dst, const void *src, uint64_t bytes) {
-    sim_backend *s = sim_of(b);
-    if (bytes > 0 && (src == NULL || !sim_arena_holds(&s->arena, dst, bytes)))
-        return sw_errorf(SW_ERR_ARG, "sim device: copy to device of %llu bytes %s",
-                         (unsigned long long)bytes,
-                         src == NULL ? "from a NULL source"
-                                     : "into memory that is not one live device allocation");
-    if (bytes > 0)
-        memcpy(dst, src, (size_t)bytes);
-    sim_copier_count(&s->copier, bytes);
+static sw_status sim_event_record(backend *b, backend_event *ev, backend_queue q) {
+    if (ev == NULL || (q != BQ_COMPUTE && q != BQ_COPY))
+        return sw_errorf(SW_ERR_ARG, "sim device: event_record with a NULL event or bad queue");
+    sev(ev)->queue = (int)q;
+    sev(ev)->seq = sim_queue_mark(&sim_of(b)->queue[q]);
     return SW_OK;
 }
 
-static void sim_reset_peak(backend *b) { sim_arena_reset_peak(&sim_of(b)->arena); }
-
-/* ---- ops: the inner cpu backend's, after checking weights are here ----- */
-
-static sw_status weight_on_device(sim_backend *s, const tensor_view *w) {
-    if (w != NULL && w->data != NULL && sim_arena_holds(&s->arena, w->data, w->n_bytes))
+static sw_status sim_queue_wait_event(backend *b, backend_queue q, backend_event *ev) {
+    sim_backend *s = sim_of(b);
+    if (ev == NULL || (q != BQ_COMPUTE && q != BQ_COPY))
+        return sw_errorf(SW_ERR_ARG, "sim device: queue_wait with a NULL event or bad queue");
+    const sim_event *e = sev(ev);
+    if (e->seq == 0 || e->queue == (int)q) /* nothing recorded, or in order anyway */
         return SW_OK;
-    return sw_errorf(SW_ERR_ARG, "sim device: weight '%s' is not in device memory; upload it "
-                     "with copy_async before using it in an op",
-                     w != NULL && w->name != NULL ? w->name : "?");
+    sim_cmd c = {.kind = CMD_WAIT, .n_reads = 0};
+    c.u.wait.queue = e->queue;
+    c.u.wait.seq = e->seq;
+    return sim_queue_push(&s->queue[q], &c, NULL);
 }
 
-static sw_status sim_matmul(backend *b, const tensor_view *w, const float *x, float *y,
-                            uint32_t n_tokens) {
+static sw_status sim_event_sync(backend *b, backend_event *ev) {
     sim_backend *s = sim_of(b);
-    sw_status st = weight_on_device(s, w);
-    return st != SW_OK ? st : s->cpu->vt->matmul(s->cpu, w, x, y, n_tokens);
+    if (ev == NULL)
+        return sw_errorf(SW_ERR_ARG, "sim device: event_sync on a NULL event");
+    const sim_event *e = sev(ev);
+    if (e->seq > 0 && !sim_queue_wait(&s->queue[e->queue], e->seq, NULL))
+        return sw_errorf(SW_ERR_DEVICE, "sim device: waited for work that was dropped because "
+                         "the device is stopping");
+    return sticky(s);
 }
 
-static sw_status sim_get_rows(backend *b, const tensor_view *w, const int32_t *ids,
-                              uint32_t n, float *out) {
+static sw_status sim_sync(backend *b) {
     sim_backend *s = sim_of(b);
-    sw_status st = weight_on_device(s, w);
-    return st != SW_OK ? st : s->cpu->vt->get_rows(s->cpu, w, ids, n, out);
+    for (int q = 0; q < BQ_COUNT; q++)
+        if (!sim_queue_wait(&s->queue[q], sim_queue_mark(&s->queue[q]), NULL))
+            return sw_errorf(SW_ERR_DEVICE, "sim device: stopped with work queued");
+    return sticky(s);
 }
 
-static void sim_rmsnorm(backend *b, const float *x, const float *w, float *y, uint32_t n,
-                        uint32_t n_rows, float eps) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->rmsnorm(cpu, x, w, y, n, n_rows, eps);
-}
-
-static void sim_rope(backend *b, float *x, const int32_t *pos, uint32_t n_tokens,
-                     uint32_t n_heads, uint32_t head_dim, float base, float freq_scale) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->rope(cpu, x, pos, n_tokens, n_heads, head_dim, base, freq_scale);
-}
-
-static void sim_attention(backend *b, const attn_args *a) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->attention(cpu, a);
-}
-
-static void sim_geglu(backend *b, const float *gate, const float *up, float *out,
-                      uint64_t n) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->geglu(cpu, gate, up, out, n);
-}
-
-static void sim_softcap(backend *b, float *x, uint64_t n, float cap) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->softcap(cpu, x, n, cap);
-}
-
-static void sim_add(backend *b, float *x, const float *y, uint64_t n) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->add(cpu, x, y, n);
-}
-
-static void sim_scale(backend *b, float *x, uint64_t n, float s) {
-    backend *cpu = sim_of(b)->cpu;
-    cpu->vt->scale(cpu, x, n, s);
-}
-
-/* ---- lifecycle --------------------------------------------------------- */
+/* ---- lifecycle ---------------------------------------------------------- */
 
 static void sim_get_stats(backend *b, backend_stats *out) {
     sim_backend *s = sim_of(b);
     *out = (backend_stats){.capacity_bytes = s->arena.capacity_bytes};
     sim_arena_stats(&s->arena, &out->in_use_bytes, &out->peak_bytes, &out->n_allocs);
-    sim_copier_stats(&s->copier, &out->bytes_to_device, &out->copy_busy_s,
-                     &out->wait_stall_s);
+    pthread_mutex_lock(&s->mu);
+    out->bytes_to_device = s->bytes_to_device;
+    out->copy_busy_s = s->busy_s;
+    out->wait_stall_s = s->stall_s;
+    pthread_mutex_unlock(&s->mu);
 }
 
-/* The copier goes first: its thread may be writing into the arena. */
+static void sim_reset_peak(backend *b) { sim_arena_reset_peak(&sim_of(b)->arena); }
+
+/* Stops both queues before joining either (one may wait on the other). */
 static void sim_destroy(backend *b) {
     sim_backend *s = sim_of(b);
-    sim_copier_destroy(&s->copier);
+    atomic_store(&s->stopping, true);
+    pthread_mutex_lock(&s->pace_mu);
+    pthread_cond_broadcast(&s->cv_pace);
+    pthread_mutex_unlock(&s->pace_mu);
+    for (int q = 0; q < BQ_COUNT; q++)
+        sim_queue_stop(&s->queue[q]);
+    for (int q = 0; q < BQ_COUNT; q++)
+        sim_queue_destroy(&s->queue[q]);
+    pthread_cond_destroy(&s->cv_pace);
+    pthread_mutex_destroy(&s->pace_mu);
+    pthread_mutex_destroy(&s->mu);
     sim_arena_destroy(&s->arena);
     backend_destroy(s->cpu);
     free(s);
 }
 
-static const backend_vtable sim_vtable = {
-    .name = "sim",
-    .destroy = sim_destroy,
-    .alloc = sim_alloc,
-    .free = sim_free,
-    .copy_async = sim_copy_async,
-    .event_create = sim_event_create,
-    .event_destroy = sim_event_destroy,
-    .event_wait = sim_event_wait,
-    .copy_to_host = sim_copy_to_host,
-    .copy_to_device = sim_copy_to_device,
-    .reset_peak = sim_reset_peak,
-    .matmul = sim_matmul,
-    .get_rows = sim_get_rows,
-    .rmsnorm = sim_rmsnorm,
-    .rope = sim_rope,
-    .attention = sim_attention,
-    .geglu = sim_geglu,
-    .softcap = sim_softcap,
-    .add = sim_add,
-    .scale = sim_scale,
-    .get_stats = sim_get_stats,
-};
+#define SIM_VTABLE_ENTRIES                                                   \
+    .name = "sim", .destroy = sim_destroy, .alloc = sim_alloc, .free = sim_free, \
+    .host_memory = NULL, .copy_h2d = sim_copy_h2d, .copy_d2h = sim_copy_d2h,      \
+    .submit = sim_submit, .event_create = sim_event_create,                      \
+    .event_destroy = sim_event_destroy, .event_record = sim_event_record,        \
+    .queue_wait = sim_queue_wait_event, .event_sync = sim_event_sync,            \
+    .sync = sim_sync, .get_stats = sim_get_stats, .reset_peak = sim_reset_peak
 
-sw_status backend_sim_create(const sim_options *opt, cpu_pool *pool, backend **out) {
+static const backend_vtable sim_vtable = {SIM_VTABLE_ENTRIES, .block = sim_block_entry};
+static const backend_vtable sim_vtable_per_op = {SIM_VTABLE_ENTRIES, .block = NULL};
+
+/* The threading primitives, in order; *n_ready says how many exist. */
+static sw_status init_sync(sim_backend *s, int *n_ready) {
+    pthread_condattr_t attr;
+    *n_ready = 0;
+    if (pthread_mutex_init(&s->mu, NULL) != 0)
+        return SW_ERR_OOM_HOST;
+    (*n_ready)++;
+    if (pthread_mutex_init(&s->pace_mu, NULL) != 0)
+        return SW_ERR_OOM_HOST;
+    (*n_ready)++;
+    if (pthread_condattr_init(&attr) != 0)
+        return SW_ERR_OOM_HOST;
+    bool ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+              pthread_cond_init(&s->cv_pace, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!ok)
+        return SW_ERR_OOM_HOST;
+    (*n_ready)++;
+    return SW_OK;
+}
+
+sw_status backend_sim_create(const backend_params *p, backend **out) {
     sw_status st;
     sim_backend *s = NULL;
-    if (out == NULL || opt == NULL)
-        return sw_errorf(SW_ERR_ARG, "backend_sim_create: %s is NULL", out ? "opt" : "out");
+    int n_sync = 0, n_queues = 0;
+    if (out == NULL || p == NULL)
+        return sw_errorf(SW_ERR_ARG, "backend_sim_create: NULL argument");
     *out = NULL;
-    s = calloc(1, sizeof *s);
-    if (s == NULL) {
-        st = sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory");
+    if (!(p->link_Bps >= 0.0) || !(p->op_delay_s >= 0.0))
+        return sw_errorf(SW_ERR_ARG, "sim device: link rate and op delay must be >= 0");
+    if ((s = calloc(1, sizeof *s)) == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory");
+    s->link_Bps = p->link_Bps;
+    s->op_delay_s = p->op_delay_s;
+    s->fail_op_at = p->fail_op_at;
+    atomic_init(&s->stopping, false);
+    if ((st = backend_cpu_create(p, &s->cpu)) != SW_OK ||
+        (st = sim_arena_init(&s->arena, p->capacity_bytes, p->fail_alloc_at)) != SW_OK)
+        goto fail;
+    if (init_sync(s, &n_sync) != SW_OK) {
+        st = sw_errorf(SW_ERR_OOM_HOST, "sim device: cannot create its locks");
         goto fail;
     }
-    st = backend_cpu_create(pool, opt->max_attn_keys, &s->cpu);
-    if (st != SW_OK)
-        goto fail;
-    st = sim_arena_init(&s->arena, opt->capacity_bytes, opt->fail_alloc_at);
-    if (st != SW_OK)
-        goto fail;
-    st = sim_copier_init(&s->copier, opt->link_bytes_per_s);
-    if (st != SW_OK)
-        goto fail;
-    s->base.vt = &sim_vtable;
+    for (; n_queues < BQ_COUNT; n_queues++)
+        if ((st = sim_queue_init(&s->queue[n_queues], n_queues,
+                                 n_queues == BQ_COMPUTE ? SIM_COMPUTE_SLOTS : SIM_COPY_SLOTS, s,
+                                 sim_exec)) != SW_OK)
+            goto fail;
+    s->base.vt = p->per_op ? &sim_vtable_per_op : &sim_vtable;
     s->base.impl = s;
     *out = &s->base;
     return SW_OK;
 fail:
-    if (s != NULL) {
-        sim_arena_destroy(&s->arena);
-        backend_destroy(s->cpu);
-    }
+    for (int q = 0; q < n_queues; q++)
+        sim_queue_stop(&s->queue[q]);
+    for (int q = 0; q < n_queues; q++)
+        sim_queue_destroy(&s->queue[q]);
+    if (n_sync > 2)
+        pthread_cond_destroy(&s->cv_pace);
+    if (n_sync > 1)
+        pthread_mutex_destroy(&s->pace_mu);
+    if (n_sync > 0)
+        pthread_mutex_destroy(&s->mu);
+    sim_arena_destroy(&s->arena);
+    backend_destroy(s->cpu);
     free(s);
     return st;
 }

@@ -1,19 +1,24 @@
 /*
- * sim_internal.h — the two parts of the simulated accelerator, private to
- * backend/sim: the device memory arena (sim_pool.c) and the copy engine
- * (sim_copy.c). sim.c joins them behind the backend vtable and runs the ops
- * on the CPU kernels.
+ * sim_internal.h — the parts of the simulated accelerator, private to
+ * backend/sim: its memory (sim_pool.c: a hard-capacity arena and the
+ * buffers carved from it), its two queues (sim_queue.c: a thread each,
+ * working through a FIFO of commands), what the queues execute (sim_exec.c:
+ * ops on an inner cpu backend, copies paced to the link rate, waits, and
+ * the ring-slot race check), and the vtable that joins them (sim.c).
  *
- * Both parts are thread-safe: the engine's prefetcher may queue copies and
- * the compute thread may allocate, wait and read stats at the same time.
+ * Everything here is thread-safe: the engine's thread submits while the
+ * two queue threads execute.
  */
 #ifndef SW_BACKEND_SIM_INTERNAL_H
 #define SW_BACKEND_SIM_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
+#include "backend/block.h"
 #include "spillway.h"
 
 /* Every allocation starts on this boundary, as cudaMalloc's do. */
@@ -55,79 +60,140 @@ sw_status sim_arena_alloc(sim_arena *a, uint64_t bytes, const char *purpose, voi
  * not the start of a live block is a programmer error (asserted). */
 void sim_arena_free(sim_arena *a, void *ptr);
 
-/* True when [p, p + bytes) lies inside one live allocation. */
-bool sim_arena_holds(sim_arena *a, const void *p, uint64_t bytes);
-
 /* Consistent snapshot of the accounting. */
 void sim_arena_stats(sim_arena *a, uint64_t *in_use, uint64_t *peak, uint64_t *n_allocs);
 void sim_arena_reset_peak(sim_arena *a);
 
-/* ---- copy engine (sim_copy.c) ----------------------------------------- */
-
-/* Requests the copy thread can hold before copy_async blocks. */
-#define SIM_QUEUE_LEN 64u
-/* Copies move in chunks of this size: the pacing granule, and the point
- * where a destroy can cancel a long copy. */
-#define SIM_CHUNK_BYTES (1u << 20)
-
-typedef struct sim_copy_req {
-    void *dst;
-    const void *src;
+/* What a backend_buf is on the sim: one arena allocation, with the
+ * counters of the race check (sim_exec.c). A weight buffer's generation
+ * counts the copy-queue uploads into it: `gen_queued` when they are
+ * submitted, `gen_done` when they have landed. */
+#define SIM_BUF_MAGIC 0x53494d4255460001ull
+typedef struct sim_buf {
+    uint64_t magic;          /* SIM_BUF_MAGIC: other backends' buffers are refused */
+    uint8_t *base;
     uint64_t bytes;
-    uint64_t seq;            /* 1, 2, 3, ... in queue order */
-    double submit_s;         /* when it was queued (the link may start then) */
-} sim_copy_req;
+    char purpose[48];
+    atomic_uint_fast64_t gen_queued, gen_done;
+    atomic_int readers;      /* ops running now that read it as a weight */
+    atomic_int writers;      /* copies writing into it now */
+} sim_buf;
 
-typedef struct sim_copier {
+/* ---- queues (sim_queue.c) ---------------------------------------------- */
+
+/* Most weight buffers one command reads (a block reads one packed layer,
+ * but its tensors may sit in separate buffers). */
+#define SIM_MAX_READS 16
+
+typedef enum sim_cmd_kind {
+    CMD_OP,      /* one op, addresses translated for the inner cpu backend */
+    CMD_BLOCK,   /* a whole block, likewise */
+    CMD_H2D,     /* host -> device (paced on the copy queue) */
+    CMD_D2H,     /* device -> host */
+    CMD_WAIT     /* wait until another queue has done `seq` commands */
+} sim_cmd_kind;
+
+typedef struct sim_cmd {
+    sim_cmd_kind kind;
+    union {
+        bop op;
+        struct {
+            block_args a;
+            block_shape shape;   /* a.shape points here when it runs */
+        } block;
+        struct {
+            void *dst;
+            const void *src;
+            uint64_t bytes;
+            sim_buf *target;     /* h2d on the copy queue: the buffer written */
+            double submit_s;     /* when it was queued (the link may start then) */
+        } copy;
+        struct {
+            int queue;
+            uint64_t seq;
+        } wait;
+    } u;
+    /* Weight buffers the command reads and the generation each must hold
+     * (what had been queued into it when the command was submitted). */
+    sim_buf *reads[SIM_MAX_READS];
+    uint64_t read_gen[SIM_MAX_READS];
+    uint32_t n_reads;
+} sim_cmd;
+
+struct sim_backend;
+typedef void (*sim_exec_fn)(struct sim_backend *s, int queue, sim_cmd *cmd);
+
+/* A thread executing commands in FIFO order. `done` counts executed
+ * commands; an event is a (queue, submitted count) mark that has passed
+ * once done reaches it. */
+typedef struct sim_queue {
     pthread_mutex_t mu;
-    pthread_cond_t cv_work;  /* queue non-empty, or stop (also paces) */
-    pthread_cond_t cv_space; /* a queue slot freed, or stop */
-    pthread_cond_t cv_done;  /* done_seq advanced, or stop */
-    pthread_cond_t cv_pace;  /* CLOCK_MONOTONIC; pacing sleeps, woken by stop */
+    pthread_cond_t cv_work;   /* a command arrived, or stop */
+    pthread_cond_t cv_space;  /* a slot freed, or stop */
+    pthread_cond_t cv_done;   /* done advanced, or stop */
     pthread_t thread;
     bool thread_started;
     bool stop;
-    sim_copy_req queue[SIM_QUEUE_LEN];
-    uint32_t head, count;
-    uint64_t last_seq;       /* seq of the newest queued copy */
-    uint64_t done_seq;       /* every copy with seq <= done_seq has landed */
-    double link_bytes_per_s; /* 0: unthrottled */
-    double link_free_s;      /* monotonic time the paced link frees up */
+    sim_cmd *ring;            /* capacity commands */
+    uint32_t capacity, head, count;
+    uint64_t submitted, done;
+    int index;                /* BQ_COMPUTE or BQ_COPY */
+    struct sim_backend *owner;
+    sim_exec_fn exec;
+} sim_queue;
+
+/* Errors: SW_ERR_OOM_HOST. */
+sw_status sim_queue_init(sim_queue *q, int index, uint32_t capacity, struct sim_backend *owner,
+                         sim_exec_fn exec);
+/* Asks the thread to stop after the command in progress (the rest is
+ * dropped) and wakes everything waiting on this queue. Stop both queues
+ * before destroying either: a thread may be waiting on the other one. */
+void sim_queue_stop(sim_queue *q);
+/* Stops, joins and frees. */
+void sim_queue_destroy(sim_queue *q);
+/* Copies cmd into the FIFO, blocking while it is full; *seq (may be NULL)
+ * gets its 1-based position. Errors: SW_ERR_DEVICE (shutting down). */
+sw_status sim_queue_push(sim_queue *q, const sim_cmd *cmd, uint64_t *seq);
+/* Commands submitted so far (an event mark). */
+uint64_t sim_queue_mark(sim_queue *q);
+/* Blocks until `seq` commands have run; false if stopped first. Seconds
+ * blocked are added to *waited when it is not NULL. */
+bool sim_queue_wait(sim_queue *q, uint64_t seq, double *waited);
+
+/* ---- the backend (sim.c, sim_exec.c) ------------------------------------ */
+
+typedef struct sim_backend {
+    backend base;            /* what callers hold; impl points back here */
+    sim_arena arena;
+    backend *cpu;            /* runs the ops on host addresses */
+    sim_queue queue[BQ_COUNT];
+    double link_Bps;         /* 0: unthrottled */
+    double link_free_s;      /* monotonic time the paced link frees up (copy thread) */
+    double copy_ready_s;     /* when the copy queue's last blocking wait ended */
+    atomic_bool stopping;    /* destroy has begun: pacing sleeps end */
+    pthread_mutex_t pace_mu;
+    pthread_cond_t cv_pace;  /* CLOCK_MONOTONIC; pacing sleeps, woken by stopping */
+    double op_delay_s;       /* test hook: each op sleeps while it reads */
+    uint64_t fail_op_at, n_ops;
+    pthread_mutex_t mu;      /* guards what follows */
+    sw_status sticky;        /* first error found while work ran */
+    char sticky_msg[512];
     uint64_t bytes_to_device;
     double busy_s, stall_s;
-} sim_copier;
+} sim_backend;
 
-/* An event is the sequence number of the last copy it was attached to:
- * copies land in order, so it is signalled once done_seq reaches it (0:
- * never used, always signalled). The queue never points at events, so an
- * event may be destroyed while its copy is still in flight. */
-typedef struct sim_event {
-    uint64_t seq;
-} sim_event;
 
-/* Starts the copy thread. Errors: SW_ERR_OOM_HOST. */
-sw_status sim_copier_init(sim_copier *c, double link_bytes_per_s);
+/* Executes one command on the thread of queue `queue` (sim_exec.c). */
+void sim_exec(sim_backend *s, int queue, sim_cmd *cmd);
 
-/* Cancels what has not landed (the chunk in progress finishes), joins the
- * thread and frees the primitives. Never blocks on a pending copy. */
-void sim_copier_destroy(sim_copier *c);
+/* Records the first asynchronous failure (later ones are dropped). */
+void sim_fail(sim_backend *s, sw_status st, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
-/* Queues dst <- src; blocks while the queue is full. ev may be NULL.
- * Errors: SW_ERR_DEVICE (the copier is shutting down). */
-sw_status sim_copier_submit(sim_copier *c, void *dst, const void *src, uint64_t bytes,
-                            sim_event *ev);
-
-/* Blocks until ev's copy has landed; blocked time adds to stall_s.
- * Errors: SW_ERR_DEVICE (shut down before the copy landed). */
-sw_status sim_copier_wait(sim_copier *c, const sim_event *ev);
-
-void sim_copier_stats(sim_copier *c, uint64_t *bytes_to_device, double *busy_s,
-                      double *stall_s);
-
-/* Adds bytes copied outside the queue (synchronous copies) to the stats. */
-void sim_copier_count(sim_copier *c, uint64_t bytes);
-
-/* Monotonic clock in seconds (shared by the pacing and the stats). */
+/* Monotonic clock in seconds. */
 double sim_now_s(void);
 
 #endif

@@ -238,18 +238,6 @@ done:
     pthread_mutex_unlock(&a->mu);
 }
 
-bool sim_arena_holds(sim_arena *a, const void *p, uint64_t bytes) {
-    uint64_t off = 0;
-    bool ok = false;
-    pthread_mutex_lock(&a->mu);
-    if (arena_offset(a, p, &off)) {
-        const sim_block *b = &a->blocks[block_find(a, off)];
-        ok = b->used && bytes <= b->req && off - b->off <= b->req - bytes;
-    }
-    pthread_mutex_unlock(&a->mu);
-    return ok;
-}
-
 void sim_arena_stats(sim_arena *a, uint64_t *in_use, uint64_t *peak, uint64_t *n_allocs) {
     pthread_mutex_lock(&a->mu);
     *in_use = a->in_use_bytes;

@@ -1,5 +1,5 @@
 /*
- * api.c — the public tokenizer functions of include/spillway.h over the
+ * tokens.c — the public tokenizer functions of include/spillway.h over the
  * model's tokenizer (built by sw_model_open when the file has a vocabulary).
  * Argument checks and "this model has no vocabulary" live here; the work is
  * in encode.c / decode.c.

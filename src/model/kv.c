@@ -2,7 +2,7 @@
  * kv.c — KV cache sizing (see kv.h). Shared by the planner (which counts
  * these bytes) and the engine (which allocates them), so the two agree.
  */
-#include "engine/kv.h"
+#include "model/kv.h"
 
 #include "quant/types.h"
 

@@ -1,0 +1,104 @@
+/*
+ * block.c — block_run_ops(): one Gemma block (block.h) as a sequence of
+ * submits, one step per line, in the order of gemma-facts §1.1. Every
+ * Gemma 1/2/3 difference is a field (qk_norm, post_norms, softcap, window,
+ * RoPE base and scale), never a branch on the architecture. A backend with
+ * a fused `block` entry must match these bits.
+ */
+#include "backend/block.h"
+
+/* Submits op, returning from the caller on failure. */
+#define SUBMIT(b, ...)                                                     \
+    do {                                                                   \
+        bop op_ = __VA_ARGS__;                                             \
+        sw_status st_ = (b)->vt->submit((b), &op_);                        \
+        if (st_ != SW_OK)                                                  \
+            return st_;                                                    \
+    } while (0)
+
+static sw_status norm(backend *b, bmem x, const btensor *w, bmem y, uint32_t n,
+                      uint32_t rows, float eps) {
+    SUBMIT(b, (bop){.kind = BOP_RMSNORM,
+                    .u.rmsnorm = {.x = x, .w = *w, .y = y, .n = n, .n_rows = rows, .eps = eps}});
+    return SW_OK;
+}
+
+static sw_status matmul(backend *b, const btensor *w, bmem x, bmem y, uint32_t n) {
+    SUBMIT(b, (bop){.kind = BOP_MATMUL, .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n}});
+    return SW_OK;
+}
+
+static sw_status rope(backend *b, const block_args *a, bmem x, uint32_t n_heads) {
+    SUBMIT(b, (bop){.kind = BOP_ROPE,
+                    .u.rope = {.x = x, .pos = a->act.pos, .n_tokens = a->n_tokens,
+                               .n_heads = n_heads, .head_dim = a->shape->head_dim,
+                               .base = a->rope_base, .freq_scale = a->rope_scale}});
+    return SW_OK;
+}
+
+static sw_status add(backend *b, bmem x, bmem y, uint64_t n) {
+    SUBMIT(b, (bop){.kind = BOP_ADD, .u.add = {.x = x, .y = y, .n = n}});
+    return SW_OK;
+}
+
+#define TRY(expr)                          \
+    do {                                   \
+        sw_status st_ = (expr);            \
+        if (st_ != SW_OK)                  \
+            return st_;                    \
+    } while (0)
+
+static sw_status attention_half(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    const btensor *w = a->w;
+    uint32_t n = a->n_tokens, hd = s->head_dim;
+
+    TRY(norm(b, t->x, &w[BW_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
+    TRY(matmul(b, &w[BW_Q], t->h, t->q, n));
+    TRY(matmul(b, &w[BW_K], t->h, t->k, n));
+    TRY(matmul(b, &w[BW_V], t->h, t->v, n));
+    if (s->qk_norm) {
+        TRY(norm(b, t->q, &w[BW_Q_NORM], t->q, hd, n * s->n_head, s->norm_eps));
+        TRY(norm(b, t->k, &w[BW_K_NORM], t->k, hd, n * s->n_head_kv, s->norm_eps));
+    }
+    TRY(rope(b, a, t->q, s->n_head));
+    TRY(rope(b, a, t->k, s->n_head_kv));
+    SUBMIT(b, (bop){.kind = BOP_SCALE, .u.scale = {.x = t->q, .s = s->query_scale,
+                                                   .n = (uint64_t)n * s->n_head * hd}});
+    SUBMIT(b, (bop){.kind = BOP_KV_APPEND,
+                    .u.kv_append = {.k = t->k, .v = t->v, .pos = t->pos, .seq = t->seq,
+                                    .cache = a->kv, .n_tokens = n}});
+    SUBMIT(b, (bop){.kind = BOP_ATTENTION,
+                    .u.attention = {.q = t->q, .out = t->att, .pos = t->pos, .seq = t->seq,
+                                    .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
+                                    .n_head_kv = s->n_head_kv, .head_dim = hd,
+                                    .window = a->window, .softcap = s->attn_softcap}});
+    TRY(matmul(b, &w[BW_O], t->att, t->h, n));
+    if (s->post_norms)
+        TRY(norm(b, t->h, &w[BW_POST_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
+    return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
+}
+
+static sw_status ffn_half(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    const btensor *w = a->w;
+    uint32_t n = a->n_tokens;
+
+    TRY(norm(b, t->x, &w[BW_FFN_NORM], t->h, s->n_embd, n, s->norm_eps));
+    TRY(matmul(b, &w[BW_GATE], t->h, t->gate, n));
+    TRY(matmul(b, &w[BW_UP], t->h, t->up, n));
+    SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->up,
+                                                   .out = t->gate,
+                                                   .n = (uint64_t)n * s->n_ff}});
+    TRY(matmul(b, &w[BW_DOWN], t->gate, t->h, n));
+    if (s->post_norms)
+        TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
+    return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
+}
+
+sw_status block_run_ops(backend *b, const block_args *a) {
+    TRY(attention_half(b, a));
+    return ffn_half(b, a);
+}

@@ -1,0 +1,75 @@
+/*
+ * block.h — one Gemma transformer block as backends see it: its weights by
+ * role, its shape and quirks as plain fields, its KV cache, and the
+ * activations it reads and writes, all in one backend's memory.
+ *
+ * The block (gemma-facts §1.1), for a batch of n_tokens tokens of any
+ * sequences (metadata pos/seq, int32 per token):
+ *   h = rmsnorm(x, attn_norm)
+ *   q, k, v = h·Wq, h·Wk, h·Wv;  qk_norm: rmsnorm per head (q_norm, k_norm)
+ *   rope(q), rope(k) at (rope_base, rope_scale);  q *= query_scale
+ *   cache[seq, pos] = k, v;  att = attention(q, cache; causal per sequence,
+ *   window, attn_softcap);  h = att·Wo;  post_norms: h = rmsnorm(h, post_attn_norm)
+ *   x += h
+ *   h = rmsnorm(x, ffn_norm);  gate, up = h·Wgate, h·Wup;  gate = gelu_tanh(gate)*up
+ *   h = gate·Wdown;  post_norms: h = rmsnorm(h, post_ffw_norm);  x += h
+ * block_run_ops() issues exactly these steps as ops; a backend's `block`
+ * entry must give the same bits as that sequence on the same kernels.
+ */
+#ifndef SW_BACKEND_BLOCK_H
+#define SW_BACKEND_BLOCK_H
+
+#include "backend/backend.h"
+
+/* A block's weights by role, in the order layers are packed and loaded. */
+typedef enum block_weight {
+    BW_ATTN_NORM,        /* (n_embd) f32 */
+    BW_Q,                /* (n_head*hd rows, n_embd) */
+    BW_K,                /* (n_head_kv*hd, n_embd) */
+    BW_V,                /* (n_head_kv*hd, n_embd) */
+    BW_O,                /* (n_embd, n_head*hd) */
+    BW_Q_NORM,           /* (hd) f32, when qk_norm */
+    BW_K_NORM,           /* (hd) f32, when qk_norm */
+    BW_POST_ATTN_NORM,   /* (n_embd) f32, when post_norms */
+    BW_FFN_NORM,         /* (n_embd) f32 */
+    BW_GATE,             /* (n_ff, n_embd) */
+    BW_UP,               /* (n_ff, n_embd) */
+    BW_DOWN,             /* (n_embd, n_ff) */
+    BW_POST_FFW_NORM,    /* (n_embd) f32, when post_norms */
+    BW_COUNT
+} block_weight;
+
+/* What every block of a model shares. */
+typedef struct block_shape {
+    uint32_t n_embd, n_ff, n_head, n_head_kv, head_dim;
+    float norm_eps;
+    float query_scale;
+    float attn_softcap;   /* 0: none */
+    bool qk_norm;
+    bool post_norms;
+} block_shape;
+
+/* One side's activations for up to its n_tok tokens (engine-owned). */
+typedef struct block_acts {
+    bmem x;              /* (n_tok, n_embd) residual stream, updated in place */
+    bmem h;              /* (n_tok, n_embd) normed input / branch output */
+    bmem q, att;         /* (n_tok, n_head * hd) */
+    bmem k, v;           /* (n_tok, n_head_kv * hd) */
+    bmem gate, up;       /* (n_tok, n_ff) */
+    bmem pos, seq;       /* (n_tok) int32: position and sequence of each token */
+} block_acts;
+
+typedef struct block_args {
+    const block_shape *shape;
+    btensor w[BW_COUNT];   /* absent norms have n_bytes 0 */
+    bkv kv;
+    uint32_t window;       /* 0: global attention */
+    float rope_base, rope_scale;
+    block_acts act;
+    uint32_t n_tokens;
+} block_args;
+
+/* The block as a sequence of submits on b's compute queue. */
+sw_status block_run_ops(backend *b, const block_args *a);
+
+#endif

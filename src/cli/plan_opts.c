@@ -1,0 +1,130 @@
+/*
+ * plan_opts.c — parsing of the planning flags (plan_opts.h). Numbers are
+ * parsed strictly: trailing junk, overflow and out-of-range values are
+ * errors that name the flag, never silently clamped. Percentages: of the
+ * device's total memory for --device-mem (resolved by the planner, which
+ * knows the device), of physical RAM for --host-mem.
+ */
+#define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/plan_opts.h"
+
+static const char *const flags[] = {
+    "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
+    "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
+    "--n-gpu-layers", "--kv-type", "--weights", "--type"};
+
+bool plan_opts_has(const char *flag) {
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(flag, flags[i]))
+            return true;
+    return false;
+}
+
+static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
+        cli_error("%s expects an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static uint64_t physical_ram(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+static int parse_memory(sw_plan_options *o, const char *f, const char *v) {
+    bool device = !strcmp(f, "--device-mem");
+    sw_status st;
+    if (device && strchr(v, '%') != NULL) {
+        st = sw_parse_fraction(v, &o->device_mem_fraction);
+        o->device_mem_bytes = 0;
+    } else if (device) {
+        st = sw_parse_size(v, 0, &o->device_mem_bytes);
+        o->device_mem_fraction = 0;
+    } else {
+        st = sw_parse_size(v, physical_ram(), &o->host_mem_bytes);
+    }
+    if (st != SW_OK) {
+        cli_error("%s: %s", f, sw_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_counts(sw_plan_options *o, const char *f, const char *v) {
+    long n;
+    if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
+        if (parse_long(f, v, 1, 1L << 24, &n)) return -1;
+        o->n_ctx = (uint32_t)n;
+    } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
+        if (parse_long(f, v, 1, 256, &n)) return -1;
+        o->n_threads = (int)n;
+    } else if (!strcmp(f, "-b") || !strcmp(f, "--batch-size")) {
+        if (parse_long(f, v, 1, 4096, &n)) return -1;
+        o->n_batch = (uint32_t)n;
+    } else if (!strcmp(f, "-np") || !strcmp(f, "--parallel")) {
+        if (parse_long(f, v, 1, 256, &n)) return -1;
+        o->n_seq = (uint32_t)n;
+    } else {
+        if (parse_long(f, v, 0, 100000, &n)) return -1;
+        o->n_gpu_layers = (int)n;
+    }
+    return 0;
+}
+
+int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
+    if (!strcmp(f, "--backend")) {
+        o->backend = v;
+    } else if (!strcmp(f, "--place")) {
+        o->place = v;
+    } else if (!strcmp(f, "--kv-type")) {
+        o->kv_type = v;
+    } else if (!strcmp(f, "--weights") || !strcmp(f, "--type")) {
+        o->weights = v;
+    } else if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
+        return parse_memory(o, f, v);
+    } else if (!strcmp(f, "--sim-link-bw")) {
+        uint64_t bps;
+        if (sw_parse_rate(v, &bps) != SW_OK) {
+            cli_error("%s: %s", f, sw_last_error());
+            return -1;
+        }
+        o->sim_link_Bps = (double)bps;
+    } else {
+        return parse_counts(o, f, v);
+    }
+    return 0;
+}
+
+void plan_opts_usage(FILE *out) {
+    fputs("workload:\n"
+          "  -c N             context length (default: min(model's, 4096))\n"
+          "  -b N             prefill chunk in tokens (default 64)\n"
+          "  -np N            sequences served at once; KV is planned for N x -c (default 1)\n"
+          "  -t N             CPU threads (default: all cores)\n"
+          "memory (see spillway plan --help):\n"
+          "  --backend B      cpu (default), sim (a simulated device), cuda (plan only)\n"
+          "  --device-mem S   device budget: 512M, 8G, 8GiB (binary), 8GB (decimal), or\n"
+          "                   80% of the device (a real one; sim needs a size)\n"
+          "  --host-mem S     host budget (default: available RAM; sim takes it as given)\n"
+          "  --sim-link-bw R  sim: host-to-device bandwidth, e.g. 16GB/s or 2G\n"
+          "  --place SPEC     pin layers, e.g. 0-5=resident,6-=streamed,lm_head=host\n"
+          "  -ngl N           first N layers resident, plan the rest\n"
+          "precision:\n"
+          "  --kv-type T      KV cache type: f32 (default), f16 or bf16 (half the bytes)\n"
+          "  --weights T      model files: convert f32/f16/bf16 matrices at load to bf16, f16\n"
+          "                   or q8_0 (quantized ones are kept); catalog models (plan -m\n"
+          "                   NAME): f32, f16, bf16, q8_0, q4_k_m\n",
+          out);
+}

@@ -1,0 +1,28 @@
+/*
+ * plan_opts.h — the flags that shape a plan (workload, memory, placement,
+ * precision), parsed once into sw_plan_options for every subcommand that
+ * plans: plan, run, chat, verify and batch. One parser means one meaning:
+ * `spillway plan` and `spillway run` with the same flags make the same
+ * plan. Values are checked for form here (numbers, sizes, rates); what
+ * they mean for a model (a context past the trained one, a weight type a
+ * file cannot take) the planner checks.
+ */
+#ifndef SW_CLI_PLAN_OPTS_H
+#define SW_CLI_PLAN_OPTS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "spillway.h"
+
+/* Whether `flag` is one of ours (each takes a value). */
+bool plan_opts_has(const char *flag);
+
+/* Parses flag's value into o. Returns 0, or -1 after printing a usage
+ * error that names the flag. */
+int plan_opts_parse(sw_plan_options *o, const char *flag, const char *value);
+
+/* Usage lines for these flags. */
+void plan_opts_usage(FILE *out);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * forward.c — one forward over a batch of tokens: the embedding on the
+ * host, each layer on the side the plan gives it (the block entry when
+ * the backend has one, else its ops), the residual stream crossing
+ * between sides only where consecutive layers differ, then the final
+ * norm and LM head for the rows that want logits.
+ *
+ * Crossing sides is an explicit transfer on the device's compute queue:
+ * to the device, the stream (and, once per forward, the positions,
+ * sequences and logit rows) is copied from host memory; to the host, it
+ * is copied back and the host waits for exactly that. The host also waits
+ * at the end of each forward that used the device, for the logits or, with
+ * none wanted, so that the next forward may reuse the host arrays those
+ * copies read. A failure drains the device and resets the ring, so the
+ * next forward starts from a clean state.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "util/error.h"
+
+static uint64_t stream_bytes(const sw_engine *e, uint32_t n) {
+    return (uint64_t)n * e->config.n_embd * sizeof(float);
+}
+
+/* Makes the host wait for what the device has queued so far. */
+static sw_status device_wait(sw_engine *e) {
+    engine_side *d = &e->side[SIDE_DEVICE];
+    sw_status st = d->be->vt->event_record(d->be, d->done, BQ_COMPUTE);
+    return st != SW_OK ? st : d->be->vt->event_sync(d->be, d->done);
+}
+
+/* This forward's metadata onto the device, once. */
+static sw_status upload_meta(sw_engine *e, uint32_t n) {
+    engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
+    const uint64_t offs[3] = {e->act.pos, e->act.seq, e->act.out_rows};
+    if (d->meta_current)
+        return SW_OK;
+    for (int i = 0; i < 3; i++) {
+        sw_status st = d->be->vt->copy_h2d(d->be, BQ_COMPUTE, (bmem){d->buf, offs[i]},
+                                           h->host_base + offs[i], (uint64_t)n * 4);
+        if (st != SW_OK)
+            return st;
+    }
+    d->meta_current = true;
+    return SW_OK;
+}
+
+/* Moves the residual stream to the side about to compute. */
+static sw_status move_stream(sw_engine *e, int to, uint32_t n) {
+    engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
+    sw_status st;
+    d->used = true;
+    if (to == SIDE_DEVICE) {
+        if ((st = upload_meta(e, n)) != SW_OK)
+            return st;
+        return d->be->vt->copy_h2d(d->be, BQ_COMPUTE, d->act.x, h->host_base + e->act.x,
+                                   stream_bytes(e, n));
+    }
+    st = d->be->vt->copy_d2h(d->be, BQ_COMPUTE, h->host_base + e->act.x, d->act.x,
+                             stream_bytes(e, n));
+    return st != SW_OK ? st : device_wait(e);
+}
+
+/* The residual stream in host memory for the test hook. */
+static sw_status run_hook(sw_engine *e, int layer, int side, uint32_t n) {
+    const engine_hooks *k = &e->hooks;
+    engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
+    if (k->layer_hook == NULL)
+        return SW_OK;
+    const float *x = (const float *)(const void *)(h->host_base + e->act.x);
+    if (side == SIDE_DEVICE) {
+        sw_status st = d->be->vt->copy_d2h(d->be, BQ_COMPUTE, h->host_base + e->act.h,
+                                           d->act.x, stream_bytes(e, n));
+        if (st != SW_OK || (st = device_wait(e)) != SW_OK)
+            return st;
+        x = (const float *)(const void *)(h->host_base + e->act.h);
+    }
+    k->layer_hook(k->layer_hook_user, layer, x, n, e->config.n_embd);
+    return SW_OK;
+}
+
+static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, int side,
+                           uint32_t n) {
+    const model_config *c = &e->config;
+    backend *be = e->side[side].be;
+    bool local = model_layer_is_local(c, il);
+    block_args a = {
+        .shape = &e->shape, .kv = e->kv[il], .window = local ? c->sliding_window : 0,
+        .rope_base = local ? c->rope_base_local : c->rope_base_global,
+        .rope_scale = local ? c->rope_scale_local : c->rope_scale_global,
+        .act = e->side[side].act, .n_tokens = n,
+    };
+    memcpy(a.w, w->w, sizeof a.w);
+    return be->vt->block ? be->vt->block(be, &a) : block_run_ops(be, &a);
+}
+
+/* Where layer il computes and with which weights. */
+static sw_status acquire(sw_engine *e, uint32_t il, const dev_layer **w, int *side) {
+    switch (e->plan->layer_place[il]) {
+    case PLACE_STREAMED:
+        *side = SIDE_DEVICE;
+        return ring_acquire(e, il, w);
+    case PLACE_RESIDENT:
+        *side = SIDE_DEVICE;
+        break;
+    default:
+        *side = SIDE_HOST;
+        break;
+    }
+    *w = &e->layers[il];
+    return SW_OK;
+}
+
+static sw_status run_layers(sw_engine *e, uint32_t n, int *side) {
+    for (uint32_t il = 0; il < e->config.n_layer; il++) {
+        const dev_layer *w = NULL;
+        int want = SIDE_HOST;
+        sw_status st = acquire(e, il, &w, &want);
+        if (st == SW_OK && want != *side)
+            st = move_stream(e, want, n);
+        if (st != SW_OK)
+            return st;
+        *side = want;
+        e->side[want].used = true;
+        st = run_block(e, il, w, want, n);
+        if (st == SW_OK && e->plan->layer_place[il] == PLACE_STREAMED)
+            st = ring_release(e, il);
+        if (st != SW_OK || (st = run_hook(e, (int)il, want, n)) != SW_OK)
+            return st;
+    }
+    return SW_OK;
+}
+
+#define TRY(expr)                          \
+    do {                                   \
+        sw_status st_ = (expr);            \
+        if (st_ != SW_OK)                  \
+            return st_;                    \
+    } while (0)
+
+/* Final norm and LM head over the n_out wanted rows, on the LM head's side. */
+static sw_status run_logits(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    const model_config *c = &e->config;
+    int s = e->plan->lm_head_place == PLACE_RESIDENT ? SIDE_DEVICE : SIDE_HOST;
+    engine_side *side = &e->side[s];
+    backend *be = side->be;
+    bmem out = s == SIDE_DEVICE ? (bmem){e->logits_dev, 0}
+                                : (bmem){be->vt->host_memory(be), (uint64_t)(uintptr_t)logits};
+    if (s == SIDE_DEVICE)
+        TRY(upload_meta(e, n));
+    TRY(be->vt->submit(be, &(bop){.kind = BOP_GATHER,
+                                  .u.gather = {.src = side->act.x, .idx = side->out_rows,
+                                               .dst = side->act.h, .n = n_out, .n_src = n,
+                                               .cols = c->n_embd}}));
+    TRY(be->vt->submit(be, &(bop){.kind = BOP_RMSNORM,
+                                  .u.rmsnorm = {.x = side->act.h, .w = e->out_norm[s],
+                                                .y = side->act.h, .n = c->n_embd,
+                                                .n_rows = n_out, .eps = c->norm_eps}}));
+    TRY(be->vt->submit(be, &(bop){.kind = BOP_MATMUL,
+                                  .u.matmul = {.w = e->lm_head[s], .x = side->act.h, .y = out,
+                                               .n_tokens = n_out}}));
+    if (c->final_softcap != 0.0f)
+        TRY(be->vt->submit(be, &(bop){.kind = BOP_SOFTCAP,
+                                      .u.softcap = {.x = out, .cap = c->final_softcap,
+                                                    .n = (uint64_t)n_out * c->n_vocab}}));
+    if (s == SIDE_HOST)
+        return SW_OK;
+    return be->vt->copy_d2h(be, BQ_COMPUTE, logits, out,
+                            (uint64_t)n_out * c->n_vocab * sizeof(float));
+}
+
+static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    const model_config *c = &e->config;
+    engine_side *h = &e->side[SIDE_HOST];
+    backend *hb = h->be;
+    int side = SIDE_HOST;
+    e->side[SIDE_DEVICE].meta_current = false;
+    e->side[SIDE_DEVICE].used = false;
+    /* The embedding is a lookup of n rows: always on the host. */
+    TRY(hb->vt->submit(hb, &(bop){.kind = BOP_GET_ROWS,
+                                  .u.get_rows = {.w = e->tok_embd, .ids = h->ids,
+                                                 .out = h->act.x, .n = n}}));
+    TRY(hb->vt->submit(hb, &(bop){.kind = BOP_SCALE,
+                                  .u.scale = {.x = h->act.x, .s = c->embd_scale,
+                                              .n = (uint64_t)n * c->n_embd}}));
+    TRY(run_hook(e, -1, SIDE_HOST, n));
+    TRY(run_layers(e, n, &side));
+    if (n_out > 0) {
+        int lm = e->plan->lm_head_place == PLACE_RESIDENT ? SIDE_DEVICE : SIDE_HOST;
+        if (side != lm)
+            TRY(move_stream(e, lm, n));
+        TRY(run_logits(e, n, n_out, logits));
+    }
+    return e->side[SIDE_DEVICE].used ? device_wait(e) : SW_OK;
+}
+
+sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    sw_status st = forward(e, n, n_out, logits);
+    e->n_forwards++;
+    if (st == SW_OK || e->device == NULL)
+        return st;
+    /* Keep the first failure's message; draining reports its own. */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", sw_last_error());
+    (void)ring_reset(e);
+    return sw_errorf(st, "%s", msg);
+}
+
+int32_t *engine_host_meta(sw_engine *e, uint64_t offset) {
+    return (int32_t *)(void *)(e->side[SIDE_HOST].host_base + offset);
+}

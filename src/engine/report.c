@@ -1,0 +1,42 @@
+/*
+ * report.c — sw_engine_report: what the engine did (peak device bytes,
+ * bytes moved, link time, measured speeds, pinned memory) beside what its
+ * plan predicted, for --report and verify.
+ */
+#include <string.h>
+#include <sys/resource.h>
+
+#include "engine/engine_internal.h"
+#include "util/error.h"
+
+sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
+    if (e == NULL || r == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_engine_report: NULL argument");
+    memset(r, 0, sizeof *r);
+    if (e->device) {
+        backend_stats bs;
+        e->device->vt->get_stats(e->device, &bs);
+        r->device_budget_bytes = e->plan->budget.device_bytes;
+        r->plan_device_bytes = e->plan->tier_bytes[TIER_DEVICE];
+        r->peak_device_bytes = bs.peak_bytes;
+        r->bytes_to_device = bs.bytes_to_device;
+        r->copy_busy_s = bs.copy_busy_s;
+        r->copy_stall_s = bs.wait_stall_s;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        r->peak_host_rss_bytes = (uint64_t)ru.ru_maxrss * 1024; /* Linux: KiB */
+    r->n_prefill_tokens = e->n_prefill_tokens;
+    r->n_decode_tokens = e->n_decode_tokens;
+    r->prefill_tokens_per_s = e->prefill_s > 0 ? (double)e->n_prefill_tokens / e->prefill_s : 0;
+    r->decode_tokens_per_s = e->decode_s > 0 ? (double)e->n_decode_tokens / e->decode_s : 0;
+    r->pred_prefill_tokens_per_s = e->plan->prefill_tokens_per_s;
+    r->pred_decode_tokens_per_s = e->plan->decode_tokens_per_s;
+    r->n_replans = e->n_replans;
+    r->plan_pinned_bytes = e->plan->tier_bytes[TIER_PINNED];
+    r->pinned_bytes = e->hw.pinned.bytes;
+    r->pinned_locked = e->hw.pinned.locked;
+    r->converted_bytes = e->hw.arena_bytes + e->hw.staging_bytes;
+    r->n_forwards = e->n_forwards;
+    return SW_OK;
+}
