@@ -69,15 +69,30 @@ static sw_status sim_alloc(backend *b, uint64_t bytes, const char *purpose, back
     buf->base = p;
     buf->bytes = bytes;
     snprintf(buf->purpose, sizeof buf->purpose, "%s", purpose ? purpose : "?");
+    pthread_mutex_lock(&s->mu);
+    buf->next = s->live;
+    if (s->live != NULL)
+        s->live->prev = buf;
+    s->live = buf;
+    pthread_mutex_unlock(&s->mu);
     *out = (backend_buf *)(void *)buf;
     return SW_OK;
 }
 
 static void sim_free(backend *b, backend_buf *handle) {
+    sim_backend *s = sim_of(b);
     sim_buf *buf = sbuf(handle);
     if (buf == NULL)
         return;
-    sim_arena_free(&sim_of(b)->arena, buf->base);
+    pthread_mutex_lock(&s->mu);
+    if (buf->prev != NULL)
+        buf->prev->next = buf->next;
+    else
+        s->live = buf->next;
+    if (buf->next != NULL)
+        buf->next->prev = buf->prev;
+    pthread_mutex_unlock(&s->mu);
+    sim_arena_free(&s->arena, buf->base);
     buf->magic = 0;
     free(buf);
 }
@@ -327,7 +342,8 @@ static void sim_get_stats(backend *b, backend_stats *out) {
 
 static void sim_reset_peak(backend *b) { sim_arena_reset_peak(&sim_of(b)->arena); }
 
-/* Stops both queues before joining either (one may wait on the other). */
+/* Stops both queues before joining either (one may wait on the other),
+ * dropping what they hold; buffers still allocated go with the arena. */
 static void sim_destroy(backend *b) {
     sim_backend *s = sim_of(b);
     atomic_store(&s->stopping, true);
@@ -338,6 +354,11 @@ static void sim_destroy(backend *b) {
         sim_queue_stop(&s->queue[q]);
     for (int q = 0; q < BQ_COUNT; q++)
         sim_queue_destroy(&s->queue[q]);
+    while (s->live != NULL) { /* buffers the caller left: the arena goes anyway */
+        sim_buf *next = s->live->next;
+        free(s->live);
+        s->live = next;
+    }
     pthread_cond_destroy(&s->cv_pace);
     pthread_mutex_destroy(&s->pace_mu);
     pthread_mutex_destroy(&s->mu);

@@ -77,6 +77,7 @@ typedef struct sim_buf {
     atomic_uint_fast64_t gen_queued, gen_done;
     atomic_int readers;      /* ops running now that read it as a weight */
     atomic_int writers;      /* copies writing into it now */
+    struct sim_buf *prev, *next; /* the live buffers, freed at destroy if left */
 } sim_buf;
 
 /* ---- queues (sim_queue.c) ---------------------------------------------- */
@@ -176,6 +177,7 @@ typedef struct sim_backend {
     double op_delay_s;       /* test hook: each op sleeps while it reads */
     uint64_t fail_op_at, n_ops;
     pthread_mutex_t mu;      /* guards what follows */
+    sim_buf *live;           /* buffers not yet freed */
     sw_status sticky;        /* first error found while work ran */
     char sticky_msg[512];
     uint64_t bytes_to_device;

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""batch_cli_test.py — `spillway batch` end to end.
+
+With greedy sampling every output text must equal `spillway run`'s for the
+same prompt, for every -np and every plan (resident, streamed, host layers
+on the simulated device, and the cpu backend); results come in input
+order; bad lines are reported with their line number and skipped while the
+rest still run; per-request n_predict is honoured; a summary with the
+aggregate tokens/s ends the run.
+
+usage: batch_cli_test.py SPILLWAY [MODEL]   (MODEL: default = the fetched one)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = sys.argv[1]
+MODEL = ["-m", sys.argv[2]] if len(sys.argv) > 2 else []
+N = 12
+PROMPTS = [
+    "The three laws of thermodynamics are",
+    "Once upon a time, in a village by the sea,",
+    "def fibonacci(n):",
+    "春天来了，",
+    "A",
+    "The quick brown fox jumps over the lazy dog because it wanted to see what was on the "
+    "other side of the river that ran through the valley",
+]
+PLANS = {
+    "cpu": ["--backend", "cpu"],
+    "resident": ["--backend", "sim", "--device-mem", "1G"],
+    "streamed": ["--backend", "sim", "--device-mem", "1G", "--place", "all=streamed"],
+    "host": ["--backend", "sim", "--device-mem", "1G", "--place", "all=host,lm_head=resident"],
+}
+COMMON = MODEL + ["-t", "2", "-c", "256", "-b", "16", "--temp", "0"]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+    return cond
+
+
+def run_text(prompt, n):
+    p = subprocess.run([BIN, "run", *COMMON, "-p", prompt, "-n", str(n)],
+                       capture_output=True, timeout=300)
+    check(p.returncode == 0, "run %r: exit %d: %s" % (prompt, p.returncode, p.stderr[-300:]))
+    return p.stdout.decode("utf-8", "replace")
+
+
+def write_requests(path):
+    lines = []
+    for i, text in enumerate(PROMPTS):
+        req = {"id": "p%d" % i, "prompt": text}
+        if i == 2:
+            req["n_predict"] = 5
+        lines.append(json.dumps(req, ensure_ascii=False))
+        if i == 1:
+            lines.append("{not json")                      # line 3: reported, skipped
+            lines.append(json.dumps({"id": 7}))            # line 4: no prompt
+            lines.append("")                               # blank: ignored
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    want = {}
+    for i, text in enumerate(PROMPTS):
+        want["p%d" % i] = run_text(text, 5 if i == 2 else N)
+    with tempfile.TemporaryDirectory() as tmp:
+        req = os.path.join(tmp, "req.jsonl")
+        out = os.path.join(tmp, "out.jsonl")
+        write_requests(req)
+        for plan, flags in PLANS.items():
+            for np_ in (1, 4, 8):
+                p = subprocess.run([BIN, "batch", *COMMON, *flags, "-np", str(np_), "-n", str(N),
+                                    "-f", req, "-o", out], capture_output=True, timeout=600)
+                err = p.stderr.decode("utf-8", "replace")
+                tag = "%s -np %d" % (plan, np_)
+                if not check(p.returncode == 0, "%s: exit %d: %s" % (tag, p.returncode, err)):
+                    continue
+                check("line 3:" in err and "line 4:" in err, "%s: bad lines not reported "
+                      "with their numbers: %s" % (tag, err))
+                check("tok/s" in err.splitlines()[-1], "%s: no summary line: %s" % (tag, err))
+                with open(out, encoding="utf-8") as f:
+                    got = [json.loads(line) for line in f]
+                check([g["id"] for g in got] == list(want), "%s: ids/order %s" %
+                      (tag, [g["id"] for g in got]))
+                same = 0
+                for g in got:
+                    if check(g["text"] == want.get(g["id"]), "%s: %s text %r != run's %r" %
+                             (tag, g["id"], g["text"], want.get(g["id"]))):
+                        same += 1
+                    check(g["n_generated"] <= (5 if g["id"] == "p2" else N) and
+                          g["n_prompt"] > 0, "%s: %s counts %s" % (tag, g["id"], g))
+                print("ok   %-9s -np %d: %d/%d texts equal run's; %s" %
+                      (plan, np_, same, len(want), err.splitlines()[-1][:110]))
+    print("batch_cli: %d failures" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

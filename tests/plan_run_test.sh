@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# plan_run_test.sh — `spillway plan` and `spillway run` with the same flags
+# print and execute the same plan: run --plan-json writes the plan its
+# engine executes, compared byte for byte with plan --json. Default model;
+# --host-mem is given so MemAvailable moving between the two runs cannot
+# change the host budget.
+set -u
+bin="${1:?usage: plan_run_test.sh SPILLWAY}"
+fail=0
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cases=(
+  "--host-mem 2G -t 2"
+  "--backend cpu --host-mem 2G -t 2 --kv-type f16 -c 1024"
+  "--backend sim --device-mem 40M --host-mem 4G -t 2 -c 512"
+  "--backend sim --device-mem 64M --sim-link-bw 2G --place all=streamed -np 8 -c 128 --host-mem 4G -t 2"
+  "--backend sim --device-mem 200M -ngl 6 --host-mem 4G -t 2 -b 32"
+  "--backend sim --device-mem 24M --host-mem 4G -t 2 --kv-type bf16 -np 2"
+)
+for c in "${cases[@]}"; do
+  # shellcheck disable=SC2086
+  "$bin" plan $c --json > "$tmp/plan.json" 2> "$tmp/plan.err"; rc1=$?
+  # shellcheck disable=SC2086
+  "$bin" run $c -p "Hello" -n 1 --temp 0 --plan-json "$tmp/run.json" > /dev/null 2> "$tmp/run.err"; rc2=$?
+  if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then
+    echo "FAIL: $c: plan exit $rc1, run exit $rc2"; cat "$tmp/plan.err" "$tmp/run.err"; fail=1; continue
+  fi
+  if cmp -s "$tmp/plan.json" "$tmp/run.json"; then
+    echo "ok   same plan ($(wc -c < "$tmp/plan.json") bytes): $c"
+  else
+    echo "FAIL: plan and run differ: $c"; diff <(tr ',' '\n' < "$tmp/plan.json") <(tr ',' '\n' < "$tmp/run.json") | head -20; fail=1
+  fi
+done
+exit $fail
