@@ -367,7 +367,8 @@ static inline float qk_reduce(const qk_vf acc[QACC]) {
 /* QK_DOT_NX: out[t] = canonical dot of the row with x + t*xs, t < NX. Each
  * group of a block is dequantized once and used by all NX rows of x;
  * element e lands in accumulator vector (e / QV) % QACC, lane e % QV,
- * i.e. canonical lane e % 16. */
+ * i.e. canonical lane e % 16. The t loop is unrolled too, so that every
+ * accumulator index is a constant and acc stays in registers. */
 #define QK_DOT_NX(name, PREP, BE, BB, NX, ONE, TAIL)                                 \
     static void qk_dot_##name##_x##NX(const uint8_t *row, const float *x, uint64_t xs, \
                                       uint64_t n, float *out) {                      \
@@ -382,6 +383,7 @@ static inline float qk_reduce(const qk_vf acc[QACC]) {
             QK_UNROLL                                                                \
             for (int e = 0; e < (BE); e += QV) {                                     \
                 const qk_vf w = qk_grp_##name(src, &c, e);                           \
+                QK_UNROLL                                                            \
                 for (int t = 0; t < (NX); t++)                                       \
                     acc[t][(e / QV) % QACC] += w * qk_ldf(xb + (uint64_t)t * xs + e); \
             }                                                                        \
