@@ -259,6 +259,53 @@ static void test_dot_f32(cpu_isa isa) {
     }
 }
 
+/* One tile-kernel call: n_rows rows of n elements (row stride n + 16) with
+ * n_x rows of x (stride n + 32) into y (stride n_rows + 3), against the
+ * canonical dot, bitwise; y's padding must stay untouched. */
+static void tile_case(cpu_isa isa, const float *w, const float *x, uint32_t n_rows,
+                      uint32_t n_x, uint64_t n, float *y) {
+    const uint64_t ws = n + 16, xs = n + 32, ys = n_rows + 3;
+    const float pad = -12345.0f;
+    for (uint64_t i = 0; i < n_x * ys; i++)
+        y[i] = pad;
+    cpu_tile_f32_get(isa)(w, ws, n_rows, x, xs, n_x, n, y, ys);
+    size_t n_bad = 0, first = 0;
+    for (uint32_t t = 0; t < n_x; t++) {
+        for (uint64_t r = 0; r < ys; r++) {
+            const float want = r < n_rows ? canonical_dot(w + r * ws, x + t * xs, n) : pad;
+            if (memcmp(&y[t * ys + r], &want, sizeof want) != 0 && n_bad++ == 0)
+                first = t * ys + r;
+        }
+    }
+    SW_CHECK(n_bad == 0, "%s tile %u rows x %u x, n=%llu: %zu wrong, first y[%zu] = %.9g",
+             isa_name(isa), n_rows, n_x, (unsigned long long)n, n_bad, first,
+             n_bad ? (double)y[first] : 0.0);
+}
+
+/* The tile kernel for every block shape and its tails: 1..9, 16, 17, 25
+ * and 50 rows (blocks of 3, 4 and 8 and what is left), 1..9, 16, 17 and
+ * 64 x (groups of 4 and each remainder), rows of one, many and a partial
+ * last chunk of QT_KC (512) elements. */
+static void test_tile_kernel(cpu_isa isa) {
+    const uint32_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 25, 50};
+    const uint32_t xs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    const uint64_t ns[] = {16, 640, 1040};
+    enum { MAX_ROWS = 50, MAX_X = 64, MAX_N = 1040 };
+    float *w = xmalloc(MAX_ROWS * (MAX_N + 16) * sizeof(float));
+    float *x = xmalloc(MAX_X * (MAX_N + 32) * sizeof(float));
+    float *y = xmalloc(MAX_X * (MAX_ROWS + 3) * sizeof(float));
+    fill_float(w, MAX_ROWS * (MAX_N + 16), -1.0f, 1.0f);
+    fill_float(x, MAX_X * (MAX_N + 32), -1.0f, 1.0f);
+    for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
+        for (size_t ir = 0; ir < sizeof rows / sizeof rows[0]; ir++)
+            for (size_t ix = 0; ix < sizeof xs / sizeof xs[0]; ix++)
+                if (ns[in] != 1040 || xs[ix] <= 9 || rows[ir] <= 9)
+                    tile_case(isa, w, x, rows[ir], xs[ix], ns[in], y);
+    free(w);
+    free(x);
+    free(y);
+}
+
 static void test_kernels_all_isas(void) {
     const cpu_isa isas[3] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2};
     for (int i = 0; i < 3; i++) {
@@ -268,6 +315,7 @@ static void test_kernels_all_isas(void) {
         }
         test_half_exhaustive(isas[i]);
         test_dot_f32(isas[i]);
+        test_tile_kernel(isas[i]);
         for (int t = 0; t < N_TYPES; t++) {
             test_dequant_kernel(isas[i], all_types[t]);
             test_fused_dot(isas[i], all_types[t]);

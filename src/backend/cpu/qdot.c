@@ -13,14 +13,14 @@
 #define QDOT_HAVE_VECTOR 1
 #define QDOT_TABLE_FN cpu_qkernel_table_generic
 #include "backend/cpu/qdot_body.h"
-const cpu_qkernel *cpu_qkernel_table_generic(cpu_dot_f32_fn *dot_f32);
+const cpu_qkernel *cpu_qkernel_table_generic(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 #else
 #define QDOT_HAVE_VECTOR 0
 #endif
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define QDOT_HAVE_AVX2 1
-const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32);
+const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 #else
 #define QDOT_HAVE_AVX2 0
 #endif
@@ -66,6 +66,15 @@ static float ref_dot_plain(const float *a, const float *b, uint64_t n) {
     float acc[CPU_DOT_LANES] = {0};
     ref_accumulate(acc, a, b, 0, n);
     return ref_reduce(acc);
+}
+
+/* One canonical dot per (row, x): the definition, with no blocking. */
+static void ref_tile(const float *w, uint64_t ws, uint32_t n_rows, const float *x, uint64_t xs,
+                     uint32_t n_x, uint64_t n, float *y, uint64_t ys) {
+    for (uint32_t t = 0; t < n_x; t++)
+        for (uint32_t r = 0; r < n_rows; r++)
+            y[(uint64_t)t * ys + r] =
+                ref_dot_plain(w + (uint64_t)r * ws, x + (uint64_t)t * xs, n);
 }
 
 #define REF_TYPE(name, id)                                                          \
@@ -126,30 +135,41 @@ cpu_isa cpu_isa_best(void) {
     return QDOT_HAVE_VECTOR ? CPU_ISA_GENERIC : CPU_ISA_REF;
 }
 
-static const cpu_qkernel *qdot_table(cpu_isa isa, cpu_dot_f32_fn *dot_f32) {
+static const cpu_qkernel *qdot_table(cpu_isa isa, cpu_dot_f32_fn *dot_f32,
+                                     cpu_tile_f32_fn *tile_f32) {
 #if QDOT_HAVE_AVX2
     if (isa == CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
-        return cpu_qkernel_table_avx2(dot_f32);
+        return cpu_qkernel_table_avx2(dot_f32, tile_f32);
 #endif
 #if QDOT_HAVE_VECTOR
     if (isa != CPU_ISA_REF)
-        return cpu_qkernel_table_generic(dot_f32);
+        return cpu_qkernel_table_generic(dot_f32, tile_f32);
 #endif
     (void)isa;
     *dot_f32 = ref_dot_plain;
+    *tile_f32 = ref_tile;
     return ref_table;
 }
 
 const cpu_qkernel *cpu_qkernel_get(cpu_isa isa, uint32_t type) {
-    cpu_dot_f32_fn unused;
+    cpu_dot_f32_fn unused_dot;
+    cpu_tile_f32_fn unused_tile;
     if (type >= SW_TYPE_COUNT)
         return NULL;
-    const cpu_qkernel *k = &qdot_table(isa, &unused)[type];
+    const cpu_qkernel *k = &qdot_table(isa, &unused_dot, &unused_tile)[type];
     return k->dot != NULL ? k : NULL;
 }
 
 cpu_dot_f32_fn cpu_dot_f32_get(cpu_isa isa) {
     cpu_dot_f32_fn f;
-    qdot_table(isa, &f);
+    cpu_tile_f32_fn unused;
+    qdot_table(isa, &f, &unused);
+    return f;
+}
+
+cpu_tile_f32_fn cpu_tile_f32_get(cpu_isa isa) {
+    cpu_dot_f32_fn unused;
+    cpu_tile_f32_fn f;
+    qdot_table(isa, &unused, &f);
     return f;
 }

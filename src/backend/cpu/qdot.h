@@ -18,7 +18,8 @@
  * a chunk, then the loop above, in plain C — kept for debugging and as the
  * fallback for compilers without GNU vector extensions. GENERIC (baseline
  * ISA) and AVX2 are the fast kernels of qdot_body.h. All three give the
- * same bits; tests/test_cpu_ops.c checks every type on every set.
+ * same bits; tests/test_cpu_ops.c checks every type on every set, and the
+ * f32 tile kernel (cpu_tile_f32_fn) on every set for every block shape.
  */
 #ifndef SW_BACKEND_CPU_QDOT_H
 #define SW_BACKEND_CPU_QDOT_H
@@ -40,6 +41,17 @@ typedef void (*cpu_qdot_fn)(const uint8_t *row, const float *x, uint64_t x_strid
 /* The canonical dot of two f32 arrays. */
 typedef float (*cpu_dot_f32_fn)(const float *a, const float *b, uint64_t n);
 
+/* y[t*y_stride + r] = canonical dot of the f32 row w + r*w_stride with
+ * x + t*x_stride, for r < n_rows, t < n_x; n is a multiple of
+ * CPU_DOT_LANES. The fast sets dot a block of a few rows with a few x at
+ * once, accumulators in registers, so each value loaded serves several
+ * dots; the order of each dot's own sum is still the canonical one.
+ * Example: cpu_matmul's tiled path calls it on a tile of dequantized rows
+ * with all tokens, so each row is dequantized once per call. */
+typedef void (*cpu_tile_f32_fn)(const float *w, uint64_t w_stride, uint32_t n_rows,
+                                const float *x, uint64_t x_stride, uint32_t n_x, uint64_t n,
+                                float *y, uint64_t y_stride);
+
 typedef struct cpu_qkernel {
     cpu_dequant_fn dequant; /* NULL: type has no kernel */
     cpu_qdot_fn dot;
@@ -59,6 +71,9 @@ const cpu_qkernel *cpu_qkernel_get(cpu_isa isa, uint32_t type);
 
 /* The canonical f32 dot for `isa`. */
 cpu_dot_f32_fn cpu_dot_f32_get(cpu_isa isa);
+
+/* The f32 tile kernel for `isa` (same fallback as cpu_qkernel_get). */
+cpu_tile_f32_fn cpu_tile_f32_get(cpu_isa isa);
 
 /* Whether kernels for `isa` are compiled in and the CPU runs them. */
 int cpu_isa_supported(cpu_isa isa);

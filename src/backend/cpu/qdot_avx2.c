@@ -12,7 +12,7 @@
 #include "backend/cpu/qdot.h"
 #include "quant/types.h"
 
-const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32);
+const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 
 #ifdef __clang__
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)

@@ -12,7 +12,10 @@
  * Every block formula is quant/dequant.c's (same roundings, no algebraic
  * rewrite): d*q, d*q + m, (d*sc)*q - (dmin*m). The f16 conversion is
  * branch-free and exact for all 65536 inputs, NaN payloads included; it
- * relies on the default FP environment (no FTZ/DAZ). The includer defines
+ * relies on the default FP environment (no FTZ/DAZ). Besides the per-type
+ * dequantizers and fused dots, the body holds the f32 tile kernel of
+ * cpu_matmul's multi-token path (cpu_tile_f32_fn), register-blocked over
+ * rows and tokens, each lane's sum still canonical. The includer defines
  * QDOT_TABLE_FN, the name of the one function this body exports, and
  * QDOT_AVX2 when it compiles the body for AVX2.
  */
@@ -346,6 +349,149 @@ static inline float qk_reduce(const qk_vf acc[QACC]) {
     return (u[0] + u[2]) + (u[1] + u[3]);
 }
 
+/* qk_reduce on vectors: the same additions of the same values in the
+ * same tree, with the first two levels done lane-parallel (lane j of
+ * t = a[j] + a[j+8], then of u = t[j] + t[j+4]), so the result is
+ * qk_reduce's bit for bit. */
+typedef float qk_v4f __attribute__((vector_size(16)));
+
+static inline float qk_reduce_vec(const qk_vf acc[QACC]) {
+#if QV == 8
+    const qk_vf t = acc[0] + acc[1];
+    const qk_v4f u = (qk_v4f){t[0], t[1], t[2], t[3]} + (qk_v4f){t[4], t[5], t[6], t[7]};
+#else
+    const qk_v4f u = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+#endif
+    return (u[0] + u[2]) + (u[1] + u[3]);
+}
+
+/* ---- the f32 tile kernel ----------------------------------------------
+ * qk_tile_block adds elements [k0, k1) of MR rows of w times NT rows of x
+ * (MR*NT <= 12) into their partial sums. The 16 canonical lanes form QACC
+ * groups of QV lanes, and group g (elements 16k + QV*g + l, l < QV) is
+ * summed in a pass of its own: a pass keeps just MR*NT accumulator
+ * vectors, which stay in registers with room for the loads, and each
+ * loaded vector feeds NT (w) or MR (x) products. Every canonical lane
+ * still adds its own products in increasing k — chunks in order, and
+ * within a chunk — so every result is the canonical dot, bit for bit.
+ * The chunk at k0 = 0 starts from +0.0, as the canonical sum does.
+ * Chunks of QT_KC elements keep the x rows of a pass in L1 for wide rows.
+ * MR and NT are constants in each instance, so the loops unroll fully. */
+
+enum {
+    QT_MAX_MR = 8, QT_MAX_NT = 4,
+    QT_KC = 512,   /* elements per chunk: 4 x rows of it take 8 KiB */
+    QT_ROWS = 24   /* rows whose partial sums one driver pass keeps */
+};
+
+/* The partial sums of a row group: [row][x][lane group]. */
+typedef qk_vf qk_tile_part[QT_MAX_NT][QACC];
+
+static inline __attribute__((always_inline)) void
+qk_tile_block(const float *w, uint64_t ws, const float *x, uint64_t xs, uint64_t k0,
+              uint64_t k1, qk_tile_part *part, const int mr, const int nt) {
+    for (int g = 0; g < QACC; g++) {
+        qk_vf acc[QT_MAX_MR][QT_MAX_NT];
+        QK_UNROLL
+        for (int r = 0; r < mr; r++)
+            QK_UNROLL
+            for (int t = 0; t < nt; t++)
+                acc[r][t] = k0 == 0 ? (qk_vf){0} : part[r][t][g];
+        for (uint64_t i = k0 + (uint64_t)(QV * g); i < k1; i += CPU_DOT_LANES) {
+            qk_vf wv[QT_MAX_MR];
+            QK_UNROLL
+            for (int r = 0; r < mr; r++)
+                wv[r] = qk_ldf(w + (uint64_t)r * ws + i);
+            QK_UNROLL
+            for (int t = 0; t < nt; t++) {
+                const qk_vf xv = qk_ldf(x + (uint64_t)t * xs + i);
+                QK_UNROLL
+                for (int r = 0; r < mr; r++)
+                    acc[r][t] += wv[r] * xv;
+            }
+        }
+        QK_UNROLL
+        for (int r = 0; r < mr; r++)
+            QK_UNROLL
+            for (int t = 0; t < nt; t++)
+                part[r][t][g] = acc[r][t];
+    }
+}
+
+#define QK_TILE_SHAPE(MR, NT)                                                        \
+    static void qk_tile_##MR##x##NT(const float *w, uint64_t ws, const float *x,     \
+                                    uint64_t xs, uint64_t k0, uint64_t k1,           \
+                                    qk_tile_part *part) {                            \
+        qk_tile_block(w, ws, x, xs, k0, k1, part, MR, NT);                           \
+    }
+/* Per count of x (1..4), blocks of 12 or 8 accumulators, and smaller
+ * ones for the last rows of a group. */
+QK_TILE_SHAPE(8, 1)
+QK_TILE_SHAPE(4, 1)
+QK_TILE_SHAPE(2, 1)
+QK_TILE_SHAPE(1, 1)
+QK_TILE_SHAPE(4, 2)
+QK_TILE_SHAPE(2, 2)
+QK_TILE_SHAPE(1, 2)
+QK_TILE_SHAPE(3, 3)
+QK_TILE_SHAPE(2, 3)
+QK_TILE_SHAPE(1, 3)
+QK_TILE_SHAPE(3, 4)
+QK_TILE_SHAPE(2, 4)
+QK_TILE_SHAPE(1, 4)
+
+typedef void (*qk_tile_shape_fn)(const float *w, uint64_t ws, const float *x, uint64_t xs,
+                                 uint64_t k0, uint64_t k1, qk_tile_part *part);
+
+/* For each count of x: shapes by descending rows, ending with one row. */
+static const struct qk_tile_shape {
+    uint32_t mr;
+    qk_tile_shape_fn fn;
+} qk_tile_shapes[QT_MAX_NT + 1][4] = {
+    [1] = {{8, qk_tile_8x1}, {4, qk_tile_4x1}, {2, qk_tile_2x1}, {1, qk_tile_1x1}},
+    [2] = {{4, qk_tile_4x2}, {2, qk_tile_2x2}, {1, qk_tile_1x2}, {1, qk_tile_1x2}},
+    [3] = {{3, qk_tile_3x3}, {2, qk_tile_2x3}, {1, qk_tile_1x3}, {1, qk_tile_1x3}},
+    [4] = {{3, qk_tile_3x4}, {2, qk_tile_2x4}, {1, qk_tile_1x4}, {1, qk_tile_1x4}},
+};
+
+/* Rows [0, nr) (nr <= QT_ROWS) of w with nt x: every chunk of every row
+ * block, each block the widest shape that fits, then the reduction of
+ * each dot into y. */
+static void qk_tile_rows(const float *w, uint64_t ws, uint32_t nr, const float *x, uint64_t xs,
+                         uint32_t nt, uint64_t n, float *y, uint64_t ys) {
+    const struct qk_tile_shape *sh = qk_tile_shapes[nt];
+    qk_tile_part part[QT_ROWS]; /* the first chunk starts from zero */
+    for (uint64_t k0 = 0; k0 < n; k0 += QT_KC) {
+        const uint64_t k1 = n - k0 < QT_KC ? n : k0 + QT_KC;
+        for (uint32_t r = 0, i = 0; r < nr; r += sh[i].mr) {
+            while (sh[i].mr > nr - r)
+                i++;
+            sh[i].fn(w + (uint64_t)r * ws, ws, x, xs, k0, k1, part + r);
+        }
+    }
+    for (uint32_t r = 0; r < nr; r++)
+        for (uint32_t t = 0; t < nt; t++)
+            y[(uint64_t)t * ys + r] = qk_reduce_vec(part[r][t]);
+}
+
+/* cpu_tile_f32_fn: x in groups of up to 4, rows in groups of QT_ROWS.
+ * The rows of a call should fit in L2: they are read once per x group. */
+static void qk_tile_f32(const float *w, uint64_t ws, uint32_t n_rows, const float *x,
+                        uint64_t xs, uint32_t n_x, uint64_t n, float *y, uint64_t ys) {
+    if (n == 0) { /* no chunk: every dot is the sum of nothing, +0.0 */
+        for (uint32_t t = 0; t < n_x; t++)
+            memset(y + (uint64_t)t * ys, 0, n_rows * sizeof(float));
+        return;
+    }
+    for (uint32_t t = 0; t < n_x;) {
+        const uint32_t nt = n_x - t < QT_MAX_NT ? n_x - t : QT_MAX_NT;
+        for (uint32_t r = 0; r < n_rows; r += QT_ROWS)
+            qk_tile_rows(w + (uint64_t)r * ws, ws, n_rows - r < QT_ROWS ? n_rows - r : QT_ROWS,
+                         x + (uint64_t)t * xs, xs, nt, n, y + (uint64_t)t * ys + r, ys);
+        t += nt;
+    }
+}
+
 /* The last n % 16 elements of a plain-type row, as one padded chunk: pad
  * lanes get w = -0.0 and x = +0.0, whose product -0.0 leaves every
  * accumulator exactly as it was (a + -0.0 == a, signed zeros included),
@@ -446,7 +592,7 @@ static float qk_dot_f32_plain(const float *a, const float *b, uint64_t n) {
 
 #define QK_ENTRY(id, name) [id] = {qk_deq_##name, qk_dot_##name}
 
-const cpu_qkernel *QDOT_TABLE_FN(cpu_dot_f32_fn *dot_f32) {
+const cpu_qkernel *QDOT_TABLE_FN(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32) {
     static const cpu_qkernel table[SW_TYPE_COUNT] = {
         QK_ENTRY(SW_TYPE_F32, f32),   QK_ENTRY(SW_TYPE_F16, f16),
         QK_ENTRY(SW_TYPE_BF16, bf16), QK_ENTRY(SW_TYPE_Q4_0, q4_0),
@@ -457,5 +603,6 @@ const cpu_qkernel *QDOT_TABLE_FN(cpu_dot_f32_fn *dot_f32) {
         QK_ENTRY(SW_TYPE_Q6_K, q6_k), QK_ENTRY(SW_TYPE_Q8_K, q8_k),
     };
     *dot_f32 = qk_dot_f32_plain;
+    *tile_f32 = qk_tile_f32;
     return table;
 }
