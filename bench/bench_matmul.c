@@ -98,12 +98,12 @@ static double cpu_s(void) {
 /* The best wall time of `reps` calls of cpu_matmul, and the best CPU time
  * of the calling thread (thread 0, which does 1/nth of the rows): on a
  * shared machine the second shows the speed while actually scheduled. */
-static int time_matmul(cpu_pool *pool, const tensor_view *v, const float *x, float *y,
-                       uint32_t tokens, int reps, double *wall, double *cpu) {
+static int time_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *v, const float *x,
+                       float *y, uint32_t tokens, int reps, double *wall, double *cpu) {
     *wall = *cpu = 1e30;
     for (int r = 0; r < reps; r++) {
         double t0 = now_s(), c0 = cpu_s();
-        if (cpu_matmul(pool, v, x, y, tokens) != SW_OK) {
+        if (cpu_matmul(pool, ws, v, x, y, tokens) != SW_OK) {
             fprintf(stderr, "bench_matmul: %s\n", sw_last_error());
             return -1;
         }
@@ -156,7 +156,9 @@ static int bench_type(uint32_t type, const bench_opts *o, cpu_pool **pools) {
     uint8_t *w = make_weights(type, cols * o->rows, n_bytes);
     float *x = malloc(cols * o->tokens * sizeof(float));
     float *y = malloc(o->rows * o->tokens * sizeof(float));
-    if (w == NULL || x == NULL || y == NULL) {
+    cpu_mm_scratch *ws = NULL; /* one workspace serves every pool size */
+    if (w == NULL || x == NULL || y == NULL ||
+        cpu_mm_scratch_create(o->max_threads, cols, &ws) != SW_OK) {
         fprintf(stderr, "bench_matmul: out of memory for %s\n", type_name(type));
         free(w), free(x), free(y);
         return 1;
@@ -169,13 +171,14 @@ static int bench_type(uint32_t type, const bench_opts *o, cpu_pool **pools) {
            (double)n_bytes / 1e6);
     for (int t = 0; t < o->max_threads; t++) {
         double dt, dc;
-        if (time_matmul(pools[t], &v, x, y, o->tokens, o->reps, &dt, &dc) != 0)
+        if (time_matmul(pools[t], ws, &v, x, y, o->tokens, o->reps, &dt, &dc) != 0)
             break;
         double gflops = 2.0 * (double)cols * (double)o->rows * o->tokens / dt / 1e9;
         printf(" | %dT %7.2f ms %6.2f GB/s (cpu %6.2f) %6.2f GFLOP/s", t + 1, dt * 1e3,
                (double)n_bytes / dt / 1e9, (double)n_bytes / (dc * (t + 1)) / 1e9, gflops);
     }
     printf("\n");
+    cpu_mm_scratch_destroy(ws);
     free(w), free(x), free(y);
     return 0;
 }

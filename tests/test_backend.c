@@ -50,7 +50,10 @@ static void conf_matmul(backend *b, uint32_t type, uint32_t n_tokens) {
     float *want = bt_malloc(n_tokens * ne1 * sizeof(float));
     tensor_view hv = {.name = "conf.w", .type = type, .n_dims = 2, .ne = {ne0, ne1, 1, 1},
                       .n_bytes = n_bytes, .data = w};
-    SW_CHECK_OK(cpu_matmul(bt_pool, &hv, x, want, n_tokens));
+    cpu_mm_scratch *ws = NULL;
+    SW_CHECK_OK(cpu_mm_scratch_create(cpu_pool_size(bt_pool), ne0, &ws));
+    SW_CHECK_OK(cpu_matmul(bt_pool, ws, &hv, x, want, n_tokens));
+    cpu_mm_scratch_destroy(ws);
     backend_buf *dw = bt_upload(b, w, n_bytes, "conf.w");
     backend_buf *dx = bt_upload(b, x, n_tokens * ne0 * sizeof(float), "conf.x"), *dy = NULL;
     SW_CHECK_OK(b->vt->alloc(b, n_tokens * ne1 * sizeof(float), "conf.y", &dy));

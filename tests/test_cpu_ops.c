@@ -325,6 +325,10 @@ static void test_kernels_all_isas(void) {
 
 /* ---- matmul and get_rows ---------------------------------------------- */
 
+/* The matmul workspace of every test: 4 threads, rows up to 1280. */
+enum { TEST_WS_THREADS = 4, TEST_WS_NE0 = 1280 };
+static cpu_mm_scratch *test_ws;
+
 static tensor_view make_view(uint32_t type, uint64_t ne0, uint64_t ne1, const void *data,
                              uint64_t n_bytes) {
     tensor_view v = {.name = "test.weight", .type = type, .n_dims = 2,
@@ -345,7 +349,7 @@ static void test_matmul_case(cpu_pool *pool, uint32_t type, uint32_t n_tokens) {
     double *ref = xmalloc(ne1 * n_tokens * sizeof(double)), max_abs = 0.0;
     fill_float(x, ne0 * n_tokens, -1.0f, 1.0f);
     SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * ne1));
-    SW_CHECK_OK(cpu_matmul(pool, &view, x, y, n_tokens));
+    SW_CHECK_OK(cpu_matmul(pool, test_ws, &view, x, y, n_tokens));
     for (uint64_t t = 0; t < n_tokens; t++) {
         for (uint64_t r = 0; r < ne1; r++) {
             double s = 0.0, sa = 0.0;
@@ -381,16 +385,16 @@ static void test_matmul_determinism(uint32_t type, cpu_pool *pools[4]) {
     float *x = xmalloc(ne0 * n_tok * sizeof(float));
     float *y0 = xmalloc(ne1 * n_tok * sizeof(float)), *y = xmalloc(ne1 * n_tok * sizeof(float));
     fill_float(x, ne0 * n_tok, -1.0f, 1.0f);
-    SW_CHECK_OK(cpu_matmul(pools[0], &view, x, y0, n_tok));
+    SW_CHECK_OK(cpu_matmul(pools[0], test_ws, &view, x, y0, n_tok));
     char what[80];
     for (int p = 1; p < 4; p++) {
-        SW_CHECK_OK(cpu_matmul(pools[p], &view, x, y, n_tok));
+        SW_CHECK_OK(cpu_matmul(pools[p], test_ws, &view, x, y, n_tok));
         snprintf(what, sizeof what, "matmul %s 17 tokens, %d threads vs 1", type_name(type), p + 1);
         check_bits(what, y, y0, ne1 * n_tok);
     }
     for (uint32_t t = 0; t < n_tok; t += 5) {
         for (int p = 0; p < 4; p++) {
-            SW_CHECK_OK(cpu_matmul(pools[p], &view, x + t * ne0, y, 1));
+            SW_CHECK_OK(cpu_matmul(pools[p], test_ws, &view, x + t * ne0, y, 1));
             snprintf(what, sizeof what, "matmul %s token %u alone (%d threads) vs in batch",
                      type_name(type), t, p + 1);
             check_bits(what, y, y0 + t * ne1, ne1);
@@ -402,17 +406,107 @@ static void test_matmul_determinism(uint32_t type, cpu_pool *pools[4]) {
     free(y);
 }
 
+/* Every batch size the tiled path treats apart (1 is the direct path;
+ * 2..9 cover each remainder of the tile kernel's groups of 4 tokens; 16,
+ * 17, 64), on 1..4 threads: each y[t][r] is the canonical dot of
+ * dequantized row r with token t, bitwise. 61 rows split unevenly over
+ * threads, tiles and row blocks; a 1280-element row spans 2.5 k chunks. */
+static void test_matmul_batches(uint32_t type, uint64_t ne0, cpu_pool *pools[4]) {
+    static const uint32_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    const uint64_t ne1 = 61;
+    const uint32_t max_tok = 64;
+    uint64_t n_bytes;
+    uint8_t *w = random_weights(type, ne0, ne1, &n_bytes);
+    tensor_view view = make_view(type, ne0, ne1, w, n_bytes);
+    float *deq = xmalloc(ne0 * ne1 * sizeof(float)), *x = xmalloc(ne0 * max_tok * sizeof(float));
+    float *want = xmalloc(ne1 * max_tok * sizeof(float));
+    float *y = xmalloc(ne1 * max_tok * sizeof(float));
+    fill_float(x, ne0 * max_tok, -1.0f, 1.0f);
+    SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * ne1));
+    for (uint64_t t = 0; t < max_tok; t++)
+        for (uint64_t r = 0; r < ne1; r++)
+            want[t * ne1 + r] = canonical_dot(deq + r * ne0, x + t * ne0, ne0);
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+        for (int p = 0; p < 4; p++) {
+            SW_CHECK_OK(cpu_matmul(pools[p], test_ws, &view, x, y, batches[b]));
+            char what[80];
+            snprintf(what, sizeof what, "matmul %s ne0 %llu, %u tokens, %d threads",
+                     type_name(type), (unsigned long long)ne0, batches[b], p + 1);
+            check_bits(what, y, want, ne1 * batches[b]);
+        }
+    }
+    free(w);
+    free(deq);
+    free(x);
+    free(want);
+    free(y);
+}
+
+/* The workspace contract: sizes, argument errors, and cpu_matmul refusing
+ * (never crashing on) a missing or too small workspace where the tiled
+ * path needs one, while paths that need none run without. */
+static void test_matmul_workspace(cpu_pool *pools[4]) {
+    cpu_mm_scratch *ws = (cpu_mm_scratch *)&ws; /* must be overwritten with NULL */
+    SW_CHECK(cpu_mm_scratch_create(0, 512, &ws) == SW_ERR_ARG && ws == NULL, "0 threads");
+    SW_CHECK(cpu_mm_scratch_create(2, 0, &ws) == SW_ERR_ARG && ws == NULL, "rows of 0");
+    SW_CHECK(cpu_mm_scratch_create(2, UINT64_MAX / 4, &ws) == SW_ERR_ARG, "size overflow");
+    SW_CHECK(cpu_mm_scratch_bytes(0, 512) == 0 && cpu_mm_scratch_bytes(2, UINT64_MAX / 4) == 0,
+             "bytes for rejected arguments");
+    SW_CHECK(cpu_mm_scratch_bytes(2, 4096) >= 2 * 8 * 4096 * sizeof(float) &&
+             cpu_mm_scratch_bytes(4, 640) > cpu_mm_scratch_bytes(2, 640),
+             "bytes: at least 8 rows per thread, growing with threads");
+    cpu_mm_scratch_destroy(NULL);
+
+    const uint64_t ne0 = 512, ne1 = 40;
+    uint64_t n_bytes;
+    uint8_t *w = random_weights(SW_TYPE_Q8_0, ne0, ne1, &n_bytes);
+    tensor_view v = make_view(SW_TYPE_Q8_0, ne0, ne1, w, n_bytes);
+    float *x = xmalloc(3 * ne0 * sizeof(float)), *y = xmalloc(3 * ne1 * sizeof(float));
+    float *want = xmalloc(3 * ne1 * sizeof(float));
+    fill_float(x, 3 * ne0, -1.0f, 1.0f);
+    SW_CHECK_OK(cpu_matmul(pools[1], test_ws, &v, x, want, 3));
+    SW_CHECK(cpu_matmul(pools[1], NULL, &v, x, y, 3) == SW_ERR_ARG &&
+             strstr(sw_last_error(), "cpu_mm_scratch_create") != NULL,
+             "3 tokens without a workspace: %s", sw_last_error());
+    SW_CHECK_OK(cpu_matmul(pools[1], NULL, &v, x, y, 1)); /* one token: direct path */
+    check_bits("one token without a workspace", y, want, ne1);
+    SW_CHECK_OK(cpu_mm_scratch_create(1, ne0, &ws));
+    SW_CHECK(cpu_matmul(pools[1], ws, &v, x, y, 3) == SW_ERR_ARG &&
+             strstr(sw_last_error(), "pool has 2") != NULL, "1-thread workspace, 2-thread pool: %s",
+             sw_last_error());
+    SW_CHECK_OK(cpu_matmul(NULL, ws, &v, x, y, 3));
+    check_bits("1-thread workspace, no pool", y, want, 3 * ne1);
+    cpu_mm_scratch_destroy(ws);
+    SW_CHECK_OK(cpu_mm_scratch_create(4, ne0 / 2, &ws));
+    SW_CHECK(cpu_matmul(pools[1], ws, &v, x, y, 3) == SW_ERR_ARG &&
+             strstr(sw_last_error(), "512") != NULL, "workspace for rows of 256: %s",
+             sw_last_error());
+    cpu_mm_scratch_destroy(ws);
+    free(w);
+
+    /* Rows of 300 F32 (not whole 16-lane chunks) take the direct path. */
+    w = random_weights(SW_TYPE_F32, 300, ne1, &n_bytes);
+    v = make_view(SW_TYPE_F32, 300, ne1, w, n_bytes);
+    SW_CHECK_OK(cpu_matmul(pools[1], test_ws, &v, x, want, 3));
+    SW_CHECK_OK(cpu_matmul(pools[1], NULL, &v, x, y, 3));
+    check_bits("rows of 300 without a workspace", y, want, 3 * ne1);
+    free(w);
+    free(x);
+    free(y);
+    free(want);
+}
+
 static void test_matmul_errors(void) {
     uint8_t blob[64] = {0};
     float x[32] = {0}, y[4];
     tensor_view v = make_view(16 /* IQ2_XXS: no dequantizer */, 256, 1, blob, sizeof blob);
-    SW_CHECK(cpu_matmul(NULL, &v, x, y, 1) == SW_ERR_UNSUPPORTED, "IQ2_XXS accepted");
+    SW_CHECK(cpu_matmul(NULL, NULL, &v, x, y, 1) == SW_ERR_UNSUPPORTED, "IQ2_XXS accepted");
     v = make_view(SW_TYPE_Q8_0, 16, 1, blob, sizeof blob); /* half a block */
-    SW_CHECK(cpu_matmul(NULL, &v, x, y, 1) == SW_ERR_ARG, "partial block accepted");
+    SW_CHECK(cpu_matmul(NULL, NULL, &v, x, y, 1) == SW_ERR_ARG, "partial block accepted");
     v = make_view(SW_TYPE_Q8_0, 32, 2, blob, 34); /* 2 rows need 68 bytes */
-    SW_CHECK(cpu_matmul(NULL, &v, x, y, 1) == SW_ERR_ARG, "short tensor accepted");
+    SW_CHECK(cpu_matmul(NULL, NULL, &v, x, y, 1) == SW_ERR_ARG, "short tensor accepted");
     v = make_view(SW_TYPE_Q8_0, 32, 1, NULL, 34);
-    SW_CHECK(cpu_matmul(NULL, &v, x, y, 1) == SW_ERR_ARG, "unbound tensor accepted");
+    SW_CHECK(cpu_matmul(NULL, NULL, &v, x, y, 1) == SW_ERR_ARG, "unbound tensor accepted");
 }
 
 static void test_get_rows_type(uint32_t type) {
@@ -445,8 +539,14 @@ static void test_matmul_all(cpu_pool *pools[4]) {
             test_matmul_case(pools[1], all_types[t], batches[b]);
         test_matmul_case(NULL, all_types[t], 3);
         test_matmul_determinism(all_types[t], pools);
+        test_matmul_batches(all_types[t], test_ne0(all_types[t]), pools);
         test_get_rows_type(all_types[t]);
     }
+    const uint32_t wide[] = {SW_TYPE_F32,  SW_TYPE_F16,  SW_TYPE_BF16,
+                             SW_TYPE_Q8_0, SW_TYPE_Q4_K, SW_TYPE_Q6_K};
+    for (size_t t = 0; t < sizeof wide / sizeof wide[0]; t++)
+        test_matmul_batches(wide[t], TEST_WS_NE0, pools);
+    test_matmul_workspace(pools);
     test_matmul_errors();
 }
 
@@ -726,6 +826,9 @@ int main(void) {
         if (pools[i] == NULL)
             return sw_check_finish("test_cpu_ops");
     }
+    SW_CHECK_OK(cpu_mm_scratch_create(TEST_WS_THREADS, TEST_WS_NE0, &test_ws));
+    if (test_ws == NULL)
+        return sw_check_finish("test_cpu_ops");
     printf("test_cpu_ops: kernels for %s\n", isa_name(cpu_isa_best()));
     test_pool();
     test_kernels_all_isas();
@@ -737,5 +840,6 @@ int main(void) {
     test_attention(pools);
     for (int i = 0; i < 4; i++)
         cpu_pool_destroy(pools[i]);
+    cpu_mm_scratch_destroy(test_ws);
     return sw_check_finish("test_cpu_ops");
 }

@@ -168,7 +168,10 @@ sw_status measure_host_flops(cpu_pool *pool, uint32_t n, uint32_t n_tokens, int 
     float *w = alloc_aligned(w_floats * sizeof(float));
     float *x = alloc_aligned(x_floats * sizeof(float));
     float *y = alloc_aligned(x_floats * sizeof(float));
-    sw_status st = SW_OK;
+    cpu_mm_scratch *ws = NULL;
+    sw_status st = cpu_mm_scratch_create(cpu_pool_size(pool), n, &ws);
+    if (st != SW_OK)
+        goto done;
     if (w == NULL || x == NULL || y == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "doctor: cannot allocate %llu MiB of host memory "
                        "for the matmul test", (unsigned long long)(w_floats * 4 >> 20));
@@ -178,12 +181,12 @@ sw_status measure_host_flops(cpu_pool *pool, uint32_t n, uint32_t n_tokens, int 
     fill_floats(x, x_floats, 2);
     tensor_view view = {.name = "doctor.matmul", .type = SW_TYPE_F32, .n_dims = 2,
                         .ne = {n, n, 1, 1}, .n_bytes = w_floats * sizeof(float), .data = w};
-    if ((st = cpu_matmul(pool, &view, x, y, n_tokens)) != SW_OK)   /* warm-up */
+    if ((st = cpu_matmul(pool, ws, &view, x, y, n_tokens)) != SW_OK)   /* warm-up */
         goto done;
     double work = 2.0 * (double)w_floats * n_tokens, best = 0;
     for (int r = 0; r < n_runs; r++) {
         double t0 = measure_now_s();
-        if ((st = cpu_matmul(pool, &view, x, y, n_tokens)) != SW_OK)
+        if ((st = cpu_matmul(pool, ws, &view, x, y, n_tokens)) != SW_OK)
             goto done;
         double dt = measure_now_s() - t0;
         if (dt > 0 && work / dt > best)
@@ -191,6 +194,7 @@ sw_status measure_host_flops(cpu_pool *pool, uint32_t n, uint32_t n_tokens, int 
     }
     *flops = best;
 done:
+    cpu_mm_scratch_destroy(ws);
     free(w);
     free(x);
     free(y);

@@ -8,8 +8,9 @@
  * use, peak, count), so the engine's accounting can be checked anywhere.
  * Its memory is the host's: host_memory() names any host bytes in place,
  * which is how the file mapping and the caller's arrays reach the ops.
- * Kernel scratch (attention rows: n_threads x max_attn_keys floats) is
- * made once here, never per call. Allocation and stats are thread-safe;
+ * Kernel scratch (attention rows: n_threads x max_attn_keys floats; the
+ * matmul workspace for rows of up to max_row_elems) is made once here,
+ * never per call: backend_cpu_scratch_bytes() says how much, for the plan. Allocation and stats are thread-safe;
  * ops share the pool and run one at a time.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
@@ -37,6 +38,7 @@ typedef struct cpu_backend {
     cpu_pool *pool;        /* borrowed */
     float *attn_scratch;   /* (n_threads, max_attn_keys) */
     uint64_t scratch_floats;
+    cpu_mm_scratch *mm_ws; /* matmul tiles, rows up to max_row_elems */
     cpu_buf host;          /* all host memory */
     pthread_mutex_t mu;    /* guards the counters below */
     uint64_t in_use_bytes, peak_bytes, n_allocs, bytes_to_device;
@@ -278,8 +280,8 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
                             cpu_ptr(op->u.get_rows.out));
     case BOP_MATMUL:
         w = view_of(&op->u.matmul.w);
-        return cpu_matmul(c->pool, &w, cpu_ptr(op->u.matmul.x), cpu_ptr(op->u.matmul.y),
-                          op->u.matmul.n_tokens);
+        return cpu_matmul(c->pool, c->mm_ws, &w, cpu_ptr(op->u.matmul.x),
+                          cpu_ptr(op->u.matmul.y), op->u.matmul.n_tokens);
     case BOP_RMSNORM:
         cpu_rmsnorm(cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n, n->n_rows, n->eps);
         return SW_OK;
@@ -349,6 +351,7 @@ static void cpu_be_reset_peak(backend *b) {
 static void cpu_be_destroy(backend *b) {
     cpu_backend *c = cpu_of(b);
     pthread_mutex_destroy(&c->mu);
+    cpu_mm_scratch_destroy(c->mm_ws);
     free(c->attn_scratch);
     free(c);
 }
@@ -375,8 +378,8 @@ static const backend_vtable cpu_vtable = {
 
 uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
                                    uint64_t max_row_elems) {
-    (void)max_row_elems;
-    return (uint64_t)n_threads * max_attn_keys * sizeof(float);
+    return (uint64_t)n_threads * max_attn_keys * sizeof(float) +
+           cpu_mm_scratch_bytes((int)n_threads, max_row_elems);
 }
 
 sw_status backend_cpu_create(const backend_params *p, backend **out) {
@@ -399,6 +402,10 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
                        "attention scratch", (unsigned long long)c->scratch_floats);
         goto fail;
     }
+    if ((st = cpu_mm_scratch_create(cpu_pool_size(p->pool), p->max_row_elems ? p->max_row_elems
+                                                                              : 4096,
+                                    &c->mm_ws)) != SW_OK)
+        goto fail;
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: cannot create a mutex");
         goto fail;
@@ -408,8 +415,10 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
     *out = &c->base;
     return SW_OK;
 fail:
-    if (c != NULL)
+    if (c != NULL) {
+        cpu_mm_scratch_destroy(c->mm_ws);
         free(c->attn_scratch);
+    }
     free(c);
     return st;
 }

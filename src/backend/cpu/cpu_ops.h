@@ -22,12 +22,41 @@
 #include "backend/tensor.h"
 #include "spillway.h"
 
+/* cpu_matmul's workspace: one slice per thread, for dequantized tiles of
+ * rows. Create it once (with the engine), never in the token loop:
+ *
+ *     cpu_mm_scratch *ws = NULL;
+ *     st = cpu_mm_scratch_create(cpu_pool_size(pool), n_ff, &ws);  // widest row
+ *     ... cpu_matmul(pool, ws, &w_down, x, y, n_tokens) ...
+ *     cpu_mm_scratch_destroy(ws);
+ *
+ * Not thread-safe: one cpu_matmul at a time per workspace (as per pool). */
+typedef struct cpu_mm_scratch cpu_mm_scratch;
+
+/* Workspace for up to n_threads threads and rows of up to max_ne0
+ * elements. The caller owns *out. Errors: SW_ERR_ARG (n_threads < 1,
+ * max_ne0 == 0, or a size beyond size_t), SW_ERR_OOM_HOST. */
+sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch **out);
+
+/* Frees the workspace. Accepts NULL. */
+void cpu_mm_scratch_destroy(cpu_mm_scratch *ws);
+
+/* Bytes cpu_mm_scratch_create allocates for these arguments (for the
+ * planner); 0 for arguments it rejects with SW_ERR_ARG. */
+uint64_t cpu_mm_scratch_bytes(int n_threads, uint64_t max_ne0);
+
 /* y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens, r < ne[1], c < ne[0].
  * Supports every type quant_dequantize() supports. x: [n_tokens][ne0],
- * y: [n_tokens][ne1]. Uses the pool (may be NULL: single-threaded).
- * Errors: SW_ERR_UNSUPPORTED for a type without a dequantizer. */
-sw_status cpu_matmul(cpu_pool *pool, const tensor_view *w, const float *x, float *y,
-                     uint32_t n_tokens);
+ * y: [n_tokens][ne1]. Uses the pool (may be NULL: single-threaded); thread
+ * ith of cpu_pool_size(pool) uses slice ith of ws. ws may be NULL for one
+ * token; 2 or more tokens on rows of a multiple of 16 elements need a ws
+ * made for at least cpu_pool_size(pool) threads and rows of >= ne[0].
+ * Never allocates. Each y[t][r] is the canonical dot of qdot.h: the same
+ * bits for any pool size, batch size, path or ISA.
+ * Errors: SW_ERR_UNSUPPORTED for a type without a dequantizer; SW_ERR_ARG
+ * for a bad weight view, NULL x or y, or a missing or too small ws. */
+sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
+                     float *y, uint32_t n_tokens);
 
 /* out[t][:] = row ids[t] of W (dequantized to f32), t < n. Row length ne0.
  * Errors: SW_ERR_ARG for an id >= ne1; SW_ERR_UNSUPPORTED. */

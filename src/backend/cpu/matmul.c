@@ -1,20 +1,19 @@
 /*
- * matmul.c — cpu_matmul (y = x·Wᵀ over weights in their stored type) and
- * cpu_get_rows (embedding gather).
+ * matmul.c — cpu_matmul (y = x·Wᵀ over weights in their stored type),
+ * its workspace, and cpu_get_rows (embedding gather).
  *
  * Threads split output rows (contiguous ranges), never a dot product, and
  * every dot uses the canonical order of qdot.h, so y[t][r] depends only on
  * row r and token t: not on the thread count, n_tokens, the path taken or
  * the ISA. Two paths, chosen for speed only:
- *   direct  (n_tokens < MM_SCRATCH_MIN_TOKENS, and F32 weights): fused
+ *   direct  (one token, or rows that are not whole 16-lane chunks): fused
  *           dequantize-and-dot on the stored row, a block at a time;
- *   scratch (prefill): a tile of rows is dequantized once into a per-thread
- *           f32 buffer, then dotted with every token, 4 tokens at a time.
- * The scratch buffer is thread-local, grown once to the largest tile seen
- * and freed when its thread exits; failure to grow gives SW_ERR_OOM_HOST.
+ *   tiled   (2 or more tokens): a tile of rows is dequantized once into
+ *           the thread's slice of the caller's workspace, then dotted with
+ *           every token by the register-blocked tile kernel of qdot.h.
+ * The workspace is made once by the caller (cpu_mm_scratch_create), so no
+ * call allocates.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
@@ -23,58 +22,97 @@
 #include "util/error.h"
 
 enum {
-    MM_SCRATCH_MIN_TOKENS = 5,    /* below this, re-dequantizing is as cheap */
-    MM_TILE_BYTES = 256 * 1024,   /* f32 rows dequantized per tile (L2-sized) */
-    MM_TILE_MAX_ROWS = 16,
+    MM_TILED_MIN_TOKENS = 2,      /* one token streams its rows once anyway */
+    MM_TILE_BYTES = 64 * 1024,    /* f32 rows dequantized per tile (L2-resident) */
+    MM_TILE_MIN_ROWS = 8,         /* a full block of the tile kernel's widest shape */
+    MM_TILE_ROW_UNIT = 24,        /* whole blocks of 3, 4 and 8 rows */
+    MM_TILE_MAX_ROWS = 96,
     MM_TOKENS_PER_DOT = 8,        /* outputs gathered per direct-path call */
     MM_MIN_PARALLEL_MACS = 1 << 16 /* smaller jobs run on the caller alone */
 };
 
-/* ---- per-thread scratch ----------------------------------------------- */
+/* ---- the workspace ---------------------------------------------------- */
 
-static _Thread_local float *tls_scratch;
-static _Thread_local size_t tls_scratch_floats;
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static atomic_bool scratch_key_ok;
+struct cpu_mm_scratch {
+    int n_threads;
+    uint64_t max_ne0;
+    uint64_t slice_floats; /* per thread; a multiple of 16 (64 bytes) */
+    float *data;           /* (n_threads, slice_floats), 64-byte aligned */
+};
 
-/* The key exists only for its destructor: it frees a worker's buffer when
- * the pool joins the worker. */
-static void scratch_key_init(void) {
-    atomic_store(&scratch_key_ok, pthread_key_create(&scratch_key, free) == 0);
+/* Rows per tile for rows of ne0 elements: about MM_TILE_BYTES of f32, in
+ * whole blocks of MM_TILE_ROW_UNIT where that fits (the tile kernel's
+ * blocks are 3, 4 or 8 rows; narrower tail blocks are slower). */
+static uint64_t mm_tile_rows(uint64_t ne0) {
+    uint64_t rt = MM_TILE_BYTES / (ne0 * sizeof(float));
+    if (rt >= MM_TILE_ROW_UNIT)
+        rt = rt / MM_TILE_ROW_UNIT * MM_TILE_ROW_UNIT;
+    rt = rt < MM_TILE_MIN_ROWS ? MM_TILE_MIN_ROWS : rt;
+    return rt > MM_TILE_MAX_ROWS ? MM_TILE_MAX_ROWS : rt;
 }
 
-/* This thread's buffer of at least n floats, or NULL if it cannot grow. */
-static float *mm_scratch(size_t n) {
-    if (tls_scratch_floats >= n)
-        return tls_scratch;
-    pthread_once(&scratch_once, scratch_key_init);
-    free(tls_scratch);
-    tls_scratch = NULL;
-    tls_scratch_floats = 0;
-    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-    float *p = aligned_alloc(64, bytes);
-    if (p == NULL)
-        return NULL;
-    tls_scratch = p;
-    tls_scratch_floats = n;
-    if (atomic_load(&scratch_key_ok))
-        pthread_setspecific(scratch_key, p);
-    return p;
+/* Floats per thread slice for rows of up to max_ne0 elements, or 0 on
+ * overflow. A tile takes at most max(MM_TILE_BYTES, MM_TILE_MIN_ROWS
+ * rows) for any ne0 <= max_ne0 (see mm_tile_rows). */
+static uint64_t mm_slice_floats(uint64_t max_ne0) {
+    if (max_ne0 > (UINT64_MAX / sizeof(float) - 64) / MM_TILE_MIN_ROWS)
+        return 0;
+    uint64_t f = MM_TILE_MIN_ROWS * max_ne0;
+    if (f < MM_TILE_BYTES / sizeof(float))
+        f = MM_TILE_BYTES / sizeof(float);
+    return (f + 15) / 16 * 16;
+}
+
+uint64_t cpu_mm_scratch_bytes(int n_threads, uint64_t max_ne0) {
+    const uint64_t f = mm_slice_floats(max_ne0);
+    if (n_threads < 1 || max_ne0 == 0 || f == 0 ||
+        f > (SIZE_MAX - sizeof(cpu_mm_scratch)) / sizeof(float) / (uint64_t)n_threads)
+        return 0;
+    return f * sizeof(float) * (uint64_t)n_threads + sizeof(cpu_mm_scratch);
+}
+
+sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch **out) {
+    if (out == NULL)
+        return sw_errorf(SW_ERR_ARG, "cpu_mm_scratch_create: out is NULL");
+    *out = NULL;
+    const uint64_t bytes = cpu_mm_scratch_bytes(n_threads, max_ne0);
+    if (bytes == 0)
+        return sw_errorf(SW_ERR_ARG, "cpu_mm_scratch_create: %d threads, rows of %llu elements: "
+                         "need at least 1 thread and 1 element, within size_t",
+                         n_threads, (unsigned long long)max_ne0);
+    cpu_mm_scratch *ws = calloc(1, sizeof *ws);
+    const size_t data_bytes = (size_t)(bytes - sizeof *ws);
+    float *data = ws != NULL ? aligned_alloc(64, data_bytes) : NULL;
+    if (data == NULL) {
+        free(ws);
+        return sw_errorf(SW_ERR_OOM_HOST, "cpu_mm_scratch_create: host out of memory: "
+                         "requested %llu bytes of matmul workspace (%d threads, rows of %llu)",
+                         (unsigned long long)bytes, n_threads, (unsigned long long)max_ne0);
+    }
+    *ws = (cpu_mm_scratch){.n_threads = n_threads, .max_ne0 = max_ne0,
+                           .slice_floats = mm_slice_floats(max_ne0), .data = data};
+    *out = ws;
+    return SW_OK;
+}
+
+void cpu_mm_scratch_destroy(cpu_mm_scratch *ws) {
+    if (ws == NULL)
+        return;
+    free(ws->data);
+    free(ws);
 }
 
 /* ---- the row loops ---------------------------------------------------- */
 
 typedef struct mm_job {
     const cpu_qkernel *k;      /* the weight type's kernels */
-    const cpu_qkernel *k_f32;  /* dots over the dequantized scratch rows */
+    cpu_tile_f32_fn tile;      /* dots over the dequantized tile */
     const uint8_t *w;
     uint64_t row_bytes, ne0, n_rows;
     const float *x;            /* [n_tokens][ne0] */
     float *y;                  /* [n_tokens][n_rows] */
     uint32_t n_tokens;
-    bool use_scratch;
-    atomic_bool oom;
+    cpu_mm_scratch *ws;        /* NULL: the direct path */
 } mm_job;
 
 /* Dots rows [r0, r1) with all tokens straight from the stored bytes. */
@@ -92,47 +130,28 @@ static void mm_rows_direct(const mm_job *j, uint64_t r0, uint64_t r1) {
     }
 }
 
-/* Dots one tile of m dequantized rows (s: [m][ne0]) starting at row r with
- * every token, 4 tokens per pass so each x row is read once per tile. */
-static void mm_tile_dot(const mm_job *j, const float *s, uint64_t r, uint64_t m) {
-    float o[4];
-    for (uint32_t t0 = 0; t0 < j->n_tokens; t0 += 4) {
-        uint32_t nt = j->n_tokens - t0 < 4 ? j->n_tokens - t0 : 4;
-        const float *xt = j->x + (uint64_t)t0 * j->ne0;
-        for (uint64_t i = 0; i < m; i++) {
-            j->k_f32->dot((const uint8_t *)(s + i * j->ne0), xt, j->ne0, nt, j->ne0, o);
-            for (uint32_t t = 0; t < nt; t++)
-                j->y[(uint64_t)(t0 + t) * j->n_rows + r + i] = o[t];
-        }
-    }
-}
-
-/* Prefill path for rows [r0, r1). Returns false if scratch ran out. */
-static bool mm_rows_scratch(const mm_job *j, uint64_t r0, uint64_t r1) {
-    uint64_t rt = MM_TILE_BYTES / (j->ne0 * sizeof(float));
-    rt = rt < 1 ? 1 : (rt > MM_TILE_MAX_ROWS ? MM_TILE_MAX_ROWS : rt);
-    float *s = mm_scratch((size_t)(rt * j->ne0));
-    if (s == NULL)
-        return false;
+/* Tiled path for rows [r0, r1), in the slice s of the workspace: each
+ * tile of rows is dequantized once and dotted with every token. */
+static void mm_rows_tiled(const mm_job *j, float *s, uint64_t r0, uint64_t r1) {
+    const uint64_t rt = mm_tile_rows(j->ne0);
     for (uint64_t r = r0; r < r1; r += rt) {
-        uint64_t m = r1 - r < rt ? r1 - r : rt;
+        const uint64_t m = r1 - r < rt ? r1 - r : rt;
         for (uint64_t i = 0; i < m; i++)
             j->k->dequant(j->w + (r + i) * j->row_bytes, s + i * j->ne0, j->ne0);
-        mm_tile_dot(j, s, r, m);
+        j->tile(s, j->ne0, (uint32_t)m, j->x, j->ne0, j->n_tokens, j->ne0, j->y + r, j->n_rows);
     }
-    return true;
 }
 
 static void mm_task(void *arg, int ith, int nth) {
-    mm_job *j = arg;
+    const mm_job *j = arg;
     uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
     uint64_t r1 = j->n_rows * (uint64_t)(ith + 1) / (uint64_t)nth;
     if (r0 == r1)
         return;
-    if (!j->use_scratch)
+    if (j->ws == NULL)
         mm_rows_direct(j, r0, r1);
-    else if (!mm_rows_scratch(j, r0, r1))
-        atomic_store(&j->oom, true);
+    else
+        mm_rows_tiled(j, j->ws->data + (uint64_t)ith * j->ws->slice_floats, r0, r1);
 }
 
 /* ---- entry points ----------------------------------------------------- */
@@ -160,8 +179,27 @@ static sw_status mm_check_weight(const tensor_view *w, const char *who, const cp
     return SW_OK;
 }
 
-sw_status cpu_matmul(cpu_pool *pool, const tensor_view *w, const float *x, float *y,
-                     uint32_t n_tokens) {
+/* Whether ws serves the tiled path for this pool and weight. */
+static sw_status mm_check_scratch(const cpu_mm_scratch *ws, const cpu_pool *pool,
+                                  const tensor_view *w, uint32_t n_tokens) {
+    const char *name = w->name ? w->name : "?";
+    if (ws == NULL)
+        return sw_errorf(SW_ERR_ARG, "cpu_matmul: tensor '%s', %u tokens: no workspace; "
+                         "make one with cpu_mm_scratch_create", name, n_tokens);
+    if (ws->n_threads < cpu_pool_size(pool))
+        return sw_errorf(SW_ERR_ARG, "cpu_matmul: tensor '%s': workspace has slices for %d "
+                         "thread(s), the pool has %d; create it with cpu_pool_size(pool)",
+                         name, ws->n_threads, cpu_pool_size(pool));
+    if (w->ne[0] > ws->max_ne0)
+        return sw_errorf(SW_ERR_ARG, "cpu_matmul: tensor '%s': rows of %llu elements exceed "
+                         "the workspace's %llu; create it with max_ne0 >= %llu", name,
+                         (unsigned long long)w->ne[0], (unsigned long long)ws->max_ne0,
+                         (unsigned long long)w->ne[0]);
+    return SW_OK;
+}
+
+sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
+                     float *y, uint32_t n_tokens) {
     const cpu_qkernel *k = NULL;
     uint64_t row_bytes = 0;
     sw_status st = mm_check_weight(w, "cpu_matmul", &k, &row_bytes);
@@ -171,26 +209,18 @@ sw_status cpu_matmul(cpu_pool *pool, const tensor_view *w, const float *x, float
         return SW_OK;
     if (x == NULL || y == NULL)
         return sw_errorf(SW_ERR_ARG, "cpu_matmul: NULL %s", x == NULL ? "x" : "y");
+    const bool tiled = n_tokens >= MM_TILED_MIN_TOKENS && w->ne[0] % CPU_DOT_LANES == 0;
+    if (tiled && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
+        return st;
     mm_job job = {
-        .k = k, .k_f32 = cpu_qkernel_get(cpu_isa_best(), SW_TYPE_F32), .w = w->data,
+        .k = k, .tile = cpu_tile_f32_get(cpu_isa_best()), .w = w->data,
         .row_bytes = row_bytes, .ne0 = w->ne[0], .n_rows = w->ne[1], .x = x, .y = y,
-        .n_tokens = n_tokens,
-        .use_scratch = n_tokens >= MM_SCRATCH_MIN_TOKENS && w->type != SW_TYPE_F32,
+        .n_tokens = n_tokens, .ws = tiled ? ws : NULL,
     };
-    atomic_init(&job.oom, false);
     if ((double)job.ne0 * (double)job.n_rows * n_tokens < MM_MIN_PARALLEL_MACS)
         mm_task(&job, 0, 1);
     else
         cpu_pool_run(pool, mm_task, &job);
-    if (atomic_load(&job.oom)) {
-        uint64_t rt = MM_TILE_BYTES / (job.ne0 * sizeof(float));
-        rt = rt < 1 ? 1 : (rt > MM_TILE_MAX_ROWS ? MM_TILE_MAX_ROWS : rt);
-        return sw_errorf(SW_ERR_OOM_HOST,
-                         "cpu_matmul: tensor '%s': could not allocate %llu bytes of "
-                         "per-thread scratch (host memory)",
-                         w->name ? w->name : "?",
-                         (unsigned long long)(rt * job.ne0 * sizeof(float)));
-    }
     return SW_OK;
 }
 
