@@ -376,7 +376,8 @@ typedef struct sw_sampler_options {
 sw_sampler_options sw_sampler_options_default(void);
 
 typedef struct sw_sampler sw_sampler;
-/* Errors: SW_ERR_ARG (temp < 0, top_p outside (0,1], min_p outside [0,1)),
+/* Errors: SW_ERR_ARG (temp < 0 or infinite, top_p outside (0,1], min_p outside
+ * [0,1), top_k < 0, n_vocab 0),
  * SW_ERR_OOM_HOST. n_vocab sizes the scratch. */
 sw_status sw_sampler_create(const sw_sampler_options *opt, uint32_t n_vocab, sw_sampler **out);
 void sw_sampler_destroy(sw_sampler *sampler);

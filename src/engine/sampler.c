@@ -43,9 +43,12 @@ static double rng_uniform(uint64_t *state) {
 }
 
 sw_status sw_sampler_create(const sw_sampler_options *opt, uint32_t n_vocab, sw_sampler **out) {
-    if (opt == NULL || out == NULL || n_vocab == 0)
-        return sw_errorf(SW_ERR_ARG, "sw_sampler_create: bad argument");
+    if (out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_sampler_create: out is NULL");
     *out = NULL;
+    if (opt == NULL || n_vocab == 0)
+        return sw_errorf(SW_ERR_ARG, "sw_sampler_create: %s", opt == NULL ? "options are NULL"
+                                                                          : "a vocabulary of 0 tokens");
     if (!(opt->temp >= 0.0f) || isinf(opt->temp))
         return sw_errorf(SW_ERR_ARG, "temperature %g must be >= 0", opt->temp);
     if (!(opt->top_p > 0.0f && opt->top_p <= 1.0f))
