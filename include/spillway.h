@@ -418,8 +418,8 @@ struct sw_plan_options {
     const char *kv_type;       /* "f32" (default), "f16", "bf16" */
     const char *weights;       /* catalog models: "f32", "f16", "bf16", "q8_0",
                                 * "q4_k_m" (NULL = q4_k_m); model files: "bf16",
-                                * "f16" or "q8_0", converted at load as the
-                                * engine's weights_type (NULL = as stored) */
+                                * "f16" or "q8_0", which the engine converts
+                                * at load (NULL = as stored) */
     const char *place;         /* --place SPEC; NULL */
     int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
     double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */

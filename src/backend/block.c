@@ -7,6 +7,8 @@
  */
 #include "backend/block.h"
 
+#include "util/error.h"
+
 /* Submits op, returning from the caller on failure. */
 #define SUBMIT(b, ...)                                                     \
     do {                                                                   \
@@ -41,29 +43,22 @@ static sw_status add(backend *b, bmem x, bmem y, uint64_t n) {
     return SW_OK;
 }
 
-#define TRY(expr)                          \
-    do {                                   \
-        sw_status st_ = (expr);            \
-        if (st_ != SW_OK)                  \
-            return st_;                    \
-    } while (0)
-
 static sw_status attention_half(backend *b, const block_args *a) {
     const block_shape *s = a->shape;
     const block_acts *t = &a->act;
     const btensor *w = a->w;
     uint32_t n = a->n_tokens, hd = s->head_dim;
 
-    TRY(norm(b, t->x, &w[BW_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
-    TRY(matmul(b, &w[BW_Q], t->h, t->q, n));
-    TRY(matmul(b, &w[BW_K], t->h, t->k, n));
-    TRY(matmul(b, &w[BW_V], t->h, t->v, n));
+    SW_TRY(norm(b, t->x, &w[BW_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
+    SW_TRY(matmul(b, &w[BW_Q], t->h, t->q, n));
+    SW_TRY(matmul(b, &w[BW_K], t->h, t->k, n));
+    SW_TRY(matmul(b, &w[BW_V], t->h, t->v, n));
     if (s->qk_norm) {
-        TRY(norm(b, t->q, &w[BW_Q_NORM], t->q, hd, n * s->n_head, s->norm_eps));
-        TRY(norm(b, t->k, &w[BW_K_NORM], t->k, hd, n * s->n_head_kv, s->norm_eps));
+        SW_TRY(norm(b, t->q, &w[BW_Q_NORM], t->q, hd, n * s->n_head, s->norm_eps));
+        SW_TRY(norm(b, t->k, &w[BW_K_NORM], t->k, hd, n * s->n_head_kv, s->norm_eps));
     }
-    TRY(rope(b, a, t->q, s->n_head));
-    TRY(rope(b, a, t->k, s->n_head_kv));
+    SW_TRY(rope(b, a, t->q, s->n_head));
+    SW_TRY(rope(b, a, t->k, s->n_head_kv));
     SUBMIT(b, (bop){.kind = BOP_SCALE, .u.scale = {.x = t->q, .s = s->query_scale,
                                                    .n = (uint64_t)n * s->n_head * hd}});
     SUBMIT(b, (bop){.kind = BOP_KV_APPEND,
@@ -74,9 +69,9 @@ static sw_status attention_half(backend *b, const block_args *a) {
                                     .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
                                     .n_head_kv = s->n_head_kv, .head_dim = hd,
                                     .window = a->window, .softcap = s->attn_softcap}});
-    TRY(matmul(b, &w[BW_O], t->att, t->h, n));
+    SW_TRY(matmul(b, &w[BW_O], t->att, t->h, n));
     if (s->post_norms)
-        TRY(norm(b, t->h, &w[BW_POST_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
+        SW_TRY(norm(b, t->h, &w[BW_POST_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
 }
 
@@ -86,19 +81,19 @@ static sw_status ffn_half(backend *b, const block_args *a) {
     const btensor *w = a->w;
     uint32_t n = a->n_tokens;
 
-    TRY(norm(b, t->x, &w[BW_FFN_NORM], t->h, s->n_embd, n, s->norm_eps));
-    TRY(matmul(b, &w[BW_GATE], t->h, t->gate, n));
-    TRY(matmul(b, &w[BW_UP], t->h, t->up, n));
+    SW_TRY(norm(b, t->x, &w[BW_FFN_NORM], t->h, s->n_embd, n, s->norm_eps));
+    SW_TRY(matmul(b, &w[BW_GATE], t->h, t->gate, n));
+    SW_TRY(matmul(b, &w[BW_UP], t->h, t->up, n));
     SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->up,
                                                    .out = t->gate,
                                                    .n = (uint64_t)n * s->n_ff}});
-    TRY(matmul(b, &w[BW_DOWN], t->gate, t->h, n));
+    SW_TRY(matmul(b, &w[BW_DOWN], t->gate, t->h, n));
     if (s->post_norms)
-        TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
+        SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
 }
 
 sw_status block_run_ops(backend *b, const block_args *a) {
-    TRY(attention_half(b, a));
+    SW_TRY(attention_half(b, a));
     return ffn_half(b, a);
 }

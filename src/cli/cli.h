@@ -65,6 +65,10 @@ void cli_error(const char *fmt, ...)
  * exit status for `status`. */
 int cli_fail(sw_status status);
 
+/* Parses flag's value s as an integer in [lo, hi] (whole string, no
+ * overflow). Returns 0, or -1 after printing a usage error naming flag. */
+int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out);
+
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void json_put_string(FILE *out, const char *s);
 

@@ -1,7 +1,9 @@
 /*
  * common.c — error reporting and exit statuses shared by all subcommands.
  */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -45,4 +47,16 @@ void cli_load_progress(void *user, size_t done, size_t total) {
             (double)done / 1048576.0, (double)total / 1048576.0);
     if (done >= total)
         fputc('\n', stderr);
+}
+
+int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
+        cli_error("%s expects an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }

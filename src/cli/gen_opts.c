@@ -22,18 +22,6 @@ void gen_opts_init(gen_opts *o) {
     o->sampler.seed = 0x5eed;
 }
 
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-        cli_error("%s expects an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static int parse_float(const char *flag, const char *s, double lo, double hi, float *out) {
     char *end;
     errno = 0;
@@ -56,12 +44,12 @@ static int parse_value(gen_opts *o, const char *f, const char *v) {
     if (!strcmp(f, "--report-json")) { o->report_json = v; return 0; }
     if (!strcmp(f, "--plan-json")) { o->plan_json = v; return 0; }
     if (!strcmp(f, "-n") || !strcmp(f, "--n-predict"))
-        return parse_long(f, v, -1, 1L << 30, &o->n_predict);
+        return cli_parse_long(f, v, -1, 1L << 30, &o->n_predict);
     if (!strcmp(f, "--temp")) return parse_float(f, v, 0.0, 100.0, &o->sampler.temp);
     if (!strcmp(f, "--top-p")) return parse_float(f, v, 1e-9, 1.0, &o->sampler.top_p);
     if (!strcmp(f, "--min-p")) return parse_float(f, v, 0.0, 0.999999, &o->sampler.min_p);
     if (!strcmp(f, "--top-k")) {
-        if (parse_long(f, v, 0, 1L << 30, &n)) return -1;
+        if (cli_parse_long(f, v, 0, 1L << 30, &n)) return -1;
         o->sampler.top_k = (int)n;
         return 0;
     }

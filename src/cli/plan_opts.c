@@ -26,18 +26,6 @@ bool plan_opts_has(const char *flag) {
     return false;
 }
 
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-        cli_error("%s expects an integer in %ld..%ld, got '%s'", flag, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static uint64_t physical_ram(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -65,19 +53,19 @@ static int parse_memory(sw_plan_options *o, const char *f, const char *v) {
 static int parse_counts(sw_plan_options *o, const char *f, const char *v) {
     long n;
     if (!strcmp(f, "-c") || !strcmp(f, "--ctx-size")) {
-        if (parse_long(f, v, 1, 1L << 24, &n)) return -1;
+        if (cli_parse_long(f, v, 1, 1L << 24, &n)) return -1;
         o->n_ctx = (uint32_t)n;
     } else if (!strcmp(f, "-t") || !strcmp(f, "--threads")) {
-        if (parse_long(f, v, 1, 256, &n)) return -1;
+        if (cli_parse_long(f, v, 1, 256, &n)) return -1;
         o->n_threads = (int)n;
     } else if (!strcmp(f, "-b") || !strcmp(f, "--batch-size")) {
-        if (parse_long(f, v, 1, 4096, &n)) return -1;
+        if (cli_parse_long(f, v, 1, 4096, &n)) return -1;
         o->n_batch = (uint32_t)n;
     } else if (!strcmp(f, "-np") || !strcmp(f, "--parallel")) {
-        if (parse_long(f, v, 1, 256, &n)) return -1;
+        if (cli_parse_long(f, v, 1, 256, &n)) return -1;
         o->n_seq = (uint32_t)n;
     } else {
-        if (parse_long(f, v, 0, 100000, &n)) return -1;
+        if (cli_parse_long(f, v, 0, 100000, &n)) return -1;
         o->n_gpu_layers = (int)n;
     }
     return 0;

@@ -133,13 +133,6 @@ static sw_status run_layers(sw_engine *e, uint32_t n, int *side) {
     return SW_OK;
 }
 
-#define TRY(expr)                          \
-    do {                                   \
-        sw_status st_ = (expr);            \
-        if (st_ != SW_OK)                  \
-            return st_;                    \
-    } while (0)
-
 /* Final norm and LM head over the n_out wanted rows, on the LM head's side. */
 static sw_status run_logits(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     const model_config *c = &e->config;
@@ -149,20 +142,20 @@ static sw_status run_logits(sw_engine *e, uint32_t n, uint32_t n_out, float *log
     bmem out = s == SIDE_DEVICE ? (bmem){e->logits_dev, 0}
                                 : (bmem){be->vt->host_memory(be), (uint64_t)(uintptr_t)logits};
     if (s == SIDE_DEVICE)
-        TRY(upload_meta(e, n));
-    TRY(be->vt->submit(be, &(bop){.kind = BOP_GATHER,
+        SW_TRY(upload_meta(e, n));
+    SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_GATHER,
                                   .u.gather = {.src = side->act.x, .idx = side->out_rows,
                                                .dst = side->act.h, .n = n_out, .n_src = n,
                                                .cols = c->n_embd}}));
-    TRY(be->vt->submit(be, &(bop){.kind = BOP_RMSNORM,
+    SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_RMSNORM,
                                   .u.rmsnorm = {.x = side->act.h, .w = e->out_norm[s],
                                                 .y = side->act.h, .n = c->n_embd,
                                                 .n_rows = n_out, .eps = c->norm_eps}}));
-    TRY(be->vt->submit(be, &(bop){.kind = BOP_MATMUL,
+    SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_MATMUL,
                                   .u.matmul = {.w = e->lm_head[s], .x = side->act.h, .y = out,
                                                .n_tokens = n_out}}));
     if (c->final_softcap != 0.0f)
-        TRY(be->vt->submit(be, &(bop){.kind = BOP_SOFTCAP,
+        SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_SOFTCAP,
                                       .u.softcap = {.x = out, .cap = c->final_softcap,
                                                     .n = (uint64_t)n_out * c->n_vocab}}));
     if (s == SIDE_HOST)
@@ -179,19 +172,19 @@ static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     e->side[SIDE_DEVICE].meta_current = false;
     e->side[SIDE_DEVICE].used = false;
     /* The embedding is a lookup of n rows: always on the host. */
-    TRY(hb->vt->submit(hb, &(bop){.kind = BOP_GET_ROWS,
+    SW_TRY(hb->vt->submit(hb, &(bop){.kind = BOP_GET_ROWS,
                                   .u.get_rows = {.w = e->tok_embd, .ids = h->ids,
                                                  .out = h->act.x, .n = n}}));
-    TRY(hb->vt->submit(hb, &(bop){.kind = BOP_SCALE,
+    SW_TRY(hb->vt->submit(hb, &(bop){.kind = BOP_SCALE,
                                   .u.scale = {.x = h->act.x, .s = c->embd_scale,
                                               .n = (uint64_t)n * c->n_embd}}));
-    TRY(run_hook(e, -1, SIDE_HOST, n));
-    TRY(run_layers(e, n, &side));
+    SW_TRY(run_hook(e, -1, SIDE_HOST, n));
+    SW_TRY(run_layers(e, n, &side));
     if (n_out > 0) {
         int lm = e->plan->lm_head_place == PLACE_RESIDENT ? SIDE_DEVICE : SIDE_HOST;
         if (side != lm)
-            TRY(move_stream(e, lm, n));
-        TRY(run_logits(e, n, n_out, logits));
+            SW_TRY(move_stream(e, lm, n));
+        SW_TRY(run_logits(e, n, n_out, logits));
     }
     return e->side[SIDE_DEVICE].used ? device_wait(e) : SW_OK;
 }

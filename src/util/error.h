@@ -26,6 +26,15 @@ sw_status sw_errorf(sw_status status, const char *fmt, ...) SW_PRINTF(2, 3);
  * `status`. Used where an inner error needs context ("file X: ..."). */
 sw_status sw_error_prefix(sw_status status, const char *fmt, ...) SW_PRINTF(2, 3);
 
+/* Returns from the calling function with expr's status unless it is SW_OK:
+ * for sequences of fallible steps that need no cleanup. */
+#define SW_TRY(expr)                       \
+    do {                                   \
+        sw_status sw_try_st_ = (expr);     \
+        if (sw_try_st_ != SW_OK)           \
+            return sw_try_st_;             \
+    } while (0)
+
 /* Clears the calling thread's message. */
 void sw_error_clear(void);
 

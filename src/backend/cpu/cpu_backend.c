@@ -208,6 +208,18 @@ static tensor_view view_of(const btensor *w) {
                          .data = w->mem.buf ? cpu_ptr(w->mem) : NULL};
 }
 
+/* Every token's (sequence, position) must name a row of the cache. */
+static sw_status check_cache_rows(const char *what, const bkv *kv, const int32_t *pos,
+                                  const int32_t *seq, uint32_t n) {
+    for (uint32_t t = 0; t < n; t++)
+        if (seq[t] < 0 || (uint32_t)seq[t] >= kv->n_seq || pos[t] < 0 ||
+            (kv->ring == 0 && (uint32_t)pos[t] >= kv->rows))
+            return sw_errorf(SW_ERR_ARG, "cpu %s: token %u (sequence %d, position %d) is outside "
+                             "the cache (%u sequences x %u rows)", what, t, seq[t], pos[t],
+                             kv->n_seq, kv->rows);
+    return SW_OK;
+}
+
 /* Most keys any query of the call sees: what cpu_attention needs per
  * thread (the same clamps as its attn_range). */
 static uint64_t attn_keys_needed(const cpu_attn_args *a) {
@@ -237,13 +249,9 @@ static sw_status run_attention(cpu_backend *c, const bop_attention *a) {
         .n_head_kv = a->n_head_kv, .head_dim = a->head_dim, .kv_ring = kv->ring,
         .window = a->window, .softcap = a->softcap, .scratch = c->attn_scratch,
     };
-    const int32_t *seq = ca.q_seq;
-    for (uint32_t t = 0; t < a->n_tokens; t++)
-        if (seq[t] < 0 || (uint32_t)seq[t] >= kv->n_seq || ca.q_pos[t] < 0 ||
-            (kv->ring == 0 && (uint32_t)ca.q_pos[t] >= kv->rows))
-            return sw_errorf(SW_ERR_ARG, "cpu attention: token %u (sequence %d, position %d) "
-                             "is outside the cache (%u sequences x %u rows)", t, seq[t],
-                             ca.q_pos[t], kv->n_seq, kv->rows);
+    sw_status st = check_cache_rows("attention", kv, ca.q_pos, ca.q_seq, a->n_tokens);
+    if (st != SW_OK)
+        return st;
     const uint64_t keys = attn_keys_needed(&ca);
     if (keys > c->scratch_floats)
         return sw_errorf(SW_ERR_ARG, "cpu attention: a query sees %llu keys, the scratch was "
@@ -258,12 +266,9 @@ static sw_status run_attention(cpu_backend *c, const bop_attention *a) {
 static sw_status run_kv_append(const bop_kv_append *a) {
     const bkv *kv = &a->cache;
     const int32_t *pos = cpu_ptr(a->pos), *seq = cpu_ptr(a->seq);
-    for (uint32_t t = 0; t < a->n_tokens; t++)
-        if (seq[t] < 0 || (uint32_t)seq[t] >= kv->n_seq || pos[t] < 0 ||
-            (kv->ring == 0 && (uint32_t)pos[t] >= kv->rows))
-            return sw_errorf(SW_ERR_ARG, "cpu kv append: token %u (sequence %d, position %d) "
-                             "is outside the cache (%u sequences x %u rows)", t, seq[t], pos[t],
-                             kv->n_seq, kv->rows);
+    sw_status st = check_cache_rows("kv append", kv, pos, seq, a->n_tokens);
+    if (st != SW_OK)
+        return st;
     cpu_kv_append(cpu_ptr(a->k), cpu_ptr(a->v), pos, seq, a->n_tokens, kv->row_elems,
                   kv->type, kv->rows, kv->ring, cpu_ptr(kv->k), cpu_ptr(kv->v));
     return SW_OK;

@@ -227,19 +227,27 @@ static sw_status sim_block_entry(backend *b, const block_args *a) {
 
 /* ---- copies ------------------------------------------------------------- */
 
+/* The checks both directions share: the queue, the host pointer, and the
+ * device range, whose buffer goes to *t. */
+static sw_status check_copy(sim_backend *s, backend_queue q, const void *host, bmem m,
+                            uint64_t bytes, bool to_device, sim_buf **t) {
+    sw_status st = sticky(s);
+    if (st != SW_OK)
+        return st;
+    if (q != BQ_COMPUTE && q != BQ_COPY)
+        return sw_errorf(SW_ERR_ARG, "sim device: no queue %d", (int)q);
+    if (host == NULL)
+        return sw_errorf(SW_ERR_ARG, "sim device: copy of %llu bytes %s NULL",
+                         (unsigned long long)bytes, to_device ? "from" : "to");
+    return resolve(to_device ? "copy to device" : "copy to host", m, bytes, t);
+}
+
 static sw_status sim_copy_h2d(backend *b, backend_queue q, bmem dst, const void *src,
                               uint64_t bytes) {
     sim_backend *s = sim_of(b);
     sim_buf *t = NULL;
-    sw_status st = sticky(s);
+    sw_status st = bytes ? check_copy(s, q, src, dst, bytes, true, &t) : sticky(s);
     if (st != SW_OK || bytes == 0)
-        return st;
-    if (q != BQ_COMPUTE && q != BQ_COPY)
-        return sw_errorf(SW_ERR_ARG, "sim device: no queue %d", (int)q);
-    if (src == NULL)
-        return sw_errorf(SW_ERR_ARG, "sim device: copy of %llu bytes from NULL",
-                         (unsigned long long)bytes);
-    if ((st = resolve("copy to device", dst, bytes, &t)) != SW_OK)
         return st;
     sim_cmd c = {.kind = CMD_H2D, .n_reads = 0};
     c.u.copy.dst = t->base + dst.off;
@@ -256,15 +264,8 @@ static sw_status sim_copy_d2h(backend *b, backend_queue q, void *dst, bmem src,
                               uint64_t bytes) {
     sim_backend *s = sim_of(b);
     sim_buf *t = NULL;
-    sw_status st = sticky(s);
+    sw_status st = bytes ? check_copy(s, q, dst, src, bytes, false, &t) : sticky(s);
     if (st != SW_OK || bytes == 0)
-        return st;
-    if (q != BQ_COMPUTE && q != BQ_COPY)
-        return sw_errorf(SW_ERR_ARG, "sim device: no queue %d", (int)q);
-    if (dst == NULL)
-        return sw_errorf(SW_ERR_ARG, "sim device: copy of %llu bytes to NULL",
-                         (unsigned long long)bytes);
-    if ((st = resolve("copy to host", src, bytes, &t)) != SW_OK)
         return st;
     sim_cmd c = {.kind = CMD_D2H, .n_reads = 0};
     c.u.copy.dst = dst;
