@@ -447,6 +447,7 @@ typedef struct sw_plan_summary {
     uint64_t device_bytes, pinned_bytes, host_bytes;   /* planned per tier */
     uint32_t n_resident, n_streamed, n_host;           /* layers */
     double prefill_tokens_per_s, decode_tokens_per_s;  /* predicted */
+    char weights[16];    /* --weights value the plan converts with ("bf16-dequant"), "" if none */
 } sw_plan_summary;
 
 sw_status sw_plan_get_summary(const sw_plan *plan, sw_plan_summary *out);

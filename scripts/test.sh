@@ -6,7 +6,9 @@
 #      the release stage covers and which teach a sanitizer nothing new);
 #   3. bounded libFuzzer runs of the GGUF reader (SW_FUZZ_SECONDS, default 60)
 #      and the safetensors reader (SW_FUZZ_ST_SECONDS, default 45).
-# Tests read the real default model; it is fetched first if missing.
+# Tests read the real default model; it is fetched first if missing, and so
+# are the PJRT plugins (pjrt-cpu, whose header makes the release build again
+# with the PJRT backend, and pjrt-cuda, which doctor's tests use).
 # Every stage runs even if an earlier one failed; the last line sums up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +28,12 @@ build() { # build DIR CMAKE_ARGS...
     cmake -S . -B "$dir" -DSPILLWAY_WERROR=ON "$@" >/dev/null && cmake --build "$dir" -j"$jobs"
 }
 
+pjrt_plugins() { ./build/spillway fetch pjrt-cpu && ./build/spillway fetch pjrt-cuda; }
+
 stage "release build" build build
 stage "default model" ./build/spillway fetch
+stage "pjrt plugins" pjrt_plugins
+stage "release build with pjrt" build build
 stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
 stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
 stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs" -LE slow

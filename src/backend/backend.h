@@ -232,7 +232,7 @@ typedef struct backend_params {
     uint64_t max_row_elems;    /* cpu kernels: longest matrix row */
     uint64_t capacity_bytes;   /* device memory budget (sim: required) */
     double link_Bps;           /* sim: host-to-device rate; 0 = memcpy speed */
-    /* test hooks (sim only) */
+    /* test hooks (sim only, but for per_op, which pjrt honours too) */
     uint64_t fail_alloc_at;    /* the Nth allocation attempt fails; 0 never */
     uint64_t fail_op_at;       /* the Nth op submission fails; 0 never */
     double op_delay_s;         /* each op sleeps this long while it reads */

@@ -3,8 +3,9 @@
  * (registry.h, backend_create), device discovery, and the device rate
  * measurements doctor runs (device_rates.h).
  *
- * The only file that mentions SW_HAVE_CUDA (STYLE.md 2): CMake defines it
- * for this file alone when the CUDA backend is compiled in. Everything else
+ * The only file that mentions SW_HAVE_CUDA (STYLE.md 2) and SW_HAVE_PJRT:
+ * CMake defines them for this file alone when those backends are compiled
+ * in. Everything else
  * asks here instead of testing the macro, and nothing else compares
  * backend names.
  */
@@ -22,16 +23,26 @@ typedef struct backend_entry {
     sw_status (*create)(const backend_params *p, backend **out); /* NULL: !info.runs */
 } backend_entry;
 
+#ifdef SW_HAVE_PJRT
+#include "backend/pjrt/pjrt_backend.h"
+#define PJRT_RUNS true
+#define PJRT_CREATE backend_pjrt_create
+#else
+#define PJRT_RUNS false
+#define PJRT_CREATE NULL
+#endif
+
 static const backend_entry entries[] = {
-    {{"cpu", false, false, false, true, NULL}, backend_cpu_create},
-    {{"sim", true, true, false, true, NULL}, backend_sim_create},
+    {{"cpu", false, false, false, true, NULL, false, false}, backend_cpu_create},
+    {{"sim", true, true, false, true, NULL, false, false}, backend_sim_create},
     {{"cuda", true, false, true, false,
       "the CUDA backend's kernels are not built yet; plan for the card with "
       "'spillway plan --backend cuda', or rehearse its budget with --backend sim "
-      "--device-mem SIZE"}, NULL},
-    {{"pjrt", true, false, false, false,
-      "the PJRT backend is not built yet; rehearse a device budget with --backend sim "
-      "--device-mem SIZE"}, NULL},
+      "--device-mem SIZE", false, false}, NULL},
+    {{"pjrt", true, false, false, PJRT_RUNS,
+      "this build has no PJRT backend: CMake did not find pjrt_c_api.h; run 'spillway "
+      "fetch pjrt-cpu' (it installs the header package too) and build again", true, true},
+     PJRT_CREATE},
 };
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 
@@ -49,6 +60,45 @@ sw_status backend_lookup(const char *name, backend_info *out) {
                          name ? name : "(null)");
     *out = e->info;
     return SW_OK;
+}
+
+sw_status backend_device_budget(const char *name, uint64_t *free_bytes, char *device,
+                                size_t cap) {
+    const backend_entry *e = find(name);
+    *free_bytes = 0;
+    if (e == NULL || !e->info.budget_from_plugin)
+        return sw_errorf(SW_ERR_ARG, "backend '%s' has no plugin to ask", name ? name : "?");
+    if (!e->info.runs)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "%s", e->info.why_not);
+#ifdef SW_HAVE_PJRT
+    return backend_pjrt_probe(free_bytes, device, cap);
+#else
+    (void)device;
+    (void)cap;
+    return sw_errorf(SW_ERR_UNSUPPORTED, "%s", e->info.why_not);
+#endif
+}
+
+sw_status backend_plugin_doctor(const char *name, backend_plugin_report *out) {
+    const backend_entry *e = find(name);
+    if (out == NULL)
+        return sw_errorf(SW_ERR_ARG, "backend_plugin_doctor: report is NULL");
+    memset(out, 0, sizeof *out);
+    out->accelerator = "device";
+    out->problem = BACKEND_PLUGIN_FAILED;
+    if (e == NULL || !e->info.budget_from_plugin) {
+        out->status = sw_errorf(SW_ERR_ARG, "backend '%s' has no plugin to check (only pjrt "
+                                "has)", name ? name : "(null)");
+    } else {
+#ifdef SW_HAVE_PJRT
+        return backend_pjrt_doctor(out);
+#else
+        out->problem = BACKEND_PLUGIN_NOT_BUILT;
+        out->status = sw_errorf(SW_ERR_UNSUPPORTED, "%s", e->info.why_not);
+#endif
+    }
+    snprintf(out->message, sizeof out->message, "%s", sw_last_error());
+    return out->status;
 }
 
 const char *backend_default_name(char *note, size_t cap) {

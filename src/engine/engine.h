@@ -25,7 +25,7 @@ typedef struct engine_hooks {
     uint64_t sim_fail_alloc_at;  /* the sim refuses its Nth allocation */
     uint64_t sim_fail_op_at;     /* the sim refuses its Nth op or block */
     double sim_op_delay_s;       /* each sim op runs this much longer */
-    bool sim_per_op;             /* the sim hides its block entry */
+    bool sim_per_op;             /* the sim (and pjrt) hide their block entry */
     bool ring_unsafe_reuse;      /* refill a ring slot as soon as its readers are
                                   * queued, not after they ran (the old logic) */
     engine_layer_hook layer_hook;

@@ -14,6 +14,7 @@
  * plan_build stays pure. Every option is validated here, once.
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,29 @@ static sw_status queried_budget(const sw_plan_options *o, plan_budget *b) {
     return st;
 }
 
+/* A plugin device (PJRT): the memory it reports as free, capped by
+ * --device-mem; a plugin that reports none (XLA's CPU plugin) needs
+ * --device-mem as the budget. */
+static sw_status plugin_budget(const sw_plan_options *o, plan_budget *b) {
+    uint64_t free_bytes = 0;
+    char device[48] = "";
+    SW_TRY(backend_device_budget(b->backend, &free_bytes, device, sizeof device));
+    snprintf(b->device_name, sizeof b->device_name, "%s:0 %.40s", b->backend, device);
+    if (free_bytes == 0) {
+        if (o->device_mem_bytes == 0)
+            return sw_errorf(SW_ERR_ARG, "the PJRT plugin (%s) does not report its device "
+                             "memory: pass --device-mem SIZE (e.g. 512M) as the budget", device);
+        b->device_bytes = b->device_total_bytes = o->device_mem_bytes;
+        return SW_OK;
+    }
+    uint64_t cap = o->device_mem_bytes;
+    if (o->device_mem_fraction > 0)
+        cap = (uint64_t)((double)free_bytes * o->device_mem_fraction);
+    b->device_total_bytes = free_bytes;
+    b->device_bytes = cap && cap < free_bytes ? cap : free_bytes;
+    return SW_OK;
+}
+
 /* The backend and the budgets; *note receives a remark ("" if none). */
 static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *note, size_t cap) {
     backend_info info;
@@ -133,6 +157,8 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
         b->device_bytes = b->device_total_bytes = o->device_mem_bytes;
         b->sim_link_Bps = o->sim_link_Bps;
     } else if (info.queries_devices && (st = queried_budget(o, b)) != SW_OK) {
+        return st;
+    } else if (info.budget_from_plugin && (st = plugin_budget(o, b)) != SW_OK) {
         return st;
     }
     if (info.capacity_is_budget && o->host_mem_bytes)
@@ -188,15 +214,34 @@ typedef struct plan_inputs {
     plan_budget budget;
     plan_rates rates;
     plan_workload work;
-    char note[256], ngl_note[128], rates_note[160];
+    char note[256], ngl_note[128], rates_note[160], weights_note[160];
 } plan_inputs;
+
+static bool float_type(const char *t) {
+    return !strcmp(t, "F32") || !strcmp(t, "F16") || !strcmp(t, "BF16");
+}
+
+/* The model's sizes, as stored or converted by --weights; a backend that
+ * computes only in float weights (PJRT) gets quantized ones as BF16. */
+static sw_status describe(const sw_model *model, const char *catalog_name,
+                          const sw_plan_options *opt, plan_inputs *in) {
+    backend_info info;
+    sw_status st = model ? plan_describe_file(model, opt->weights, &in->model)
+                         : plan_model_from_catalog(catalog_name, opt->weights, &in->model);
+    if (st != SW_OK || opt->weights != NULL || backend_lookup(in->budget.backend, &info) != SW_OK ||
+        !info.float_weights || float_type(in->model.weight_type))
+        return st;
+    snprintf(in->weights_note, sizeof in->weights_note, "the %s backend computes in float weights: the %s "
+             "matrices are dequantized to BF16 at load", info.name, in->model.weight_type);
+    return model ? plan_describe_file(model, "bf16-dequant", &in->model)
+                 : plan_model_from_catalog(catalog_name, "bf16", &in->model);
+}
 
 static sw_status gather(const sw_model *model, const char *catalog_name,
                         const sw_plan_options *opt, plan_inputs *in) {
-    sw_status st = model ? plan_describe_file(model, opt->weights, &in->model)
-                         : plan_model_from_catalog(catalog_name, opt->weights, &in->model);
-    if (st != SW_OK || (st = make_workload(opt, &in->model.config, &in->work)) != SW_OK ||
-        (st = make_budget(opt, &in->budget, in->note, sizeof in->note)) != SW_OK ||
+    sw_status st = make_budget(opt, &in->budget, in->note, sizeof in->note);
+    if (st != SW_OK || (st = describe(model, catalog_name, opt, in)) != SW_OK ||
+        (st = make_workload(opt, &in->model.config, &in->work)) != SW_OK ||
         (st = make_pins(opt, &in->budget, in->model.config.n_layer, &in->pins, in->ngl_note,
                         sizeof in->ngl_note)) != SW_OK)
         return st;
@@ -229,6 +274,7 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
     add_note(&sp->p, in->note);
     add_note(&sp->p, in->ngl_note);
     add_note(&sp->p, in->rates_note);
+    add_note(&sp->p, in->weights_note);
     free(in);
     *out = sp;
     return SW_OK;
@@ -272,6 +318,8 @@ sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
     }
     s->prefill_tokens_per_s = p->prefill_tokens_per_s;
     s->decode_tokens_per_s = p->decode_tokens_per_s;
+    for (size_t i = 0; p->model.convert_type[i] && i + 1 < sizeof s->weights; i++)
+        s->weights[i] = (char)tolower((unsigned char)p->model.convert_type[i]);
     return SW_OK;
 }
 

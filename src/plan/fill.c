@@ -204,6 +204,13 @@ static void convert_note(const plan_ctx *x, plan *p) {
     plan_format_size(m->stored_bytes, before, sizeof before);
     plan_format_size(now, after, sizeof after);
     plan_format_size(m->stored_bytes > now ? m->stored_bytes - now : 0, saved, sizeof saved);
+    if (strstr(m->convert_type, "-DEQUANT") != NULL) {   /* bigger on purpose */
+        char grew[32];
+        plan_format_size(now > m->stored_bytes ? now - m->stored_bytes : 0, grew, sizeof grew);
+        note(p, "weights dequantized at load to BF16: %u matrices, %s -> %s (+%s); %u kept "
+             "(already BF16, or F32)", m->n_converted, before, after, grew, m->n_kept);
+        return;
+    }
     if (m->n_converted)
         note(p, "weights converted at load to %s: %u matrices, %s -> %s (saves %s); %u kept as "
              "stored (quantized or already %s)", m->convert_type, m->n_converted, before, after,

@@ -77,7 +77,7 @@ sw_status plan_model_converted(const model_config *c, const struct model_weights
         return sw_errorf(SW_ERR_ARG, "%u layers is outside the planner's 1..%u", c->n_layer,
                          PLAN_MAX_LAYERS);
     if (convert != AS_STORED && convert != SW_TYPE_F16 && convert != SW_TYPE_BF16 &&
-        convert != SW_TYPE_Q8_0)
+        convert != SW_TYPE_Q8_0 && convert != (SW_TYPE_BF16 | QUANT_DEQUANT))
         return sw_errorf(SW_ERR_ARG, "weights can be converted to bf16, f16 or q8_0, not %s",
                          type_name(convert));
     memset(out, 0, sizeof *out);
@@ -88,7 +88,8 @@ sw_status plan_model_converted(const model_config *c, const struct model_weights
     describe(c, w, AS_STORED, out);
     out->stored_bytes = plan_model_total_bytes(out);
     if (convert != AS_STORED) {
-        snprintf(out->convert_type, sizeof out->convert_type, "%s", type_name(convert));
+        snprintf(out->convert_type, sizeof out->convert_type, "%s%s",
+                 type_name(convert & ~QUANT_DEQUANT), convert & QUANT_DEQUANT ? "-DEQUANT" : "");
         describe(c, w, convert, out);
     }
     return SW_OK;
@@ -102,7 +103,8 @@ sw_status plan_model_from_weights(const model_config *c, const struct model_weig
 
 sw_status plan_parse_weights_type(const char *s, uint32_t *out) {
     static const struct { const char *name; uint32_t type; } types[] = {
-        {"bf16", SW_TYPE_BF16}, {"f16", SW_TYPE_F16}, {"q8_0", SW_TYPE_Q8_0}};
+        {"bf16", SW_TYPE_BF16}, {"f16", SW_TYPE_F16}, {"q8_0", SW_TYPE_Q8_0},
+        {"bf16-dequant", SW_TYPE_BF16 | QUANT_DEQUANT}};
     char low[16];
     size_t n = 0;
     for (; s != NULL && s[n] && n + 1 < sizeof low; n++)
@@ -114,7 +116,8 @@ sw_status plan_parse_weights_type(const char *s, uint32_t *out) {
             return SW_OK;
         }
     return sw_errorf(SW_ERR_ARG, "--weights '%s': a model file converts at load to bf16, f16 "
-                     "or q8_0", s ? s : "");
+                     "or q8_0 (float and f32 matrices), or bf16-dequant (every matrix, "
+                     "quantized ones dequantized)", s ? s : "");
 }
 
 const char *plan_file_type_name(uint32_t ft) {

@@ -82,6 +82,10 @@ static int is_plain(uint32_t type) {
 }
 
 uint32_t quant_convert_type(uint32_t src, uint64_t ne0, uint32_t want) {
+    if (want & QUANT_DEQUANT) {
+        uint32_t to = want & ~QUANT_DEQUANT;
+        return (to == SW_TYPE_BF16 || to == SW_TYPE_F16) && src != SW_TYPE_F32 ? to : src;
+    }
     if (!is_plain(src) || !quant_can_quantize(want))
         return src;
     if (want == SW_TYPE_Q8_0 && ne0 % 32 != 0)

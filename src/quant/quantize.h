@@ -24,9 +24,14 @@ int quant_can_quantize(uint32_t type);
  * (n not a multiple of the block size). Thread-safe; no allocation. */
 sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n);
 
+/* Or'ed into `want` below: quantized sources are dequantized too (BF16 or
+ * F16 targets; --weights bf16-dequant, what the PJRT backend computes on). */
+#define QUANT_DEQUANT 0x100u
+
 /* The type a matrix stored as `src` with rows of ne0 elements takes when
  * weights are converted at load to `want` (F16, BF16 or Q8_0; --weights):
- *   - quantized sources (anything but F32/F16/BF16) are kept: returns src;
+ *   - quantized sources (anything but F32/F16/BF16) are kept: returns src,
+ *     unless want has QUANT_DEQUANT (then they become want's type);
  *   - Q8_0 needs whole 32-element blocks: a row that is not becomes F16
  *     from an F32 source and is kept from an F16/BF16 one;
  *   - otherwise `want`. Returns src when nothing changes.

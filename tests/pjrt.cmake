@@ -1,0 +1,28 @@
+# pjrt.cmake — the PJRT backend on XLA's CPU plugin against the cpu backend:
+# teacher-forced argmax and logits on the golden prompts, and resident,
+# streamed, mixed and per-op plans giving one greedy continuation (tiny
+# Gemma 1/2/3 in seconds; the default model is labelled slow). Built only
+# when the PJRT backend is (cmake/pjrt.cmake found pjrt_c_api.h); the
+# plugin comes from `spillway fetch pjrt-cpu`.
+if(SW_HAVE_PJRT)
+  add_executable(test_pjrt ${CMAKE_CURRENT_SOURCE_DIR}/test_pjrt.c
+                 ${CMAKE_CURRENT_SOURCE_DIR}/check.c ${CMAKE_CURRENT_SOURCE_DIR}/golden.c)
+  target_include_directories(test_pjrt PRIVATE ${CMAKE_SOURCE_DIR}/src
+                             ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_pjrt PRIVATE spillway)
+  foreach(arch gemma1 gemma2 gemma3)
+    add_test(NAME pjrt_${arch}
+             COMMAND test_pjrt ${SW_TEST_DATA}/golden/${arch}.swgold
+                     ${SW_TEST_DATA}/tiny/${arch}.gguf)
+    # gemma3 (sliding window, ring, qk-norm) also runs under the sanitizers;
+    # gemma1/2 only in the release stage (label slow), to keep that stage short.
+    if(arch STREQUAL "gemma3")
+      set_tests_properties(pjrt_${arch} PROPERTIES LABELS "pjrt" TIMEOUT 600)
+    else()
+      set_tests_properties(pjrt_${arch} PROPERTIES LABELS "pjrt;slow" TIMEOUT 600)
+    endif()
+  endforeach()
+  add_test(NAME pjrt_default_model
+           COMMAND test_pjrt ${SW_TEST_DATA}/golden/gemma3-270m-q4km.swgold --default-model)
+  set_tests_properties(pjrt_default_model PROPERTIES LABELS "pjrt;model;slow" TIMEOUT 1200)
+endif()

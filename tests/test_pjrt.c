@@ -1,0 +1,222 @@
+/*
+ * test_pjrt.c — the PJRT backend (XLA's runtime, here its CPU plugin)
+ * against the cpu backend on the same weights:
+ *   - teacher-forced over every golden prompt (tests/data/golden, token ids
+ *     from transformers' tokenizer): the same argmax at every position, and
+ *     logits within 1e-3 of the row's largest |logit| (f32 programs);
+ *   - resident, streamed (every layer through the ring), mixed with host
+ *     layers and a host LM head, and per-op dispatch: the same greedy
+ *     continuation; device-only plans bit-identical to the resident one;
+ *   - the device peak (our accounting) within the plan.
+ * Quantized models are dequantized to BF16 at load on both backends (the
+ * PJRT backend's default; --weights bf16-dequant on the cpu one).
+ *
+ * usage: test_pjrt GOLDEN.swgold MODEL.gguf|--default-model
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "engine/engine_internal.h"
+#include "golden.h"
+#include "plan/plan_api.h"
+#include "runtime/launch.h"
+
+#define REL_TOL 1e-3
+#define N_GREEDY 8
+#define MAX_T 512
+
+typedef struct variant {
+    const char *name;
+    const char *place;     /* NULL: the planner's */
+    uint64_t device_mem;   /* bytes */
+    bool per_op;
+    bool device_only;      /* every layer and the LM head on the device */
+} variant;
+
+static const variant variants[] = {
+    {"resident", "all=resident,lm_head=resident", 1ull << 30, false, true},
+    {"streamed", "all=streamed,lm_head=resident", 1ull << 30, false, true},
+    {"streamed per op", "all=streamed,lm_head=resident", 1ull << 30, true, true},
+    {"mixed with host", "0=host,1=streamed,2-=resident,lm_head=host", 1ull << 30, false, false},
+    {"resident per op", "all=resident,lm_head=resident", 1ull << 30, true, true},
+};
+
+static sw_plan_options options(const char *be, const char *place, uint64_t dev_mem,
+                               const char *weights) {
+    sw_plan_options o = sw_plan_options_default();
+    o.backend = be;
+    o.place = place;
+    o.n_threads = 2;
+    o.n_ctx = 256;
+    o.n_batch = 32;
+    o.device_mem_bytes = dev_mem;
+    o.weights = weights;
+    return o;
+}
+
+static int32_t argmax(const float *x, uint32_t n) {
+    int32_t b = 0;
+    for (uint32_t i = 1; i < n; i++)
+        b = x[i] > x[b] ? (int32_t)i : b;
+    return b;
+}
+
+/* Teacher-forced logits of ids (n rows of V), or NULL. */
+static float *forced(sw_engine *e, const int32_t *ids, uint32_t n, uint32_t V) {
+    sw_session *s = NULL;
+    float *out = malloc((size_t)n * V * sizeof(float));
+    SW_CHECK_OK(sw_session_create(e, &s));
+    if (s == NULL || out == NULL || sw_session_eval(s, ids, n, out, 1) != SW_OK) {
+        SW_CHECK(false, "teacher-forced eval failed: %s", sw_last_error());
+        free(out);
+        out = NULL;
+    }
+    sw_session_destroy(s);
+    return out;
+}
+
+static void compare_forced(const golden_file *g, sw_engine *cpu, sw_engine *pj, uint32_t V) {
+    const golden_entry *np = golden_find(g, "n_prompts");
+    int n_prompts = np ? *(const int32_t *)np->data : 0;
+    uint32_t positions = 0, same = 0;
+    double worst = 0;
+    SW_CHECK(n_prompts > 0, "golden file lists no prompts");
+    for (int p = 0; p < n_prompts; p++) {
+        char key[32];
+        snprintf(key, sizeof key, "p%d.ids", p);
+        const golden_entry *ids = golden_find(g, key);
+        SW_CHECK(ids != NULL, "golden entry %s missing", key);
+        if (ids == NULL)
+            continue;
+        uint32_t n = (uint32_t)ids->dims[0];
+        n = n > MAX_T ? MAX_T : n;
+        float *a = forced(cpu, ids->data, n, V), *b = forced(pj, ids->data, n, V);
+        for (uint32_t t = 0; a && b && t < n; t++) {
+            const float *ra = a + (size_t)t * V, *rb = b + (size_t)t * V;
+            double mx = 0, d = 0;
+            for (uint32_t v = 0; v < V; v++) {
+                mx = fmax(mx, fabs(ra[v]));
+                d = fmax(d, fabs((double)ra[v] - rb[v]));
+            }
+            worst = fmax(worst, d / (mx > 0 ? mx : 1));
+            positions++;
+            same += argmax(ra, V) == argmax(rb, V);
+        }
+        free(a);
+        free(b);
+    }
+    SW_CHECK(positions > 0 && same == positions, "teacher-forced argmax agrees at %u of %u "
+             "positions", same, positions);
+    SW_CHECK(worst <= REL_TOL, "logits differ by %.3g of the row's max |logit| (limit %.0e)",
+             worst, REL_TOL);
+    printf("  teacher-forced: argmax agrees at %u/%u positions, max |dlogit| %.2e x "
+           "max|logit|\n", same, positions, worst);
+}
+
+/* Greedy continuation of ids: N_GREEDY tokens into out, their logits into
+ * logits (N_GREEDY rows). */
+static void greedy(sw_engine *e, const int32_t *ids, uint32_t n, uint32_t V, int32_t *out,
+                   float *logits) {
+    sw_session *s = NULL;
+    float *row = malloc((size_t)V * sizeof(float));
+    SW_CHECK_OK(sw_session_create(e, &s));
+    sw_status st = s && row ? sw_session_eval(s, ids, n, row, 0) : SW_ERR_OOM_HOST;
+    for (int i = 0; st == SW_OK && i < N_GREEDY; i++) {
+        memcpy(logits + (size_t)i * V, row, (size_t)V * sizeof(float));
+        out[i] = argmax(row, V);
+        st = sw_session_eval(s, &out[i], 1, row, 0);
+    }
+    SW_CHECK_OK(st);
+    sw_session_destroy(s);
+    free(row);
+}
+
+static void check_peak(sw_engine *e, const char *name) {
+    sw_plan_summary sum;
+    backend_stats bs;
+    if (e->device == NULL || sw_plan_get_summary(sw_engine_plan(e), &sum) != SW_OK)
+        return;
+    e->device->vt->get_stats(e->device, &bs);
+    SW_CHECK(bs.peak_bytes <= sum.device_bytes, "%s: device peak %llu > plan %llu", name,
+             (unsigned long long)bs.peak_bytes, (unsigned long long)sum.device_bytes);
+}
+
+static void compare_plans(const sw_model *m, const golden_file *g, const char *weights,
+                          uint32_t V) {
+    const golden_entry *ids = golden_find(g, "p0.ids");
+    if (ids == NULL)
+        return;
+    uint32_t n = (uint32_t)ids->dims[0] > 64 ? 64 : (uint32_t)ids->dims[0];
+    int32_t ref[N_GREEDY], got[N_GREEDY];
+    float *ref_logits = calloc((size_t)N_GREEDY * V, sizeof(float));
+    float *logits = calloc((size_t)N_GREEDY * V, sizeof(float));
+    for (size_t i = 0; ref_logits && logits && i < sizeof variants / sizeof variants[0]; i++) {
+        const variant *v = &variants[i];
+        sw_plan_options o = options("pjrt", v->place, v->device_mem, weights);
+        engine_hooks hooks = {.sim_per_op = v->per_op};
+        sw_engine *e = NULL;
+        SW_CHECK_OK(runtime_launch(m, &o, NULL, &hooks, &e));
+        if (e == NULL)
+            continue;
+        memset(got, 0xff, sizeof got);
+        greedy(e, ids->data, n, V, got, i == 0 ? ref_logits : logits);
+        check_peak(e, v->name);
+        sw_engine_destroy(e);
+        if (i == 0) {
+            memcpy(ref, got, sizeof ref);
+            printf("  pjrt %-16s greedy", v->name);
+            for (int k = 0; k < N_GREEDY; k++)
+                printf(" %d", got[k]);
+            printf("\n");
+            continue;
+        }
+        bool same = !memcmp(ref, got, sizeof ref);
+        bool bits = !memcmp(ref_logits, logits, (size_t)N_GREEDY * V * sizeof(float));
+        SW_CHECK(same, "pjrt %s: greedy continuation differs from resident", v->name);
+        if (v->device_only && !v->per_op)
+            SW_CHECK(bits, "pjrt %s: logits not bit-identical to resident", v->name);
+        printf("  pjrt %-16s same greedy: %s, bit-identical logits: %s\n", v->name,
+               same ? "yes" : "NO", bits ? "yes" : "no");
+    }
+    free(ref_logits);
+    free(logits);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s GOLDEN.swgold MODEL.gguf|--default-model\n", argv[0]);
+        return 2;
+    }
+    const char *path = strcmp(argv[2], "--default-model") ? argv[2] : sw_test_default_model();
+    golden_file *g = NULL;
+    sw_model *m = NULL;
+    sw_engine *cpu = NULL, *pj = NULL;
+    SW_CHECK_OK(golden_load(argv[1], &g));
+    SW_CHECK_OK(sw_model_open(path, &m));
+    if (g == NULL || m == NULL)
+        goto done;
+    uint32_t V = (uint32_t)sw_vocab_size(m);
+    sw_plan_options po = options("pjrt", "all=resident,lm_head=resident", 1ull << 30, NULL);
+    SW_CHECK_OK(sw_engine_launch(m, &po, NULL, &pj));
+    if (pj == NULL)
+        goto done;
+    /* The cpu reference on the weights the PJRT plan computes with. */
+    const char *weights = plan_of(sw_engine_plan(pj))->model.convert_type[0] ? "bf16-dequant"
+                                                                               : NULL;
+    sw_plan_options co = options("cpu", NULL, 0, weights);
+    SW_CHECK_OK(sw_engine_launch(m, &co, NULL, &cpu));
+    printf("%s on pjrt (weights %s):\n", argv[2], weights ? weights : "as stored");
+    if (cpu != NULL)
+        compare_forced(g, cpu, pj, V);
+    sw_engine_destroy(pj);
+    pj = NULL;
+    compare_plans(m, g, weights, V);
+done:
+    sw_engine_destroy(cpu);
+    sw_engine_destroy(pj);
+    sw_model_close(m);
+    golden_free(g);
+    return sw_check_finish("test_pjrt");
+}
