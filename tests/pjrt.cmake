@@ -25,4 +25,10 @@ if(SW_HAVE_PJRT)
   add_test(NAME pjrt_default_model
            COMMAND test_pjrt ${SW_TEST_DATA}/golden/gemma3-270m-q4km.swgold --default-model)
   set_tests_properties(pjrt_default_model PROPERTIES LABELS "pjrt;model;slow" TIMEOUT 1200)
+  # A streamed plan's --report-json on PJRT: bytes moved, copy time hidden
+  # and stalled, device peak within the plan (default model).
+  add_test(NAME pjrt_report_json
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/pjrt_report_test.sh
+                   $<TARGET_FILE:spillway_cli>)
+  set_tests_properties(pjrt_report_json PROPERTIES LABELS "pjrt;model" TIMEOUT 600)
 endif()

@@ -4,9 +4,10 @@
  *   - teacher-forced over every golden prompt (tests/data/golden, token ids
  *     from transformers' tokenizer): the same argmax at every position, and
  *     logits within 1e-3 of the row's largest |logit| (f32 programs);
- *   - resident, streamed (every layer through the ring), mixed with host
- *     layers and a host LM head, and per-op dispatch: the same greedy
- *     continuation; device-only plans bit-identical to the resident one;
+ *   - greedy continuation equal to the cpu backend's; resident, streamed
+ *     (every layer through the ring), mixed with host layers and a host LM
+ *     head, and per-op dispatch: that same continuation; device-only plans
+ *     bit-identical to the resident one;
  *   - the device peak (our accounting) within the plan.
  * Quantized models are dequantized to BF16 at load on both backends (the
  * PJRT backend's default; --weights bf16-dequant on the cpu one).
@@ -143,8 +144,9 @@ static void check_peak(sw_engine *e, const char *name) {
              (unsigned long long)bs.peak_bytes, (unsigned long long)sum.device_bytes);
 }
 
+/* cpu_greedy: the cpu backend's continuation of the same prompt. */
 static void compare_plans(const sw_model *m, const golden_file *g, const char *weights,
-                          uint32_t V) {
+                          uint32_t V, sw_engine *cpu) {
     const golden_entry *ids = golden_find(g, "p0.ids");
     if (ids == NULL)
         return;
@@ -165,7 +167,15 @@ static void compare_plans(const sw_model *m, const golden_file *g, const char *w
         check_peak(e, v->name);
         sw_engine_destroy(e);
         if (i == 0) {
+            int32_t on_cpu[N_GREEDY];
             memcpy(ref, got, sizeof ref);
+            memset(on_cpu, 0xff, sizeof on_cpu);
+            if (cpu != NULL)
+                greedy(cpu, ids->data, n, V, on_cpu, logits);
+            SW_CHECK(!memcmp(ref, on_cpu, sizeof ref), "pjrt greedy continuation differs "
+                     "from the cpu backend's");
+            printf("  cpu  greedy equal to pjrt resident: %s\n",
+                   memcmp(ref, on_cpu, sizeof ref) ? "NO" : "yes");
             printf("  pjrt %-16s greedy", v->name);
             for (int k = 0; k < N_GREEDY; k++)
                 printf(" %d", got[k]);
@@ -212,7 +222,7 @@ int main(int argc, char **argv) {
         compare_forced(g, cpu, pj, V);
     sw_engine_destroy(pj);
     pj = NULL;
-    compare_plans(m, g, weights, V);
+    compare_plans(m, g, weights, V, cpu);
 done:
     sw_engine_destroy(cpu);
     sw_engine_destroy(pj);

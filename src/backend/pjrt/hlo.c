@@ -359,13 +359,17 @@ int hlo_reduce(hlo *h, int a, int dim, const char *op, double init) {
     return v;
 }
 
+/* HIGHEST precision: f32 products in f32 (a GPU would otherwise take
+ * TF32, 10-bit mantissas), so every plugin computes what the cpu does. */
 int hlo_dot(hlo *h, int a, int b, const int64_t *lb, const int64_t *rb, int n_batch,
             int64_t lc, int64_t rc, hlo_type out) {
-    char l[96], r[96], attrs[400];
+    char l[96], r[96], attrs[512];
     int ins[2] = {a, b};
     snprintf(attrs, sizeof attrs, "{dot_dimension_numbers = #stablehlo.dot<"
              "lhs_batching_dimensions = [%s], rhs_batching_dimensions = [%s], "
-             "lhs_contracting_dimensions = [%lld], rhs_contracting_dimensions = [%lld]>}",
+             "lhs_contracting_dimensions = [%lld], rhs_contracting_dimensions = [%lld]>, "
+             "precision_config = [#stablehlo<precision HIGHEST>, "
+             "#stablehlo<precision HIGHEST>]}",
              i64_list(l, sizeof l, lb, n_batch), i64_list(r, sizeof r, rb, n_batch),
              (long long)lc, (long long)rc);
     return hlo_op(h, "dot_general", attrs, out, 2, ins);
