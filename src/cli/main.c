@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "cli/bench.h"
 #include "cli/cli.h"
 
 typedef struct command {
@@ -22,6 +23,7 @@ static const command commands[] = {
     {"info", cmd_info, "describe a model file (metadata, tensors) or the devices"},
     {"fetch", cmd_fetch, "download the default model (Gemma 3 270M Q4_K_M) into the cache"},
     {"tokenize", cmd_tokenize, "show how the model's tokenizer splits a text into tokens"},
+    {"bench", cmd_bench, "measure prompt and generation speed as llama-bench does (cpu)"},
     {"doctor", cmd_doctor, "check backends, devices and memory; measure and cache the rates"},
     {"synth", cmd_synth, "write a synthetic model of an official Gemma shape (GGUF or HF)"},
 };
