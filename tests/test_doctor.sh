@@ -16,15 +16,7 @@ PY=${2:-python3}
 TMP=$(mktemp -d)
 trap 'chmod -R u+w "$TMP" 2>/dev/null; rm -rf "$TMP"' EXIT
 
-failures=0
-checks=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-check() { # check DESCRIPTION COMMAND... : passes when COMMAND succeeds
-    local what=$1
-    shift
-    checks=$((checks + 1))
-    "$@" || fail "$what"
-}
+. "$(dirname "$0")/check.sh"
 
 # --- JSON report and cache file -------------------------------------------
 export XDG_CACHE_HOME=$TMP/cache

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/backend.h"
 #include "backend/block.h"
@@ -54,7 +53,6 @@ typedef struct pjrt_impl {
     pjrt_queue q[BQ_COUNT];
     backend_buf *live;
     uint64_t capacity, in_use, peak, n_allocs, bytes_to_device;
-    double wait_s;             /* host blocked in event_sync / sync */
     sw_status sticky;          /* first error of work already reaped */
     char sticky_msg[512];
     pthread_mutex_t mu;        /* alloc/free and the live list (thread-safe entries) */
@@ -65,12 +63,6 @@ typedef struct pjrt_impl {
 } pjrt_impl;
 
 static pjrt_impl *impl_of(backend *b) { return b->impl; }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- queues --------------------------------------------------------------- */
 
@@ -128,13 +120,11 @@ static sw_status push(pjrt_impl *p, int q, PJRT_Event *ev) {
  * after every item is waited for (so none is left behind). */
 static sw_status drain(pjrt_impl *p, int q, uint64_t mark) {
     pjrt_queue *Q = &p->q[q];
-    double t0 = now_s();
     while (Q->n > 0 && Q->items[Q->head].index <= mark) {
         keep_error(p, pjrt_event_finish(&p->client, Q->items[Q->head].ev, "device work"));
         Q->head++;
         Q->n--;
     }
-    p->wait_s += now_s() - t0;
     return sticky(p);
 }
 

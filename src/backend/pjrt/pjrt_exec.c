@@ -5,7 +5,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/pjrt/pjrt_exec.h"
 #include "util/error.h"
@@ -21,12 +20,6 @@ static uint64_t text_hash(const char *s) {
     return h;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static sw_status compile(pjrt_cache *c, const char *text, PJRT_LoadedExecutable **exe,
                          uint32_t *n_outputs) {
     const pjrt_plugin *p = c->client->plugin;
@@ -37,11 +30,8 @@ static sw_status compile(pjrt_cache *c, const char *text, PJRT_LoadedExecutable 
                                   .client = c->client->client, .program = &prog,
                                   .compile_options = COMPILE_OPTIONS,
                                   .compile_options_size = sizeof COMPILE_OPTIONS};
-    double t0 = now_s();
     SW_TRY(pjrt_status(p, api->PJRT_Client_Compile(&a), "compiling a StableHLO program", 0,
                        false));
-    c->stats.compile_s += now_s() - t0;
-    c->stats.n_compiled++;
     *exe = a.executable;
     PJRT_LoadedExecutable_GetExecutable_Args g = {
         .struct_size = PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE,
@@ -115,7 +105,6 @@ sw_status pjrt_execute(pjrt_cache *c, pjrt_program *prog, PJRT_Buffer *const *ar
         .device_complete_events = done ? events : NULL};
     SW_TRY(pjrt_status(p, p->api->PJRT_LoadedExecutable_Execute(&a), "running a program", 0,
                        false));
-    c->stats.n_executed++;
     if (done)
         *done = events[0];
     return SW_OK;

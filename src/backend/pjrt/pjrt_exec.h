@@ -20,15 +20,9 @@ typedef struct pjrt_program {
     struct pjrt_program *next;
 } pjrt_program;
 
-typedef struct pjrt_exec_stats {
-    uint64_t n_compiled, n_executed;
-    double compile_s;
-} pjrt_exec_stats;
-
 typedef struct pjrt_cache {
     pjrt_client *client;              /* borrowed */
     pjrt_program *bucket[256];
-    pjrt_exec_stats stats;
 } pjrt_cache;
 
 /* The program for `text`, compiled on first use. */

@@ -87,12 +87,9 @@ sw_status pjrt_plugin_open(const char *path, pjrt_plugin *p) {
         PJRT_Plugin_Initialize_Args a = {.struct_size = PJRT_Plugin_Initialize_Args_STRUCT_SIZE};
         sw_status st = pjrt_status(p, p->api->PJRT_Plugin_Initialize(&a),
                                    "initializing the PJRT plugin", 0, true);
-        if (st != SW_OK) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", sw_last_error());
-            pjrt_plugin_close(p);
-            return sw_errorf(st, "%s", msg);
-        }
+        if (st != SW_OK)
+            pjrt_plugin_close(p);   /* touches no error state: the message stays */
+        return st;
     }
     return SW_OK;
 }
