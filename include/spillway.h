@@ -416,6 +416,11 @@ struct sw_plan_options {
                                 * planned for n_seq x n_ctx */
     int n_threads;             /* sizes host scratch; 0 = all cores */
     const char *kv_type;       /* "f32" (default), "f16", "bf16" */
+    const char *cpu_dots;      /* host matmuls over block-quantized weights:
+                                * "q8" (default: activations rounded to 8
+                                * bits per block, integer dots, as llama.cpp)
+                                * or "f32" (f32 activations: the exact math
+                                * of the reference implementations, slower) */
     const char *weights;       /* catalog models: "f32", "f16", "bf16", "q8_0",
                                 * "q4_k_m" (NULL = q4_k_m); model files: "bf16",
                                 * "f16" or "q8_0", which the engine converts

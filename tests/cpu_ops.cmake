@@ -1,4 +1,8 @@
 # Tests of src/backend/cpu: kernels against double references, bitwise
 # determinism (threads, batch, ISA), attention masks and the thread pool.
-sw_add_c_test(test_cpu_ops ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_ops.c)
+sw_add_c_test(test_cpu_ops ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_ops.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
 set_tests_properties(test_cpu_ops PROPERTIES LABELS "cpu" TIMEOUT 300)
+sw_add_c_test(test_idot ${CMAKE_CURRENT_SOURCE_DIR}/test_idot.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
+set_tests_properties(test_idot PROPERTIES LABELS "cpu" TIMEOUT 120)

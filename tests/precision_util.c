@@ -21,6 +21,10 @@ sw_plan_options prec_options(const char *backend_name, uint64_t device_mem, uint
     o.device_mem_bytes = device_mem;
     o.kv_type = kv;
     o.weights = weights;
+    /* These tests measure what weight and KV rounding do, so the host's
+     * matmuls keep f32 activations (8-bit ones are test_forward_golden's
+     * second pass). */
+    o.cpu_dots = "f32";
     return o;
 }
 

@@ -20,144 +20,13 @@
 #include <time.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/idot.h"
 #include "backend/cpu/qdot.h"
 #include "check.h"
+#include "cpu_test_util.h"
 #include "quant/dequant.h"
 #include "quant/half.h"
 #include "quant/types.h"
-
-/* ---- helpers ---------------------------------------------------------- */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng_next(void) { return sw_test_rng_next(&rng_state); }
-
-/* Uniform in [lo, hi). */
-static float rng_float(float lo, float hi) { return sw_test_rng_float(&rng_state, lo, hi); }
-
-static void fill_float(float *x, size_t n, float lo, float hi) {
-    for (size_t i = 0; i < n; i++)
-        x[i] = rng_float(lo, hi);
-}
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (p == NULL) {
-        fprintf(stderr, "test_cpu_ops: out of memory (%zu bytes)\n", n);
-        exit(2);
-    }
-    return p;
-}
-
-/* Compares got against ref: |got - ref| <= atol + rtol*|ref|. Prints the
- * first mismatches and the max difference; records one check. */
-static void check_close(const char *what, const float *got, const double *ref, size_t n,
-                        double atol, double rtol) {
-    size_t n_bad = 0;
-    double max_diff = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double diff = fabs((double)got[i] - ref[i]);
-        if (!(diff <= max_diff))
-            max_diff = isnan(diff) ? INFINITY : diff;
-        if (!(diff <= atol + rtol * fabs(ref[i]))) {
-            if (n_bad < 5)
-                fprintf(stderr, "  %s[%zu]: got %.9g want %.9g (diff %.3g)\n", what, i,
-                        (double)got[i], ref[i], diff);
-            n_bad++;
-        }
-    }
-    SW_CHECK(n_bad == 0, "%s: %zu of %zu outside atol %.3g rtol %.3g (max diff %.3g)", what,
-             n_bad, n, atol, rtol, max_diff);
-}
-
-static bool bits_equal(const float *a, const float *b, size_t n, size_t *first) {
-    for (size_t i = 0; i < n; i++) {
-        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-            *first = i;
-            return false;
-        }
-    }
-    return true;
-}
-
-static void check_bits(const char *what, const float *got, const float *want, size_t n) {
-    size_t i = 0;
-    bool ok = bits_equal(got, want, n, &i);
-    SW_CHECK(ok, "%s: not bit-identical at [%zu]: %.9g vs %.9g", what, i,
-             ok ? 0.0 : (double)got[i], ok ? 0.0 : (double)want[i]);
-}
-
-/* The canonical dot, written out again from qdot.h's definition. */
-static float canonical_dot(const float *w, const float *x, size_t n) {
-    float acc[16] = {0}, t[8], u[4];
-    for (size_t i = 0; i < n; i++)
-        acc[i % 16] += w[i] * x[i];
-    for (int j = 0; j < 8; j++)
-        t[j] = acc[j] + acc[j + 8];
-    for (int j = 0; j < 4; j++)
-        u[j] = t[j] + t[j + 4];
-    return (u[0] + u[2]) + (u[1] + u[3]);
-}
-
-/* ---- random weights --------------------------------------------------- */
-
-static const uint32_t all_types[] = {
-    SW_TYPE_F32,  SW_TYPE_F16,  SW_TYPE_BF16, SW_TYPE_Q4_0, SW_TYPE_Q4_1,
-    SW_TYPE_Q5_0, SW_TYPE_Q5_1, SW_TYPE_Q8_0, SW_TYPE_Q2_K, SW_TYPE_Q3_K,
-    SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K, SW_TYPE_Q8_K,
-};
-enum { N_TYPES = sizeof all_types / sizeof all_types[0] };
-
-static void put_f16(uint8_t *p, float v) {
-    uint16_t h = half_f32_to_f16(v);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
-/* Random quant bytes with sane scales: the f16 (or f32) scale fields of
- * each block are overwritten with small finite values. */
-static void fix_block_scales(uint32_t type, uint8_t *b) {
-    float d = rng_float(0.001f, 0.05f), m = rng_float(-0.05f, 0.05f);
-    switch (type) {
-    case SW_TYPE_Q4_0: case SW_TYPE_Q5_0: case SW_TYPE_Q8_0:
-        put_f16(b, d);
-        break;
-    case SW_TYPE_Q4_1: case SW_TYPE_Q5_1: case SW_TYPE_Q4_K: case SW_TYPE_Q5_K:
-        put_f16(b, d);
-        put_f16(b + 2, m);
-        break;
-    case SW_TYPE_Q2_K: put_f16(b + 80, d); put_f16(b + 82, m); break;
-    case SW_TYPE_Q3_K: put_f16(b + 108, d); break;
-    case SW_TYPE_Q6_K: put_f16(b + 208, d); break;
-    case SW_TYPE_Q8_K: memcpy(b, &d, 4); break;
-    default: break;
-    }
-}
-
-/* n_rows rows of ne0 elements of `type`, random; returns malloc'd bytes. */
-static uint8_t *random_weights(uint32_t type, uint64_t ne0, uint64_t n_rows, uint64_t *n_bytes) {
-    const type_traits *t = type_get_traits(type);
-    uint64_t row_bytes = 0;
-    type_row_bytes(type, ne0, &row_bytes);
-    *n_bytes = row_bytes * n_rows;
-    uint8_t *w = xmalloc((size_t)*n_bytes);
-    uint64_t n_elems = ne0 * n_rows;
-    if (type == SW_TYPE_F32) {
-        fill_float((float *)w, (size_t)n_elems, -1.0f, 1.0f);
-    } else if (type == SW_TYPE_F16 || type == SW_TYPE_BF16) {
-        for (uint64_t i = 0; i < n_elems; i++) {
-            float v = rng_float(-1.0f, 1.0f);
-            uint16_t h = type == SW_TYPE_F16 ? half_f32_to_f16(v) : half_f32_to_bf16(v);
-            memcpy(w + 2 * i, &h, 2);
-        }
-    } else {
-        for (uint64_t i = 0; i < *n_bytes; i++)
-            w[i] = (uint8_t)(rng_next() >> 56);
-        for (uint64_t b = 0; b < n_elems / t->block_elems; b++)
-            fix_block_scales(type, w + b * t->block_bytes);
-    }
-    return w;
-}
 
 /* Row length for a type: whole blocks, and a length with a 16-tail for
  * the plain types. */
@@ -359,13 +228,28 @@ static void test_matmul_case(cpu_pool *pool, uint32_t type, uint32_t n_tokens) {
             }
             ref[t * ne1 + r] = s;
             max_abs = sa > max_abs ? sa : max_abs;
-            yc[t * ne1 + r] = canonical_dot(deq + r * ne0, x + t * ne0, ne0);
+            yc[t * ne1 + r] = expected_dot(type, w + r * (n_bytes / ne1), deq + r * ne0,
+                                           x + t * ne0, ne0);
         }
+    }
+    /* Integer kernels see x rounded to 8 bits per block: |dx| <= amax/254
+     * per element with amax <= 1 here, so the sum moves by at most
+     * sum|w| / 254 (the row's largest). */
+    double atol = 1e-5 * max_abs;
+    if (cpu_idot_get(CPU_ISA_REF, type) != NULL) {
+        double wmax = 0.0;
+        for (uint64_t r = 0; r < ne1; r++) {
+            double sw = 0.0;
+            for (uint64_t c = 0; c < ne0; c++)
+                sw += fabs((double)deq[r * ne0 + c]);
+            wmax = sw > wmax ? sw : wmax;
+        }
+        atol += wmax / 254.0 * 1.001;
     }
     char what[64];
     snprintf(what, sizeof what, "matmul %s n_tokens=%u", type_name(type), n_tokens);
     check_bits(what, y, yc, ne1 * n_tokens);
-    check_close(what, y, ref, ne1 * n_tokens, 1e-5 * max_abs, 1e-5);
+    check_close(what, y, ref, ne1 * n_tokens, atol, 1e-5);
     free(w);
     free(deq);
     free(x);
@@ -412,9 +296,9 @@ static void test_matmul_determinism(uint32_t type, cpu_pool *pools[4]) {
  * dequantized row r with token t, bitwise. 61 rows split unevenly over
  * threads, tiles and row blocks; a 1280-element row spans 2.5 k chunks. */
 static void test_matmul_batches(uint32_t type, uint64_t ne0, cpu_pool *pools[4]) {
-    static const uint32_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    static const uint32_t batches[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 65, 130};
     const uint64_t ne1 = 61;
-    const uint32_t max_tok = 64;
+    const uint32_t max_tok = 130;
     uint64_t n_bytes;
     uint8_t *w = random_weights(type, ne0, ne1, &n_bytes);
     tensor_view view = make_view(type, ne0, ne1, w, n_bytes);
@@ -425,7 +309,8 @@ static void test_matmul_batches(uint32_t type, uint64_t ne0, cpu_pool *pools[4])
     SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * ne1));
     for (uint64_t t = 0; t < max_tok; t++)
         for (uint64_t r = 0; r < ne1; r++)
-            want[t * ne1 + r] = canonical_dot(deq + r * ne0, x + t * ne0, ne0);
+            want[t * ne1 + r] = expected_dot(type, w + r * (n_bytes / ne1), deq + r * ne0,
+                                             x + t * ne0, ne0);
     for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
         for (int p = 0; p < 4; p++) {
             SW_CHECK_OK(cpu_matmul(pools[p], test_ws, &view, x, y, batches[b]));

@@ -84,7 +84,24 @@ static int32_t row_argmax(const float *x, size_t n) {
 typedef struct stats {
     double max_abs, max_rel;
     int near_ties;
+    int positions, agree, clear_flips; /* the q8 pass */
 } stats;
+
+/* The second pass runs the default 8-bit-activation dots (--cpu-dots q8),
+ * which round every activation to 8 bits per block before a quantized
+ * matmul, as llama.cpp does: logits move by a few percent, so that pass
+ * checks what a user sees instead of the f32 math: the teacher-forced
+ * argmax and the greedy continuation, where the reference's margin
+ * between the two candidates exceeds Q8_TIE x max|logit|, and logits
+ * within Q8_RTOL x max|logit|. Measured on the four default-model
+ * prompts: argmax agreement 94.6% (506 of 535), the largest reference
+ * margin of a flip 0.62 (about 0.025 x max|logit|), logits within 0.051 x
+ * max|logit|; the bounds leave about twice that. A wrong kernel fails all
+ * three by far (agreement near 0). */
+#define Q8_TIE 0.05f
+#define Q8_RTOL 0.08f
+#define Q8_MIN_AGREE 0.90
+static int g_q8;
 
 /* Compares one position's logits with the reference (full or top-k). */
 static void check_logits(const golden_file *g, int p, uint32_t t, const float *ours,
@@ -114,6 +131,29 @@ static void check_logits(const golden_file *g, int p, uint32_t t, const float *o
         scale = fmaxf(fabsf(vals[0]), row_absmax(ours, n_vocab));
     }
     float tol = ATOL + RTOL * scale;
+    if (g_q8) {
+        int32_t ref_am = ((const int32_t *)am->data)[t], our_am = row_argmax(ours, n_vocab);
+        float second = -INFINITY;
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t id = full ? i : (uint32_t)ids[i];
+            float ref = full ? ref_row[i] : vals[i];
+            double d = fabs((double)ours[id] - ref);
+            st->max_abs = fmax(st->max_abs, d);
+            st->max_rel = fmax(st->max_rel, d / fmax(scale, 1e-30));
+            if ((int32_t)id != ref_am && ref > second)
+                second = ref;
+        }
+        const float best = full ? ref_row[ref_am] : vals[0];
+        st->positions++;
+        st->agree += our_am == ref_am;
+        if (our_am != ref_am && best - second > Q8_TIE * scale) {
+            st->clear_flips++;
+            printf("  q8 p%d pos %u: argmax %d vs ref %d, reference margin %.3g (%.3g x "
+                   "max|logit|)\n", p, t, our_am, ref_am, (double)(best - second),
+                   (double)((best - second) / scale));
+        }
+        return;
+    }
     for (uint32_t i = 0; i < k; i++) {
         uint32_t id = full ? i : (uint32_t)ids[i];
         float ref = full ? ref_row[i] : vals[i];
@@ -155,7 +195,7 @@ static void check_hidden(const golden_file *g, int p, const layer_capture *cap,
             for (uint32_t j = 0; j < E; j++)
                 layer_rel = fmax(layer_rel, fabs((double)ours[j] - ref[j]) / (ATOL + scale));
         }
-        if (layer_rel > RTOL * 10 && first_bad == -2)
+        if (layer_rel > RTOL * 10 && first_bad == -2 && !g_q8)
             first_bad = (int)l - 1;
         worst = fmax(worst, layer_rel);
     }
@@ -176,7 +216,8 @@ static void check_greedy(const golden_file *g, int p, sw_session *s, float *logi
     for (uint64_t i = 0; i < gr->dims[0]; i++) {
         int32_t id = row_argmax(logits, n_vocab);
         if (id != ref[i]) {
-            bool tie = margin[i] <= ATOL + RTOL * row_absmax(logits, n_vocab);
+            const float tie_tol = g_q8 ? Q8_TIE : RTOL;
+            bool tie = margin[i] <= ATOL + tie_tol * row_absmax(logits, n_vocab);
             SW_CHECK(tie, "p%d greedy step %llu: %d vs ref %d (ref margin %.3g)", p,
                      (unsigned long long)i, id, ref[i], margin[i]);
             printf("  p%d greedy: near-tie at step %llu, stopping the comparison\n", p,
@@ -239,21 +280,41 @@ int main(int argc, char **argv) {
         fprintf(stderr, "(for the default model run `spillway fetch` first)\n");
         goto done;
     }
-    sw_plan_options po = sw_plan_options_default();
-    po.n_threads = 2;
-    po.n_batch = (uint32_t)atoi(argv[3]);
-    SW_CHECK_OK(sw_engine_launch(m, &po, NULL, &e));
-    if (e == NULL)
-        goto done;
     const golden_entry *np = golden_find(g, "n_prompts");
     int n_prompts = np ? *(const int32_t *)np->data : 0;
     SW_CHECK(n_prompts > 0, "golden file lists no prompts");
-    stats st = {0, 0, 0};
-    for (int p = 0; p < n_prompts; p++)
-        run_prompt(g, p, e, &st);
-    printf("%s: %d prompts, max |dlogit| %.3g, max relative %.3g (tolerance %.1e + %.1e x "
-           "max|logit|), near-ties %d\n", argv[1], n_prompts, st.max_abs, st.max_rel,
-           (double)ATOL, (double)RTOL, st.near_ties);
+    for (g_q8 = 0; g_q8 < 2; g_q8++) {
+        sw_plan_options po = sw_plan_options_default();
+        po.n_threads = 2;
+        po.n_batch = (uint32_t)atoi(argv[3]);
+        po.cpu_dots = g_q8 ? "q8" : "f32";
+        SW_CHECK_OK(sw_engine_launch(m, &po, NULL, &e));
+        if (e == NULL)
+            goto done;
+        printf("--cpu-dots %s:\n", po.cpu_dots);
+        stats st = {0};
+        for (int p = 0; p < n_prompts; p++)
+            run_prompt(g, p, e, &st);
+        if (!g_q8) {
+            printf("%s: %d prompts, max |dlogit| %.3g, max relative %.3g (tolerance %.1e + "
+                   "%.1e x max|logit|), near-ties %d\n", argv[1], n_prompts, st.max_abs,
+                   st.max_rel, (double)ATOL, (double)RTOL, st.near_ties);
+        } else {
+            const double agree = st.positions ? (double)st.agree / st.positions : 0.0;
+            printf("%s q8: argmax agrees at %d of %d positions (%.1f%%), %d clear flips; "
+                   "max |dlogit| %.3g, max relative %.3g (bound %.2g)\n", argv[1], st.agree,
+                   st.positions, 100.0 * agree, st.clear_flips, st.max_abs, st.max_rel,
+                   (double)Q8_RTOL);
+            SW_CHECK(st.clear_flips == 0, "q8: %d argmax flips beyond a near-tie",
+                     st.clear_flips);
+            SW_CHECK(agree >= Q8_MIN_AGREE, "q8: argmax agreement %.3f below %.2f", agree,
+                     Q8_MIN_AGREE);
+            SW_CHECK(st.max_rel <= Q8_RTOL, "q8: logits off by %.3g x max|logit| (bound %.2g)",
+                     st.max_rel, (double)Q8_RTOL);
+        }
+        sw_engine_destroy(e);
+        e = NULL;
+    }
 done:
     sw_engine_destroy(e);
     sw_model_close(m);

@@ -230,6 +230,7 @@ typedef struct backend_params {
     cpu_pool *pool;            /* borrowed: kernels run on it */
     uint32_t max_attn_keys;    /* cpu kernels: most keys one query sees */
     uint64_t max_row_elems;    /* cpu kernels: longest matrix row */
+    bool exact_dots;           /* cpu kernels: f32 activations in every matmul */
     uint64_t capacity_bytes;   /* device memory budget (sim: required) */
     double link_Bps;           /* sim: host-to-device rate; 0 = memcpy speed */
     /* test hooks (sim only, but for per_op, which pjrt honours too) */

@@ -17,7 +17,7 @@
 static const char *const flags[] = {
     "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
-    "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin"};
+    "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots"};
 
 bool plan_opts_has(const char *flag) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -78,6 +78,8 @@ int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
         o->place = v;
     } else if (!strcmp(f, "--kv-type")) {
         o->kv_type = v;
+    } else if (!strcmp(f, "--cpu-dots")) {
+        o->cpu_dots = v;
     } else if (!strcmp(f, "--weights") || !strcmp(f, "--type")) {
         o->weights = v;
     } else if (!strcmp(f, "--pjrt-plugin")) {
@@ -124,7 +126,9 @@ void plan_opts_usage(FILE *out) {
           "  --weights T      model files: convert f32/f16/bf16 matrices at load to bf16, f16\n"
           "                   or q8_0 (quantized ones are kept); bf16-dequant: every matrix\n"
           "                   to bf16, quantized ones dequantized (pjrt's default); catalog\n"
-          "                   models (plan -m\n"
-          "                   NAME): f32, f16, bf16, q8_0, q4_k_m\n",
+          "                   models (plan -m NAME): f32, f16, bf16, q8_0, q4_k_m\n"
+          "  --cpu-dots D     host matmuls over quantized weights: q8 (default; activations\n"
+          "                   rounded to 8 bits per block, integer dots) or f32 (exact\n"
+          "                   f32 activations, as transformers computes; slower)\n",
           out);
 }

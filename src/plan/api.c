@@ -85,6 +85,12 @@ static sw_status make_workload(const sw_plan_options *o, const model_config *c,
     if (o->n_threads < 0 || o->n_threads > 256)
         return sw_errorf(SW_ERR_ARG, "thread count %d is out of range (1..256)", o->n_threads);
     w->n_threads = o->n_threads ? (uint32_t)o->n_threads : default_threads();
+    if (o->cpu_dots != NULL && strcmp(o->cpu_dots, "q8") != 0) {
+        if (strcmp(o->cpu_dots, "f32") != 0)
+            return sw_errorf(SW_ERR_ARG, "--cpu-dots %s: expected q8 (8-bit activations, the "
+                             "default) or f32 (exact, slower)", o->cpu_dots);
+        w->exact_dots = true;
+    }
     return o->kv_type ? plan_parse_kv_type(o->kv_type, &w->kv_type) : SW_OK;
 }
 

@@ -88,9 +88,10 @@ static void print_header(FILE *out, const plan *p) {
     } else {
         fprintf(out, "cpu (no device)");
     }
-    fprintf(out, ", ctx %u x %u sequence%s, chunk %u, kv %s\n", p->workload.n_ctx,
+    fprintf(out, ", ctx %u x %u sequence%s, chunk %u, kv %s%s\n", p->workload.n_ctx,
             p->workload.n_seq, p->workload.n_seq == 1 ? "" : "s", p->workload.n_batch,
-            plan_kv_type_name(p->workload.kv_type));
+            plan_kv_type_name(p->workload.kv_type),
+            p->workload.exact_dots ? ", cpu dots f32" : "");
 }
 
 static void print_device_row(FILE *out, const plan *p) {
@@ -291,8 +292,9 @@ static void json_inputs(FILE *out, const plan *p) {
     else
         fprintf(out, "%" PRIu64 "}", b->pinned_limit_bytes);
     fprintf(out, ",\"workload\":{\"n_ctx\":%u,\"n_seq\":%u,\"n_batch\":%u,\"n_threads\":%u,"
-            "\"kv_type\":\"%s\",\"n_tok\":%u}", p->workload.n_ctx, p->workload.n_seq,
-            p->workload.n_batch, p->workload.n_threads, plan_kv_type_name(p->workload.kv_type),
+            "\"kv_type\":\"%s\",\"cpu_dots\":\"%s\",\"n_tok\":%u}", p->workload.n_ctx,
+            p->workload.n_seq, p->workload.n_batch, p->workload.n_threads,
+            plan_kv_type_name(p->workload.kv_type), p->workload.exact_dots ? "f32" : "q8",
             p->n_tok);
     fprintf(out, ",\"rates\":{\"measured\":%s,\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
             "\"host_mem_Bps\":%.6g,\"device_mem_Bps\":%.6g,\"disk_read_Bps\":%.6g,"

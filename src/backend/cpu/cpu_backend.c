@@ -288,7 +288,8 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
         return cpu_matmul(c->pool, c->mm_ws, &w, cpu_ptr(op->u.matmul.x),
                           cpu_ptr(op->u.matmul.y), op->u.matmul.n_tokens);
     case BOP_RMSNORM:
-        cpu_rmsnorm(cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n, n->n_rows, n->eps);
+        cpu_rmsnorm_mt(c->pool, cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n,
+                       n->n_rows, n->eps);
         return SW_OK;
     case BOP_ROPE:
         cpu_rope(cpu_ptr(r->x), cpu_ptr(r->pos), r->n_tokens, r->n_heads, r->head_dim, r->base,
@@ -299,8 +300,8 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
     case BOP_ATTENTION:
         return run_attention(c, &op->u.attention);
     case BOP_GEGLU:
-        cpu_geglu(cpu_ptr(op->u.geglu.gate), cpu_ptr(op->u.geglu.up), cpu_ptr(op->u.geglu.out),
-                  op->u.geglu.n);
+        cpu_geglu_mt(c->pool, cpu_ptr(op->u.geglu.gate), cpu_ptr(op->u.geglu.up),
+                     cpu_ptr(op->u.geglu.out), op->u.geglu.n);
         return SW_OK;
     case BOP_ADD:
         cpu_add(cpu_ptr(op->u.add.x), cpu_ptr(op->u.add.y), op->u.add.n);
@@ -309,7 +310,7 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
         cpu_scale(cpu_ptr(op->u.scale.x), op->u.scale.n, op->u.scale.s);
         return SW_OK;
     case BOP_SOFTCAP:
-        cpu_softcap(cpu_ptr(op->u.softcap.x), op->u.softcap.n, op->u.softcap.cap);
+        cpu_softcap_mt(c->pool, cpu_ptr(op->u.softcap.x), op->u.softcap.n, op->u.softcap.cap);
         return SW_OK;
     case BOP_GATHER:
         return cpu_gather_rows(cpu_ptr(op->u.gather.src), op->u.gather.n_src,
@@ -411,6 +412,7 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
                                                                               : 4096,
                                     &c->mm_ws)) != SW_OK)
         goto fail;
+    cpu_mm_scratch_set_exact(c->mm_ws, p->exact_dots);
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: cannot create a mutex");
         goto fail;

@@ -38,6 +38,12 @@ typedef struct cpu_mm_scratch cpu_mm_scratch;
  * max_ne0 == 0, or a size beyond size_t), SW_ERR_OOM_HOST. */
 sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch **out);
 
+/* exact: matmuls with this workspace take f32 activations over every
+ * weight type (the canonical f32 dot of qdot.h); else (the default) block
+ * types with an integer kernel (idot.h) quantize the activations to 8 bits
+ * per block and dot in integers. */
+void cpu_mm_scratch_set_exact(cpu_mm_scratch *ws, bool exact);
+
 /* Frees the workspace. Accepts NULL. */
 void cpu_mm_scratch_destroy(cpu_mm_scratch *ws);
 
@@ -49,10 +55,12 @@ uint64_t cpu_mm_scratch_bytes(int n_threads, uint64_t max_ne0);
  * Supports every type quant_dequantize() supports. x: [n_tokens][ne0],
  * y: [n_tokens][ne1]. Uses the pool (may be NULL: single-threaded); thread
  * ith of cpu_pool_size(pool) uses slice ith of ws. ws may be NULL for one
- * token; 2 or more tokens on rows of a multiple of 16 elements need a ws
- * made for at least cpu_pool_size(pool) threads and rows of >= ne[0].
- * Never allocates. Each y[t][r] is the canonical dot of qdot.h: the same
- * bits for any pool size, batch size, path or ISA.
+ * token of up to about 12k elements; more tokens need a ws made for at
+ * least cpu_pool_size(pool) threads and rows of >= ne[0].
+ * Never allocates. Each y[t][r] is the canonical integer dot of idot.h
+ * (block types with an integer kernel, unless ws is exact) or the
+ * canonical f32 dot of qdot.h: the same bits for any pool size, batch
+ * size, path or ISA.
  * Errors: SW_ERR_UNSUPPORTED for a type without a dequantizer; SW_ERR_ARG
  * for a bad weight view, NULL x or y, or a missing or too small ws. */
 sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
@@ -78,6 +86,14 @@ void cpu_geglu(const float *gate, const float *up, float *out, uint64_t n);
 
 /* x[i] = cap * tanh(x[i] / cap), i < n (no-op when cap == 0). */
 void cpu_softcap(float *x, uint64_t n, float cap);
+
+/* cpu_geglu, cpu_rmsnorm and cpu_softcap over the pool's threads when
+ * the work is large (same bits as the single-threaded kernels). pool may
+ * be NULL. */
+void cpu_geglu_mt(cpu_pool *pool, const float *gate, const float *up, float *out, uint64_t n);
+void cpu_rmsnorm_mt(cpu_pool *pool, const float *x, const float *w, float *y, uint32_t n,
+                    uint32_t n_rows, float eps);
+void cpu_softcap_mt(cpu_pool *pool, float *x, uint64_t n, float cap);
 
 /* x[i] += y[i]. */
 void cpu_add(float *x, const float *y, uint64_t n);

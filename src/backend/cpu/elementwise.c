@@ -1,7 +1,8 @@
 /*
  * elementwise.c — the CPU backend's row-local kernels: RMSNorm, RoPE,
- * GeGLU, soft-capping, add and scale. All f32, single-threaded (each is a
- * small fraction of a layer's time), and each output element depends only
+ * GeGLU, soft-capping, add and scale. All f32 and single-threaded here
+ * (elementwise_mt.c spreads the big ones over the pool), and each output
+ * element depends only
  * on its own row, so results never depend on how callers batch tokens.
  * Formulas follow HF transformers' f32 code operation for operation where
  * that is cheap, to keep agreement with the golden files tight.

@@ -3,9 +3,18 @@
  * its workspace, and cpu_get_rows (embedding gather).
  *
  * Threads split output rows (contiguous ranges), never a dot product, and
- * every dot uses the canonical order of qdot.h, so y[t][r] depends only on
- * row r and token t: not on the thread count, n_tokens, the path taken or
- * the ISA. Two paths, chosen for speed only:
+ * every dot uses one canonical order, so y[t][r] depends only on row r and
+ * token t: not on the thread count, n_tokens, the path taken or the ISA.
+ *
+ * Block types with an integer kernel (idot.h: Q4_0, Q5_0, Q8_0, Q4_K,
+ * Q5_K, Q6_K), unless the workspace is exact (--cpu-dots f32):
+ *   the tokens are quantized to 8 bits per block (qact.h) a chunk of
+ *   MM_QCHUNK_TOKENS at a time into the workspace, then dotted in
+ *   integers: one token as one kernel call over the thread's whole row
+ *   range; more tokens a block of rows at a time, each group of up to 4
+ *   tokens passing over the block while it is in L1, the 32-element types
+ *   unpacked to int8 once per block so the groups pay only multiply-adds.
+ * Every other type (and all of them when exact), f32 activations:
  *   direct  (one token, or rows that are not whole 16-lane chunks): fused
  *           dequantize-and-dot on the stored row, a block at a time;
  *   tiled   (2 or more tokens): a tile of rows is dequantized once into
@@ -17,6 +26,8 @@
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/idot.h"
+#include "backend/cpu/qact.h"
 #include "backend/cpu/qdot.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -28,7 +39,11 @@ enum {
     MM_TILE_ROW_UNIT = 24,        /* whole blocks of 3, 4 and 8 rows */
     MM_TILE_MAX_ROWS = 96,
     MM_TOKENS_PER_DOT = 8,        /* outputs gathered per direct-path call */
-    MM_MIN_PARALLEL_MACS = 1 << 16 /* smaller jobs run on the caller alone */
+    MM_MIN_PARALLEL_MACS = 1 << 16, /* smaller jobs run on the caller alone */
+    MM_QCHUNK_TOKENS = 64,        /* tokens quantized per round of the integer path */
+    MM_QROW_BLOCK_BYTES = 16 * 1024, /* weight rows dotted with a group of tokens */
+    MM_QPAR_QUANT_ELEMS = 1 << 15, /* quantize on all threads from this many elements */
+    MM_STACK_QROW_BYTES = 16 * 1024 /* one token without a workspace: on the stack */
 };
 
 /* ---- the workspace ---------------------------------------------------- */
@@ -38,7 +53,14 @@ struct cpu_mm_scratch {
     uint64_t max_ne0;
     uint64_t slice_floats; /* per thread; a multiple of 16 (64 bytes) */
     float *data;           /* (n_threads, slice_floats), 64-byte aligned */
+    uint8_t *act;          /* MM_QCHUNK_TOKENS quantized rows of act_stride */
+    uint64_t act_stride;
+    bool exact;            /* f32 activations only */
 };
+
+/* Bytes of one quantized activation row of up to max_ne0 elements, either
+ * format (CPU_QACT_256 is the larger). */
+static uint64_t mm_act_stride(uint64_t max_ne0) { return cpu_qact_stride(CPU_QACT_256, max_ne0); }
 
 /* Rows per tile for rows of ne0 elements: about MM_TILE_BYTES of f32, in
  * whole blocks of MM_TILE_ROW_UNIT where that fits (the tile kernel's
@@ -65,10 +87,13 @@ static uint64_t mm_slice_floats(uint64_t max_ne0) {
 
 uint64_t cpu_mm_scratch_bytes(int n_threads, uint64_t max_ne0) {
     const uint64_t f = mm_slice_floats(max_ne0);
+    const uint64_t limit = (SIZE_MAX - sizeof(cpu_mm_scratch)) / 2;
     if (n_threads < 1 || max_ne0 == 0 || f == 0 ||
-        f > (SIZE_MAX - sizeof(cpu_mm_scratch)) / sizeof(float) / (uint64_t)n_threads)
+        f > limit / sizeof(float) / (uint64_t)n_threads ||
+        max_ne0 > limit / 2 / MM_QCHUNK_TOKENS)
         return 0;
-    return f * sizeof(float) * (uint64_t)n_threads + sizeof(cpu_mm_scratch);
+    return f * sizeof(float) * (uint64_t)n_threads + MM_QCHUNK_TOKENS * mm_act_stride(max_ne0) +
+           sizeof(cpu_mm_scratch);
 }
 
 sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch **out) {
@@ -81,24 +106,34 @@ sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch 
                          "need at least 1 thread and 1 element, within size_t",
                          n_threads, (unsigned long long)max_ne0);
     cpu_mm_scratch *ws = calloc(1, sizeof *ws);
-    const size_t data_bytes = (size_t)(bytes - sizeof *ws);
+    const uint64_t act_bytes = MM_QCHUNK_TOKENS * mm_act_stride(max_ne0);
+    const size_t data_bytes = (size_t)(bytes - sizeof *ws - act_bytes);
     float *data = ws != NULL ? aligned_alloc(64, data_bytes) : NULL;
-    if (data == NULL) {
+    uint8_t *act = data != NULL ? aligned_alloc(64, (size_t)act_bytes) : NULL;
+    if (act == NULL) {
+        free(data);
         free(ws);
         return sw_errorf(SW_ERR_OOM_HOST, "cpu_mm_scratch_create: host out of memory: "
                          "requested %llu bytes of matmul workspace (%d threads, rows of %llu)",
                          (unsigned long long)bytes, n_threads, (unsigned long long)max_ne0);
     }
     *ws = (cpu_mm_scratch){.n_threads = n_threads, .max_ne0 = max_ne0,
-                           .slice_floats = mm_slice_floats(max_ne0), .data = data};
+                           .slice_floats = mm_slice_floats(max_ne0), .data = data,
+                           .act = act, .act_stride = mm_act_stride(max_ne0)};
     *out = ws;
     return SW_OK;
+}
+
+void cpu_mm_scratch_set_exact(cpu_mm_scratch *ws, bool exact) {
+    if (ws != NULL)
+        ws->exact = exact;
 }
 
 void cpu_mm_scratch_destroy(cpu_mm_scratch *ws) {
     if (ws == NULL)
         return;
     free(ws->data);
+    free(ws->act);
     free(ws);
 }
 
@@ -140,6 +175,115 @@ static void mm_rows_tiled(const mm_job *j, float *s, uint64_t r0, uint64_t r1) {
             j->k->dequant(j->w + (r + i) * j->row_bytes, s + i * j->ne0, j->ne0);
         j->tile(s, j->ne0, (uint32_t)m, j->x, j->ne0, j->n_tokens, j->ne0, j->y + r, j->n_rows);
     }
+}
+
+/* ---- the integer path (block-quantized weights) ----------------------- */
+
+typedef struct mm_qjob {
+    const cpu_idot *k;
+    const uint8_t *w;
+    uint64_t row_bytes, ne0, n_rows;
+    const float *x;            /* the tokens to quantize: [n_tokens][ne0] */
+    const uint8_t *xq;         /* quantized, rows xq_stride apart */
+    uint8_t *xq_out;
+    uint64_t xq_stride;
+    float *y;                  /* [n_tokens][n_rows], at the chunk's first token */
+    uint32_t n_tokens;
+    cpu_mm_scratch *ws;        /* slices for unpacked rows; NULL: none */
+} mm_qjob;
+
+/* Rows [r0, r1) with all tokens of the job: a block of rows at a time
+ * (small enough to stay in L1 while every group of up to
+ * CPU_IDOT_MAX_X tokens passes over it). With more tokens than one group
+ * and a type that has an unpacked form, the block is first unpacked into
+ * the thread's slice `s`, so each weight is decoded once, not once per
+ * group. */
+static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
+    float o[CPU_IDOT_MAX_X];
+    const bool unpack = s != NULL && j->k->unpack != NULL && j->n_tokens > CPU_IDOT_MAX_X;
+    const uint64_t rbytes = unpack ? j->ne0 / 32 * CPU_IDOT_U32_BYTES : j->row_bytes;
+    uint64_t rb = MM_QROW_BLOCK_BYTES / rbytes;
+    rb = j->n_tokens <= CPU_IDOT_MAX_X || rb == 0 ? 1 : rb;
+    const cpu_idot_fn dot = unpack ? j->k->unpacked_dot : j->k->dot;
+    if (j->n_tokens == 1) { /* decode: all rows in one call; y is [n_rows] */
+        j->k->rows(j->w + r0 * j->row_bytes, j->row_bytes, r1 - r0, j->xq, j->ne0, j->y + r0);
+        return;
+    }
+    for (uint64_t rs = r0; rs < r1; rs += rb) {
+        const uint64_t re = r1 - rs < rb ? r1 : rs + rb;
+        const uint8_t *base = j->w + rs * j->row_bytes;
+        if (unpack) {
+            for (uint64_t r = rs; r < re; r++)
+                j->k->unpack(j->w + r * j->row_bytes, j->ne0, s + (r - rs) * rbytes);
+            base = s;
+        }
+        for (uint32_t t0 = 0; t0 < j->n_tokens; t0 += CPU_IDOT_MAX_X) {
+            uint32_t nt = j->n_tokens - t0;
+            nt = nt < CPU_IDOT_MAX_X ? nt : CPU_IDOT_MAX_X;
+            const uint8_t *xq = j->xq + (uint64_t)t0 * j->xq_stride;
+            for (uint64_t r = rs; r < re; r++) {
+                dot(base + (r - rs) * rbytes, xq, j->xq_stride, nt, j->ne0, o);
+                for (uint32_t t = 0; t < nt; t++)
+                    j->y[(uint64_t)(t0 + t) * j->n_rows + r] = o[t];
+            }
+        }
+    }
+}
+
+static void mm_qtask(void *arg, int ith, int nth) {
+    const mm_qjob *j = arg;
+    const uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
+    const uint64_t r1 = j->n_rows * (uint64_t)(ith + 1) / (uint64_t)nth;
+    uint8_t *s = j->ws != NULL ? (uint8_t *)(j->ws->data + (uint64_t)ith * j->ws->slice_floats)
+                               : NULL;
+    if (r0 < r1)
+        mm_qrows(j, s, r0, r1);
+}
+
+/* Thread ith quantizes its share of the job's tokens. */
+static void mm_qquant_task(void *arg, int ith, int nth) {
+    const mm_qjob *j = arg;
+    const uint32_t t0 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)ith / (uint64_t)nth);
+    const uint32_t t1 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)(ith + 1) / (uint64_t)nth);
+    if (t0 < t1)
+        cpu_qact_quantize(j->k->fmt, j->x + (uint64_t)t0 * j->ne0, j->ne0, t1 - t0,
+                          j->xq_out + (uint64_t)t0 * j->xq_stride);
+}
+
+/* The integer path: tokens a chunk at a time, each chunk quantized into
+ * the workspace (or, for one token without one, onto the stack), then
+ * dotted with the rows split over the threads. */
+static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                            const cpu_idot *k, uint64_t row_bytes, const float *x, float *y,
+                            uint32_t n_tokens) {
+    _Alignas(64) uint8_t stack_row[MM_STACK_QROW_BYTES];
+    const uint64_t ne0 = w->ne[0], stride = cpu_qact_stride(k->fmt, ne0);
+    uint8_t *buf = stack_row;
+    uint32_t chunk = 1;
+    if (ws != NULL) {
+        buf = ws->act;
+        chunk = MM_QCHUNK_TOKENS;
+    } else if (n_tokens > 1 || stride > sizeof stack_row) {
+        return sw_errorf(SW_ERR_ARG, "cpu_matmul: tensor '%s', %u token(s) of %llu elements: "
+                         "no workspace; make one with cpu_mm_scratch_create",
+                         w->name ? w->name : "?", n_tokens, (unsigned long long)ne0);
+    }
+    for (uint32_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+        const uint32_t nt = n_tokens - t0 < chunk ? n_tokens - t0 : chunk;
+        mm_qjob job = {.k = k, .w = w->data, .row_bytes = row_bytes, .ne0 = ne0,
+                       .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0, .xq = buf,
+                       .xq_out = buf, .xq_stride = stride,
+                       .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt, .ws = ws};
+        if ((uint64_t)nt * ne0 >= MM_QPAR_QUANT_ELEMS)
+            cpu_pool_run(pool, mm_qquant_task, &job);
+        else
+            mm_qquant_task(&job, 0, 1);
+        if ((double)ne0 * (double)job.n_rows * nt < MM_MIN_PARALLEL_MACS)
+            mm_qtask(&job, 0, 1);
+        else
+            cpu_pool_run(pool, mm_qtask, &job);
+    }
+    return SW_OK;
 }
 
 static void mm_task(void *arg, int ith, int nth) {
@@ -209,6 +353,13 @@ sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, c
         return SW_OK;
     if (x == NULL || y == NULL)
         return sw_errorf(SW_ERR_ARG, "cpu_matmul: NULL %s", x == NULL ? "x" : "y");
+    const cpu_idot *ik =
+        ws != NULL && ws->exact ? NULL : cpu_idot_get(cpu_isa_best(), w->type);
+    if (ik != NULL) {
+        if (ws != NULL && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
+            return st;
+        return mm_qmatmul(pool, ws, w, ik, row_bytes, x, y, n_tokens);
+    }
     const bool tiled = n_tokens >= MM_TILED_MIN_TOKENS && w->ne[0] % CPU_DOT_LANES == 0;
     if (tiled && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
         return st;

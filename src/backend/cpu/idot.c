@@ -1,0 +1,250 @@
+/*
+ * idot.c — the portable integer dot kernels: idot.h's canonical
+ * definition written out in plain C, one weight block at a time, and the
+ * choice of kernel set per CPU. The AVX2 kernels (idot_avx2.c) give the
+ * same bits.
+ */
+#include "backend/cpu/idot.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/idot_scales.h"
+#include "quant/half.h"
+#include "quant/types.h"
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define IDOT_HAVE_AVX2 1
+const cpu_idot *cpu_idot_table_avx2(void);
+#else
+#define IDOT_HAVE_AVX2 0
+#endif
+
+enum { LANES = 8 };
+
+static float r8(float a[2][LANES]) {
+    float s[LANES], t[4];
+    for (int l = 0; l < LANES; l++)
+        s[l] = a[0][l] + a[1][l];
+    for (int j = 0; j < 4; j++)
+        t[j] = s[j] + s[j + 4];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+/* ---- 32-element types: signed values w[32] and the scale ---------------- */
+
+typedef float (*unpack32_fn)(const uint8_t *blk, int w[32]);
+
+static float unpack_q4_0(const uint8_t *b, int w[32]) {
+    for (int j = 0; j < 16; j++) {
+        w[j] = (b[2 + j] & 15) - 8;
+        w[j + 16] = (b[2 + j] >> 4) - 8;
+    }
+    return half_load_f16(b);
+}
+
+static float unpack_q5_0(const uint8_t *b, int w[32]) {
+    const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 |
+                        (uint32_t)b[5] << 24;
+    for (int j = 0; j < 16; j++) {
+        w[j] = ((b[6 + j] & 15) | (int)((qh >> j) & 1) << 4) - 16;
+        w[j + 16] = ((b[6 + j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - 16;
+    }
+    return half_load_f16(b);
+}
+
+static float unpack_q8_0(const uint8_t *b, int w[32]) {
+    for (int j = 0; j < 32; j++)
+        w[j] = (int8_t)b[2 + j];
+    return half_load_f16(b);
+}
+
+/* The unpacked layout of idot.h: f32 scale, 32 int8 values. */
+static float unpack_u32(const uint8_t *b, int w[32]) {
+    float d;
+    memcpy(&d, b, sizeof d);
+    for (int j = 0; j < 32; j++)
+        w[j] = (int8_t)b[4 + j];
+    return d;
+}
+
+static void unpack_row32(unpack32_fn unpack, uint32_t block_bytes, const uint8_t *row,
+                         uint64_t n, uint8_t *dst) {
+    for (uint64_t b = 0; b < n / 32; b++, dst += CPU_IDOT_U32_BYTES) {
+        int w[32];
+        const float d = unpack(row + b * block_bytes, w);
+        memcpy(dst, &d, sizeof d);
+        for (int j = 0; j < 32; j++)
+            dst[4 + j] = (uint8_t)(int8_t)w[j];
+    }
+}
+
+static void dot32(unpack32_fn unpack, uint32_t block_bytes, const uint8_t *row,
+                  const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *out) {
+    const uint64_t nb = n / 32;
+    for (uint32_t t = 0; t < n_x; t++) {
+        const int8_t *q = (const int8_t *)(xq + t * xs);
+        const float *dx = cpu_qact_scales(xq + t * xs, n);
+        float acc[2][LANES] = {{0}};
+        for (uint64_t b = 0; b < nb; b++) {
+            int w[32];
+            const float dw = unpack(row + b * block_bytes, w);
+            const float d = dw * dx[b];
+            for (int l = 0; l < LANES; l++) {
+                int s = 0;
+                for (int k = 0; k < 4; k++)
+                    s += w[4 * l + k] * q[32 * b + (uint64_t)(4 * l + k)];
+                acc[b % 2][l] = fmaf(d, (float)s, acc[b % 2][l]);
+            }
+        }
+        out[t] = r8(acc);
+    }
+}
+
+/* ---- K types: unsigned values u[256], scales, and the offset term ------- */
+
+typedef struct kblock {
+    int u[256];
+    int sc[16];   /* Q4_K/Q5_K: 8 sub-block scales; Q6_K: 16 */
+    int mn[8];    /* Q4_K/Q5_K mins */
+    float d, dm;  /* scale of s, and of m (dmin; d for Q6_K) */
+    int q6;       /* Q6_K: scales per 16 and m = 32 * sum sc * bsum */
+} kblock;
+
+typedef void (*unpackk_fn)(const uint8_t *blk, kblock *k);
+
+static void unpack_k4(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, kblock *k) {
+    k->d = half_load_f16(b);
+    k->dm = half_load_f16(b + 2);
+    k->q6 = 0;
+    idot_k4_scales(b + 4, k->sc, k->mn);
+    for (int c = 0; c < 8; c++)
+        for (int l = 0; l < 32; l++) {
+            int v = (qs[32 * (c / 2) + l] >> (4 * (c % 2))) & 15;
+            if (qh != NULL)
+                v |= ((qh[l] >> c) & 1) << 4;
+            k->u[32 * c + l] = v;
+        }
+}
+
+static void unpack_q4_k(const uint8_t *b, kblock *k) { unpack_k4(b, NULL, b + 16, k); }
+static void unpack_q5_k(const uint8_t *b, kblock *k) { unpack_k4(b, b + 16, b + 48, k); }
+
+static void unpack_q6_k(const uint8_t *b, kblock *k) {
+    k->d = half_load_f16(b + 208);
+    k->dm = k->d;
+    k->q6 = 1;
+    for (int g = 0; g < 16; g++)
+        k->sc[g] = (int8_t)b[192 + g];
+    for (int i = 0; i < 256; i++) {
+        const int h = i / 128, r = i % 128;
+        const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+        k->u[i] = ((ql[r % 64] >> (4 * (r / 64))) & 15) | ((qh[r % 32] >> (2 * (r / 32))) & 3) << 4;
+    }
+}
+
+static void dotk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
+                 const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *out) {
+    const uint64_t nb = n / 256;
+    kblock k;
+    for (uint32_t t = 0; t < n_x; t++) {
+        const int8_t *q = (const int8_t *)(xq + t * xs);
+        const float *dx = cpu_qact_scales(xq + t * xs, n);
+        const int16_t *bs = cpu_qact_bsums(xq + t * xs, n);
+        float acc[2][LANES] = {{0}}, macc = 0.0f;
+        for (uint64_t b = 0; b < nb; b++) {
+            unpack(row + b * block_bytes, &k);
+            const int8_t *qb = q + 256 * b;
+            const int16_t *bb = bs + 16 * b;
+            for (int l = 0; l < LANES; l++) {
+                int s = 0;
+                for (int c = 0; c < 8; c++) {
+                    int p = 0;
+                    for (int j = 0; j < 4; j++)
+                        p += k.u[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
+                    s += (k.q6 ? k.sc[2 * c + l / 4] : k.sc[c]) * p;
+                }
+                acc[b % 2][l] = fmaf(k.d * dx[b], (float)s, acc[b % 2][l]);
+            }
+            int m = 0;
+            if (k.q6) {
+                for (int g = 0; g < 16; g++)
+                    m += k.sc[g] * bb[g];
+                m *= 32;
+            } else {
+                for (int c = 0; c < 8; c++)
+                    m += k.mn[c] * (bb[2 * c] + bb[2 * c + 1]);
+            }
+            macc = fmaf(k.dm * dx[b], (float)m, macc);
+        }
+        out[t] = r8(acc) - macc;
+    }
+}
+
+#define REF32(name, bytes)                                                            \
+    static void ref_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,       \
+                           uint32_t n_x, uint64_t n, float *out) {                   \
+        dot32(unpack_##name, bytes, row, xq, xs, n_x, n, out);                       \
+    }                                                                                 \
+    static void ref_rows_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows,   \
+                                const uint8_t *xq, uint64_t n, float *out) {         \
+        for (uint64_t r = 0; r < n_rows; r++)                                        \
+            dot32(unpack_##name, bytes, rows + r * rb, xq, 0, 1, n, out + r);        \
+    }                                                                                 \
+    static void ref_unpack_##name(const uint8_t *row, uint64_t n, uint8_t *dst) {    \
+        unpack_row32(unpack_##name, bytes, row, n, dst);                             \
+    }
+#define REFK(name, bytes)                                                             \
+    static void ref_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,       \
+                           uint32_t n_x, uint64_t n, float *out) {                   \
+        dotk(unpack_##name, bytes, row, xq, xs, n_x, n, out);                        \
+    }                                                                                 \
+    static void ref_rows_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows,   \
+                                const uint8_t *xq, uint64_t n, float *out) {         \
+        for (uint64_t r = 0; r < n_rows; r++)                                        \
+            dotk(unpack_##name, bytes, rows + r * rb, xq, 0, 1, n, out + r);         \
+    }
+static void ref_u32(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
+                    uint64_t n, float *out) {
+    dot32(unpack_u32, CPU_IDOT_U32_BYTES, row, xq, xs, n_x, n, out);
+}
+
+REF32(q4_0, 18)
+REF32(q5_0, 22)
+REF32(q8_0, 34)
+REFK(q4_k, 144)
+REFK(q5_k, 176)
+REFK(q6_k, 210)
+
+static const cpu_idot ref_table[SW_TYPE_COUNT] = {
+    [SW_TYPE_Q4_0] = {CPU_QACT_32, ref_q4_0, ref_rows_q4_0, ref_unpack_q4_0, ref_u32},
+    [SW_TYPE_Q5_0] = {CPU_QACT_32, ref_q5_0, ref_rows_q5_0, ref_unpack_q5_0, ref_u32},
+    [SW_TYPE_Q8_0] = {CPU_QACT_32, ref_q8_0, ref_rows_q8_0, ref_unpack_q8_0, ref_u32},
+    [SW_TYPE_Q4_K] = {CPU_QACT_256, ref_q4_k, ref_rows_q4_k, NULL, NULL},
+    [SW_TYPE_Q5_K] = {CPU_QACT_256, ref_q5_k, ref_rows_q5_k, NULL, NULL}, [SW_TYPE_Q6_K] = {CPU_QACT_256, ref_q6_k, ref_rows_q6_k, NULL, NULL},
+};
+
+/* AVX2 kernels also need FMA (the canonical fmaf) and F16C (scales). */
+static int idot_avx2_ok(void) {
+#if IDOT_HAVE_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type) {
+    if (type >= SW_TYPE_COUNT || ref_table[type].dot == NULL)
+        return NULL;
+#if IDOT_HAVE_AVX2
+    if (isa == CPU_ISA_AVX2 && idot_avx2_ok()) {
+        const cpu_idot *k = &cpu_idot_table_avx2()[type];
+        if (k->dot != NULL)
+            return k;
+    }
+#endif
+    (void)isa;
+    return &ref_table[type];
+}

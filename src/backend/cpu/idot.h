@@ -1,0 +1,83 @@
+/*
+ * idot.h — integer dot products of quantized weight rows with quantized
+ * activations (qact.h), the CPU backend's fast path for block-quantized
+ * weights (internal to backend/cpu).
+ *
+ * The canonical integer dot. Weight and activation values meet as
+ * integers, exactly; floats enter once per block. With 8 lanes l < 8 and
+ * two accumulator sets (block b feeds set b % 2):
+ *
+ *   32-element types (Q4_0, Q5_0, Q8_0; activations CPU_QACT_32), block b
+ *   with signed weight values w[] and scale dw:
+ *       s[l]   = sum_{k<4} w[4l+k] * q[32b+4l+k]
+ *       acc[b%2][l] = fmaf(dw * dx[b], (float)s[l], acc[b%2][l])
+ *       result = R8(acc[0] + acc[1])
+ *
+ *   K types (Q4_K, Q5_K, Q6_K; activations CPU_QACT_256), super-block b
+ *   with unsigned values u[], sub-block scales sc[] and d, and chunks
+ *   c < 8 of 32 elements:
+ *       s[l]   = sum_c sc(c,l) * sum_{k<4} u[32c+4l+k] * q[256b+32c+4l+k]
+ *       m      = Q4_K/Q5_K: sum_c mn[c] * (bsum[2c] + bsum[2c+1])
+ *                Q6_K:      32 * sum_{g<16} sc[g] * bsum[g]
+ *       acc[b%2][l] = fmaf(d * dx[b], (float)s[l], acc[b%2][l])
+ *       macc   = fmaf(ms * dx[b], (float)m, macc)     (ms = dmin, or d for Q6_K)
+ *       result = R8(acc[0] + acc[1]) - macc
+ *   where sc(c,l) is the scale of the sub-block holding element 32c+4l
+ *   (sc[c] for Q4_K/Q5_K, sc[2c + l/4] for Q6_K).
+ *
+ *   R8(a) = (t0 + t2) + (t1 + t3) with t_j = a[j] + a[j+4]: the order of
+ *   an AVX register's horizontal sum.
+ *
+ * The 8 lanes are those of an AVX2 register after maddubs + madd, so the
+ * vector kernels perform exactly these operations and give the same bits
+ * as the portable reference (idot.c), which tests/test_cpu_ops.c checks
+ * for every type. Each (row, token) dot is computed the same way whatever
+ * the number of tokens per call, so results do not depend on batch size
+ * or thread count either. Versus the f32 dot of qdot.h, the difference is
+ * the activations' rounding to 8 bits (|dx|/2 per element at most).
+ */
+#ifndef SW_BACKEND_CPU_IDOT_H
+#define SW_BACKEND_CPU_IDOT_H
+
+#include <stdint.h>
+
+#include "backend/cpu/qact.h"
+#include "backend/cpu/qdot.h"
+
+enum { CPU_IDOT_MAX_X = 4 }; /* activation rows per kernel call */
+
+/* out[t] = canonical integer dot of the n-element weight row `row`
+ * (stored type) with the quantized activation row xq + t*xq_stride, for
+ * t < n_x <= CPU_IDOT_MAX_X. The weight blocks are unpacked once for all
+ * n_x rows. */
+typedef void (*cpu_idot_fn)(const uint8_t *row, const uint8_t *xq, uint64_t xq_stride,
+                            uint32_t n_x, uint64_t n, float *out);
+
+/* Unpacked rows, for many tokens: n elements of a 32-element type decoded
+ * once into blocks of CPU_IDOT_U32_BYTES (f32 scale, then 32 int8 values),
+ * so that each further token pays only its multiply-adds. unpacked_dot
+ * dots such rows exactly as `dot` dots the stored ones (same bits). */
+enum { CPU_IDOT_U32_BYTES = 36 };
+typedef void (*cpu_idot_unpack_fn)(const uint8_t *row, uint64_t n, uint8_t *dst);
+
+/* out[r] = dot of row r (rows row_bytes apart) with the one activation
+ * row xq, r < n_rows: `dot` with n_x = 1 over many rows in one call (the
+ * decode step's matmuls, whose rows are short: no call per row). */
+typedef void (*cpu_idot_rows_fn)(const uint8_t *rows, uint64_t row_bytes, uint64_t n_rows,
+                                 const uint8_t *xq, uint64_t n, float *out);
+
+typedef struct cpu_idot {
+    cpu_qact_fmt fmt; /* the activations it takes */
+    cpu_idot_fn dot;
+    cpu_idot_rows_fn rows;
+    cpu_idot_unpack_fn unpack;  /* NULL: no unpacked form (the K types) */
+    cpu_idot_fn unpacked_dot;   /* takes unpack's rows */
+} cpu_idot;
+
+/* The integer kernel of `type` for `isa`, or NULL where the type has none
+ * (plain types, and the block types left to the f32 path: Q4_1, Q5_1,
+ * Q2_K, Q3_K, Q8_K). An isa this build or CPU lacks falls back to the
+ * portable kernels (same bits, only slower). */
+const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type);
+
+#endif

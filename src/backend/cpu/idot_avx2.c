@@ -1,0 +1,359 @@
+/*
+ * idot_avx2.c — the integer dot kernels of idot.h for AVX2 + FMA + F16C.
+ *
+ * Weight values are unpacked into 32 bytes, multiplied with 32 activation
+ * bytes by maddubs (u8 x s8 -> pairs summed to s16; no pair can saturate:
+ * |w| <= 128 and |q| <= 127, or u <= 63), and the pairs summed to 8 int32
+ * lanes by madd (with 1, or with the sub-block scale). Those lanes are the
+ * canonical lanes of idot.h; floats enter once per block through one FMA,
+ * so results equal the portable kernels (idot.c) bit for bit. Each weight
+ * block is unpacked once for up to CPU_IDOT_MAX_X activation rows.
+ * Signed weights meet signed activations through the sign trick:
+ * |w| * (q * sign(w)) == w * q.
+ */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/idot.h"
+#include "backend/cpu/idot_scales.h"
+#include "quant/types.h"
+
+const cpu_idot *cpu_idot_table_avx2(void);
+
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+#define IA_INLINE static inline __attribute__((always_inline))
+
+/* Token loops are unrolled fully (nx is a constant after inlining) so
+ * that every accumulator stays in a register. */
+#if defined(__clang__)
+#define IA_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define IA_UNROLL _Pragma("GCC unroll 4")
+#endif
+
+IA_INLINE float ia_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+IA_INLINE __m256i ia_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* acc + d * s, the canonical step */
+IA_INLINE __m256 ia_step(__m256 acc, float d, __m256i s) {
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s), acc);
+}
+
+/* R8(a + b) of idot.h */
+IA_INLINE float ia_r8(__m256 a, __m256 b) {
+    const __m256 s = _mm256_add_ps(a, b);
+    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+}
+
+/* ---- 32-element types --------------------------------------------------- */
+
+IA_INLINE __m256i ia_nibbles(const uint8_t *qs) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)qs);
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return _mm256_and_si256(v, _mm256_set1_epi8(15));
+}
+
+IA_INLINE __m256i ia_w_q4_0(const uint8_t *b) {
+    return _mm256_sub_epi8(ia_nibbles(b + 2), _mm256_set1_epi8(8));
+}
+
+/* bit j of the 32-bit qh as 0x10 in byte j */
+IA_INLINE __m256i ia_q5_high(const uint8_t *qh4) {
+    uint32_t qh;
+    memcpy(&qh, qh4, sizeof qh);
+    const __m256i sh = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                         0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), sh);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+IA_INLINE __m256i ia_w_q5_0(const uint8_t *b) {
+    const __m256i v = _mm256_or_si256(ia_nibbles(b + 6), ia_q5_high(b + 2));
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(16));
+}
+
+IA_INLINE __m256i ia_w_q8_0(const uint8_t *b) { return ia_load(b + 2); }
+
+/* the unpacked layout of idot.h: f32 scale, then 32 int8 */
+IA_INLINE __m256i ia_w_u32(const uint8_t *b) { return ia_load(b + 4); }
+IA_INLINE float ia_s_u32(const uint8_t *b) {
+    float d;
+    memcpy(&d, b, sizeof d);
+    return d;
+}
+
+typedef __m256i (*ia_w32_fn)(const uint8_t *b);
+typedef float (*ia_s32_fn)(const uint8_t *b);
+
+/* One block b of a 32-element type into the accumulator set acc. */
+IA_INLINE void ia_block32(ia_w32_fn wfn, ia_s32_fn sfn, const uint8_t *blk, uint64_t b, int nx,
+                          const int8_t *const *q, const float *const *dx, __m256 *acc) {
+    const __m256i w = wfn(blk);
+    const float dw = sfn(blk);
+    const __m256i aw = _mm256_sign_epi8(w, w);
+    const __m256i one = _mm256_set1_epi16(1);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const __m256i x = _mm256_sign_epi8(ia_load(q[t] + 32 * b), w);
+        const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), one);
+        acc[t] = ia_step(acc[t], dw * dx[t][b], s);
+    }
+}
+
+IA_INLINE void ia_dot32(ia_w32_fn wfn, ia_s32_fn sfn, uint32_t bb, int nx, const uint8_t *row,
+                        const uint8_t *xq, uint64_t xs, uint64_t n, float *out) {
+    const int8_t *q[CPU_IDOT_MAX_X];
+    const float *dx[CPU_IDOT_MAX_X];
+    __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        q[t] = (const int8_t *)(xq + (uint64_t)t * xs);
+        dx[t] = cpu_qact_scales(xq + (uint64_t)t * xs, n);
+        a0[t] = a1[t] = _mm256_setzero_ps();
+    }
+    const uint64_t nb = n / 32;
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        ia_block32(wfn, sfn, row + b * bb, b, nx, q, dx, a0);
+        ia_block32(wfn, sfn, row + (b + 1) * bb, b + 1, nx, q, dx, a1);
+    }
+    if (b < nb)
+        ia_block32(wfn, sfn, row + b * bb, b, nx, q, dx, a0);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        out[t] = ia_r8(a0[t], a1[t]);
+}
+
+/* ---- K types ------------------------------------------------------------ */
+
+typedef struct ia_xk {
+    const int8_t *q[CPU_IDOT_MAX_X];
+    const float *dx[CPU_IDOT_MAX_X];
+    const int16_t *bs[CPU_IDOT_MAX_X];
+} ia_xk;
+
+IA_INLINE __m256i ia_mac(__m256i sum, __m256i u, const int8_t *x, __m256i sc) {
+    return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, ia_load(x)), sc));
+}
+
+/* Q4_K (qh NULL) and Q5_K super-block b. */
+IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t *qs, uint64_t b,
+                           int nx, const ia_xk *x, __m256 *acc, float *macc) {
+    int sc[8], mn[8];
+    idot_k4_scales(blk + 4, sc, mn);
+    const float d = ia_f16(blk), dmin = ia_f16(blk + 2);
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    __m256i hv = qh != NULL ? ia_load(qh) : _mm256_setzero_si256();
+    __m256i sum[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        sum[t] = _mm256_setzero_si256();
+    IA_UNROLL
+    for (int j = 0; j < 4; j++) {
+        const __m256i v = ia_load(qs + 32 * j);
+        __m256i lo = _mm256_and_si256(v, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (qh != NULL) {
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hv, one), 4));
+            hi = _mm256_or_si256(
+                hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 1), one), 4));
+            hv = _mm256_srli_epi16(hv, 2);
+        }
+        const __m256i s_lo = _mm256_set1_epi16((short)sc[2 * j]);
+        const __m256i s_hi = _mm256_set1_epi16((short)sc[2 * j + 1]);
+        IA_UNROLL
+        for (int t = 0; t < nx; t++) {
+            const int8_t *xb = x->q[t] + 256 * b + 64 * j;
+            sum[t] = ia_mac(ia_mac(sum[t], lo, xb, s_lo), hi, xb + 32, s_hi);
+        }
+    }
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const int16_t *bs = x->bs[t] + 16 * b;
+        int m = 0;
+        for (int c = 0; c < 8; c++)
+            m += mn[c] * (bs[2 * c] + bs[2 * c + 1]);
+        acc[t] = ia_step(acc[t], d * x->dx[t][b], sum[t]);
+        macc[t] = fmaf(dmin * x->dx[t][b], (float)m, macc[t]);
+    }
+}
+
+/* Q6_K super-block b. */
+IA_INLINE void ia_block_q6_k(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                             __m256 *acc, float *macc) {
+    const int8_t *scb = (const int8_t *)(blk + 192);
+    const float d = ia_f16(blk + 208);
+    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
+    __m256i sum[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        sum[t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const __m256i qh = ia_load(blk + 128 + 32 * h);
+        const __m256i l0 = ia_load(blk + 64 * h), l1 = ia_load(blk + 64 * h + 32);
+        __m256i u[4];
+        u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+        u[1] = _mm256_or_si256(
+            _mm256_and_si256(l1, m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+        u[2] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+        u[3] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+        for (int c4 = 0; c4 < 4; c4++) {
+            const int c = 4 * h + c4;
+            const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(scb[2 * c + 1]),
+                                                 _mm_set1_epi16(scb[2 * c]));
+            IA_UNROLL
+            for (int t = 0; t < nx; t++)
+                sum[t] = ia_mac(sum[t], u[c4], x->q[t] + 256 * b + 32 * c, scv);
+        }
+    }
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const int16_t *bs = x->bs[t] + 16 * b;
+        int m = 0;
+        for (int g = 0; g < 16; g++)
+            m += scb[g] * bs[g];
+        acc[t] = ia_step(acc[t], d * x->dx[t][b], sum[t]);
+        macc[t] = fmaf(d * x->dx[t][b], (float)(32 * m), macc[t]);
+    }
+}
+
+enum { IA_Q4_K, IA_Q5_K, IA_Q6_K };
+
+IA_INLINE void ia_blockk(int kind, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                         __m256 *acc, float *macc) {
+    if (kind == IA_Q4_K)
+        ia_block_k4(blk, NULL, blk + 16, b, nx, x, acc, macc);
+    else if (kind == IA_Q5_K)
+        ia_block_k4(blk, blk + 16, blk + 48, b, nx, x, acc, macc);
+    else
+        ia_block_q6_k(blk, b, nx, x, acc, macc);
+}
+
+IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const uint8_t *xq,
+                       uint64_t xs, uint64_t n, float *out) {
+    ia_xk x;
+    __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
+    float macc[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const uint8_t *r = xq + (uint64_t)t * xs;
+        x.q[t] = (const int8_t *)r;
+        x.dx[t] = cpu_qact_scales(r, n);
+        x.bs[t] = cpu_qact_bsums(r, n);
+        a0[t] = a1[t] = _mm256_setzero_ps();
+        macc[t] = 0.0f;
+    }
+    const uint64_t nb = n / 256;
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        ia_blockk(kind, row + b * bb, b, nx, &x, a0, macc);
+        ia_blockk(kind, row + (b + 1) * bb, b + 1, nx, &x, a1, macc);
+    }
+    if (b < nb)
+        ia_blockk(kind, row + b * bb, b, nx, &x, a0, macc);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        out[t] = ia_r8(a0[t], a1[t]) - macc[t];
+}
+
+/* ---- one entry point per type, each with the token count a constant ---- */
+
+#define IA_ENTRY_DOT(name, call)                                                        \
+    static void ia_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,           \
+                          uint32_t n_x, uint64_t n, float *out) {                       \
+        switch (n_x) {                                                                  \
+        case 1: call(1); break;                                                         \
+        case 2: call(2); break;                                                         \
+        case 3: call(3); break;                                                         \
+        default: call(4); break;                                                        \
+        }                                                                               \
+    }
+#define IA_ENTRY(name, call)                                                            \
+    IA_ENTRY_DOT(name, call)                                                            \
+    static void ia_rows_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows,       \
+                               const uint8_t *xq, uint64_t n, float *outs) {            \
+        const uint64_t xs = 0;                                                          \
+        for (uint64_t r_ = 0; r_ < n_rows; r_++) {                                      \
+            const uint8_t *row = rows + r_ * rb;                                        \
+            float *out = outs + r_;                                                     \
+            call(1);                                                                    \
+        }                                                                               \
+    }
+#define IA_Q4_0_(NX_) ia_dot32(ia_w_q4_0, ia_f16, 18, NX_, row, xq, xs, n, out)
+#define IA_Q5_0_(NX_) ia_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
+#define IA_Q8_0_(NX_) ia_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
+#define IA_U32_(NX_) ia_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
+#define IA_Q4_K_(NX_) ia_dotk(IA_Q4_K, 144, NX_, row, xq, xs, n, out)
+#define IA_Q5_K_(NX_) ia_dotk(IA_Q5_K, 176, NX_, row, xq, xs, n, out)
+#define IA_Q6_K_(NX_) ia_dotk(IA_Q6_K, 210, NX_, row, xq, xs, n, out)
+IA_ENTRY_DOT(u32, IA_U32_)
+IA_ENTRY(q4_0, IA_Q4_0_)
+IA_ENTRY(q5_0, IA_Q5_0_)
+IA_ENTRY(q8_0, IA_Q8_0_)
+IA_ENTRY(q4_k, IA_Q4_K_)
+IA_ENTRY(q5_k, IA_Q5_K_)
+IA_ENTRY(q6_k, IA_Q6_K_)
+
+/* Stored row -> unpacked blocks (f32 scale, 32 int8). */
+IA_INLINE void ia_unpack32(ia_w32_fn wfn, uint32_t bb, const uint8_t *row, uint64_t n,
+                           uint8_t *dst) {
+    for (uint64_t b = 0; b < n / 32; b++, dst += CPU_IDOT_U32_BYTES) {
+        const float d = ia_f16(row + b * bb);
+        memcpy(dst, &d, sizeof d);
+        _mm256_storeu_si256((__m256i *)(void *)(dst + 4), wfn(row + b * bb));
+    }
+}
+static void ia_unpack_q4_0(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    ia_unpack32(ia_w_q4_0, 18, row, n, dst);
+}
+static void ia_unpack_q5_0(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    ia_unpack32(ia_w_q5_0, 22, row, n, dst);
+}
+static void ia_unpack_q8_0(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    ia_unpack32(ia_w_q8_0, 34, row, n, dst);
+}
+
+static const cpu_idot ia_table[SW_TYPE_COUNT] = {
+    [SW_TYPE_Q4_0] = {CPU_QACT_32, ia_q4_0, ia_rows_q4_0, ia_unpack_q4_0, ia_u32},
+    [SW_TYPE_Q5_0] = {CPU_QACT_32, ia_q5_0, ia_rows_q5_0, ia_unpack_q5_0, ia_u32},
+    [SW_TYPE_Q8_0] = {CPU_QACT_32, ia_q8_0, ia_rows_q8_0, ia_unpack_q8_0, ia_u32},
+    [SW_TYPE_Q4_K] = {CPU_QACT_256, ia_q4_k, ia_rows_q4_k, NULL, NULL},
+    [SW_TYPE_Q5_K] = {CPU_QACT_256, ia_q5_k, ia_rows_q5_k, NULL, NULL},
+    [SW_TYPE_Q6_K] = {CPU_QACT_256, ia_q6_k, ia_rows_q6_k, NULL, NULL},
+};
+
+const cpu_idot *cpu_idot_table_avx2(void) { return ia_table; }
+
+#ifdef __clang__
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int idot_avx2_unavailable;
+#endif

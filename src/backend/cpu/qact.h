@@ -1,0 +1,45 @@
+/*
+ * qact.h — activations quantized to 8 bits per block, the input side of
+ * the integer dot products of idot.h (internal to backend/cpu).
+ *
+ * Two formats, chosen by the weight type of the matmul:
+ *   CPU_QACT_32   blocks of 32: int8 q[32] with one f32 scale each. Pairs
+ *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0).
+ *   CPU_QACT_256  blocks of 256: int8 q[256] with one f32 scale, and the
+ *                 int16 sum of each 16 q's (the K-quant dots fold a weight
+ *                 block's mins or offset into these sums). Pairs with
+ *                 Q4_K, Q5_K and Q6_K.
+ * A quantized row of n elements is laid out as
+ *     int8 q[n] | f32 d[n / B] | int16 bsum[n / 16] (CPU_QACT_256 only)
+ * and rows are cpu_qact_stride() bytes apart (a multiple of 64).
+ *
+ * Quantization (both formats, the same bits on every ISA): per block,
+ * amax = max |x|, d = amax / 127, and q = nearbyint(x * (127 / amax))
+ * (0 where amax is 0), so |q| <= 127 and |x - d*q| <= d/2 up to f32
+ * rounding of the factor.
+ */
+#ifndef SW_BACKEND_CPU_QACT_H
+#define SW_BACKEND_CPU_QACT_H
+
+#include <stdint.h>
+
+typedef enum cpu_qact_fmt { CPU_QACT_32 = 32, CPU_QACT_256 = 256 } cpu_qact_fmt;
+
+/* Bytes from one quantized row to the next for rows of n elements (n a
+ * multiple of the format's block). */
+uint64_t cpu_qact_stride(cpu_qact_fmt fmt, uint64_t n);
+
+/* Quantizes n_rows rows of n f32 elements (x, rows n apart) into dst
+ * (rows cpu_qact_stride apart). n must be a multiple of the block. */
+void cpu_qact_quantize(cpu_qact_fmt fmt, const float *x, uint64_t n, uint32_t n_rows,
+                       uint8_t *dst);
+
+/* The parts of a quantized row. */
+static inline const float *cpu_qact_scales(const uint8_t *row, uint64_t n) {
+    return (const float *)(const void *)(row + n);
+}
+static inline const int16_t *cpu_qact_bsums(const uint8_t *row, uint64_t n) {
+    return (const int16_t *)(const void *)(row + n + 4 * (n / 256));
+}
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * test_idot.c — the integer dot path of the CPU backend: activation
+ * quantization (qact.h) against its stated bounds, and every integer
+ * kernel (idot.h) on every kernel set against the portable reference, bit
+ * for bit, and against a double-precision dot of the dequantized weights
+ * with the dequantized activations.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/idot.h"
+#include "backend/cpu/qact.h"
+#include "check.h"
+#include "cpu_test_util.h"
+#include "quant/dequant.h"
+#include "quant/types.h"
+
+static const uint32_t idot_types[] = {SW_TYPE_Q4_0, SW_TYPE_Q5_0, SW_TYPE_Q8_0,
+                                      SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
+enum { N_IDOT = sizeof idot_types / sizeof idot_types[0], N_X = 7, N_ROWS = 5 };
+
+/* Dequantized activation element i of a quantized row. */
+static double xq_value(cpu_qact_fmt fmt, const uint8_t *row, uint64_t n, uint64_t i) {
+    return (double)cpu_qact_scales(row, n)[i / fmt] * (double)((const int8_t *)row)[i];
+}
+
+/* Rows with a zero block, a tiny (subnormal) block, a NaN, an infinity:
+ * each block's q within the bound, the sums right, non-finite blocks NaN. */
+static void test_quantize(cpu_qact_fmt fmt) {
+    const uint64_t n = 1024;
+    const uint32_t rows = 3;
+    float *x = xmalloc(n * rows * sizeof(float));
+    uint8_t *q = xmalloc(cpu_qact_stride(fmt, n) * rows);
+    fill_float(x, n * rows, -3.0f, 3.0f);
+    memset(x, 0, fmt * sizeof(float));                      /* block 0: zeros */
+    for (uint32_t i = 0; i < fmt; i++)
+        x[fmt + i] = 1e-41f * (float)(i % 3);               /* block 1: subnormal */
+    x[n + 5] = NAN;                                         /* row 1, block 0 */
+    x[2 * n + 3 * fmt + 1] = INFINITY;                      /* row 2, block 3 */
+    cpu_qact_quantize(fmt, x, n, rows, q);
+    const uint64_t st = cpu_qact_stride(fmt, n);
+    SW_CHECK(st % 64 == 0 && st >= n + 4 * (n / fmt), "stride %llu", (unsigned long long)st);
+    size_t bad = 0, bad_sums = 0, bad_nan = 0;
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint8_t *qr = q + r * st;
+        const float *d = cpu_qact_scales(qr, n);
+        for (uint64_t b = 0; b < n / fmt; b++) {
+            const bool poisoned = (r == 1 && b == 0) || (r == 2 && b == 3);
+            if (poisoned) {
+                bad_nan += !isnan(d[b]);
+                continue;
+            }
+            for (uint64_t i = b * fmt; i < (b + 1) * fmt; i++) {
+                const double err = fabs((double)x[r * n + i] - xq_value(fmt, qr, n, i));
+                if (!(err <= (double)d[b] * 0.5 * (1 + 1e-6) + 1e-38))
+                    bad++;
+            }
+        }
+        if (fmt == CPU_QACT_256) {
+            const int16_t *bs = cpu_qact_bsums(qr, n);
+            for (uint64_t g = 0; g < n / 16; g++) {
+                int s = 0;
+                for (int i = 0; i < 16; i++)
+                    s += ((const int8_t *)qr)[16 * g + (uint64_t)i];
+                bad_sums += s != bs[g];
+            }
+        }
+    }
+    SW_CHECK(bad == 0, "qact %d: %zu elements beyond d/2", (int)fmt, bad);
+    SW_CHECK(bad_sums == 0, "qact %d: %zu wrong block sums", (int)fmt, bad_sums);
+    SW_CHECK(bad_nan == 0, "qact %d: non-finite blocks must get a NaN scale", (int)fmt);
+    free(x);
+    free(q);
+}
+
+static const char *isa_label(cpu_isa isa) {
+    return isa == CPU_ISA_AVX2 ? "avx2" : isa == CPU_ISA_GENERIC ? "generic" : "ref";
+}
+
+/* One type and row length: N_ROWS rows with N_X tokens, in calls of 4 + 3
+ * tokens and of 1, on every ISA. */
+static void test_kernel(uint32_t type, uint64_t ne0) {
+    const cpu_idot *ref = cpu_idot_get(CPU_ISA_REF, type);
+    SW_CHECK(ref != NULL, "%s: no integer kernel", type_name(type));
+    if (ref == NULL)
+        return;
+    uint64_t n_bytes, row_bytes;
+    uint8_t *w = random_weights(type, ne0, N_ROWS, &n_bytes);
+    type_row_bytes(type, ne0, &row_bytes);
+    float *deq = xmalloc(ne0 * N_ROWS * sizeof(float)), *x = xmalloc(ne0 * N_X * sizeof(float));
+    const uint64_t st = cpu_qact_stride(ref->fmt, ne0);
+    uint8_t *xq = xmalloc(st * N_X);
+    fill_float(x, ne0 * N_X, -2.0f, 2.0f);
+    cpu_qact_quantize(ref->fmt, x, ne0, N_X, xq);
+    SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * N_ROWS));
+    float want[N_X], got[N_X];
+    double exact[N_X], mag[N_X];
+    const cpu_isa isas[3] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2};
+    for (uint64_t r = 0; r < N_ROWS; r++) {
+        const uint8_t *row = w + r * row_bytes;
+        ref->dot(row, xq, st, 4, ne0, want);
+        ref->dot(row, xq + 4 * st, st, 3, ne0, want + 4);
+        for (uint32_t t = 0; t < N_X; t++) {
+            exact[t] = mag[t] = 0.0;
+            for (uint64_t c = 0; c < ne0; c++) {
+                const double p = (double)deq[r * ne0 + c] * xq_value(ref->fmt, xq + t * st, ne0, c);
+                exact[t] += p;
+                mag[t] += fabs(p);
+            }
+        }
+        char what[96];
+        size_t n_far = 0;
+        for (uint32_t t = 0; t < N_X; t++)
+            n_far += !(fabs((double)want[t] - exact[t]) <= 1e-5 * mag[t] + 1e-30);
+        SW_CHECK(n_far == 0, "ref %s ne0 %llu row %llu: %zu of %d dots beyond 1e-5 of the "
+                 "exact sum (first: %.9g vs %.9g)", type_name(type), (unsigned long long)ne0,
+                 (unsigned long long)r, n_far, N_X, (double)want[0], exact[0]);
+        for (int i = 0; i < 3; i++) {
+            if (!cpu_isa_supported(isas[i]))
+                continue;
+            const cpu_idot *k = cpu_idot_get(isas[i], type);
+            k->dot(row, xq, st, 4, ne0, got);
+            k->dot(row, xq + 4 * st, st, 3, ne0, got + 4);
+            snprintf(what, sizeof what, "%s idot %s ne0 %llu row %llu, 4+3 tokens",
+                     isa_label(isas[i]), type_name(type), (unsigned long long)ne0,
+                     (unsigned long long)r);
+            check_bits(what, got, want, N_X);
+            for (uint32_t t = 0; t < N_X; t++)
+                k->dot(row, xq + t * st, st, 1, ne0, got + t);
+            snprintf(what, sizeof what, "%s idot %s ne0 %llu row %llu, 1 token at a time",
+                     isa_label(isas[i]), type_name(type), (unsigned long long)ne0,
+                     (unsigned long long)r);
+            check_bits(what, got, want, N_X);
+            if (r == 0) { /* all rows in one call */
+                float rows_got[N_ROWS], rows_want[N_ROWS];
+                for (uint64_t q = 0; q < N_ROWS; q++)
+                    ref->dot(w + q * row_bytes, xq, st, 1, ne0, rows_want + q);
+                k->rows(w, row_bytes, N_ROWS, xq, ne0, rows_got);
+                snprintf(what, sizeof what, "%s idot %s ne0 %llu, %d rows in one call",
+                         isa_label(isas[i]), type_name(type), (unsigned long long)ne0, N_ROWS);
+                check_bits(what, rows_got, rows_want, N_ROWS);
+            }
+            if (k->unpack == NULL)
+                continue;
+            uint8_t *u = xmalloc(ne0 / 32 * CPU_IDOT_U32_BYTES);
+            k->unpack(row, ne0, u);
+            k->unpacked_dot(u, xq, st, 4, ne0, got);
+            k->unpacked_dot(u, xq + 4 * st, st, 3, ne0, got + 4);
+            snprintf(what, sizeof what, "%s idot %s ne0 %llu row %llu, unpacked",
+                     isa_label(isas[i]), type_name(type), (unsigned long long)ne0,
+                     (unsigned long long)r);
+            check_bits(what, got, want, N_X);
+            free(u);
+        }
+    }
+    free(w);
+    free(deq);
+    free(x);
+    free(xq);
+}
+
+/* A NaN in the activations comes out as NaN, as in the f32 path. */
+static void test_nan(uint32_t type) {
+    const cpu_idot *k = cpu_idot_get(cpu_isa_best(), type);
+    const uint64_t ne0 = 512;
+    uint64_t n_bytes;
+    uint8_t *w = random_weights(type, ne0, 1, &n_bytes);
+    float *x = xmalloc(ne0 * sizeof(float));
+    uint8_t *xq = xmalloc(cpu_qact_stride(k->fmt, ne0));
+    fill_float(x, ne0, -1.0f, 1.0f);
+    x[300] = NAN;
+    cpu_qact_quantize(k->fmt, x, ne0, 1, xq);
+    float out = 0.0f;
+    k->dot(w, xq, 0, 1, ne0, &out);
+    SW_CHECK(isnan(out), "%s: NaN activation gave %g", type_name(type), (double)out);
+    free(w);
+    free(x);
+    free(xq);
+}
+
+int main(void) {
+    test_quantize(CPU_QACT_32);
+    test_quantize(CPU_QACT_256);
+    if (!cpu_isa_supported(CPU_ISA_AVX2))
+        printf("test_idot: AVX2 not available here: the portable kernels only\n");
+    for (int i = 0; i < N_IDOT; i++) {
+        const bool k = type_get_traits(idot_types[i])->block_elems == 256;
+        /* an even and an odd number of blocks (the two accumulator sets) */
+        test_kernel(idot_types[i], k ? 512 : 768);
+        test_kernel(idot_types[i], k ? 768 : 800);
+        test_nan(idot_types[i]);
+    }
+    const uint32_t none[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q4_1,
+                             SW_TYPE_Q5_1, SW_TYPE_Q2_K, SW_TYPE_Q3_K, SW_TYPE_Q8_K};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        SW_CHECK(cpu_idot_get(cpu_isa_best(), none[i]) == NULL, "%s has no integer kernel",
+                 type_name(none[i]));
+    return sw_check_finish("test_idot");
+}
