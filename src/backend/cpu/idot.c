@@ -15,6 +15,7 @@
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define IDOT_HAVE_AVX2 1
+#include <cpuid.h>
 const cpu_idot *cpu_idot_table_avx2(void);
 #else
 #define IDOT_HAVE_AVX2 0
@@ -228,8 +229,10 @@ static const cpu_idot ref_table[SW_TYPE_COUNT] = {
 static int idot_avx2_ok(void) {
 #if IDOT_HAVE_AVX2
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    /* clang's __builtin_cpu_supports knows no "f16c": CPUID.1:ECX bit 29 */
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
     return 0;
 #endif
