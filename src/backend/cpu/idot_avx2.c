@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "backend/cpu/idot.h"
-#include "backend/cpu/idot_scales.h"
 #include "quant/types.h"
 
 const cpu_idot *cpu_idot_table_avx2(void);
@@ -154,11 +153,42 @@ IA_INLINE __m256i ia_mac(__m256i sum, __m256i u, const int8_t *x, __m256i sc) {
     return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, ia_load(x)), sc));
 }
 
+/* The 8 scales and 8 mins of a Q4_K/Q5_K block (idot_scales.h's layout)
+ * as bytes, from its 12 scale bytes with 32-bit word operations. */
+IA_INLINE void ia_k4_scales(const uint8_t s12[12], __m128i *sc8, __m128i *mn8) {
+    uint32_t u[3];
+    memcpy(u, s12, sizeof u);
+    const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
+    const uint32_t sc_lo = u[0] & lo6, mn_lo = u[1] & lo6;
+    const uint32_t sc_hi = (u[2] & lo4) | ((u[0] >> 6) & lo2) << 4;
+    const uint32_t mn_hi = ((u[2] >> 4) & lo4) | ((u[1] >> 6) & lo2) << 4;
+    *sc8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
+    *mn8 = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
+}
+
+/* sum_c mn[c] * (bsum[2c] + bsum[2c+1]) for one token's 16 block sums */
+IA_INLINE int ia_k4_mins(__m128i mn16, const int16_t *bs) {
+    const __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)bs);
+    const __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(bs + 8));
+    __m128i v = _mm_madd_epi16(_mm_hadd_epi16(lo, hi), mn16);
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4e));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xb1));
+    return _mm_cvtsi128_si32(v);
+}
+
+/* int16 scale j of sc (8 int16 in both halves) in all 16 lanes */
+IA_INLINE __m256i ia_bcast16(__m256i sc, int j) {
+    const __m256i m = _mm256_set1_epi16((short)((2 * j) | (2 * j + 1) << 8));
+    return _mm256_shuffle_epi8(sc, m);
+}
+
 /* Q4_K (qh NULL) and Q5_K super-block b. */
 IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t *qs, uint64_t b,
                            int nx, const ia_xk *x, __m256 *acc, float *macc) {
-    int sc[8], mn[8];
-    idot_k4_scales(blk + 4, sc, mn);
+    __m128i sc8, mn8;
+    ia_k4_scales(blk + 4, &sc8, &mn8);
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+    const __m128i mn16 = _mm_cvtepu8_epi16(mn8);
     const float d = ia_f16(blk), dmin = ia_f16(blk + 2);
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     __m256i hv = qh != NULL ? ia_load(qh) : _mm256_setzero_si256();
@@ -177,8 +207,7 @@ IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t 
                 hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 1), one), 4));
             hv = _mm256_srli_epi16(hv, 2);
         }
-        const __m256i s_lo = _mm256_set1_epi16((short)sc[2 * j]);
-        const __m256i s_hi = _mm256_set1_epi16((short)sc[2 * j + 1]);
+        const __m256i s_lo = ia_bcast16(sc, 2 * j), s_hi = ia_bcast16(sc, 2 * j + 1);
         IA_UNROLL
         for (int t = 0; t < nx; t++) {
             const int8_t *xb = x->q[t] + 256 * b + 64 * j;
@@ -187,10 +216,7 @@ IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t 
     }
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
-        const int16_t *bs = x->bs[t] + 16 * b;
-        int m = 0;
-        for (int c = 0; c < 8; c++)
-            m += mn[c] * (bs[2 * c] + bs[2 * c + 1]);
+        const int m = ia_k4_mins(mn16, x->bs[t] + 16 * b);
         acc[t] = ia_step(acc[t], d * x->dx[t][b], sum[t]);
         macc[t] = fmaf(dmin * x->dx[t][b], (float)m, macc[t]);
     }
