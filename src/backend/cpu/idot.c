@@ -225,8 +225,10 @@ static const cpu_idot ref_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q5_K] = {CPU_QACT_256, ref_q5_k, ref_rows_q5_k, NULL, NULL}, [SW_TYPE_Q6_K] = {CPU_QACT_256, ref_q6_k, ref_rows_q6_k, NULL, NULL},
 };
 
-/* AVX2 kernels also need FMA (the canonical fmaf) and F16C (scales). */
-static int idot_avx2_ok(void) {
+/* AVX2 kernels also need FMA (the canonical fmaf) and F16C (scales).
+ * Asked once: CPUID traps to the hypervisor on virtual machines, and
+ * every matmul asks. */
+static int idot_avx2_probe(void) {
 #if IDOT_HAVE_AVX2
     __builtin_cpu_init();
     /* clang's __builtin_cpu_supports knows no "f16c": CPUID.1:ECX bit 29 */
@@ -236,6 +238,14 @@ static int idot_avx2_ok(void) {
 #else
     return 0;
 #endif
+}
+
+static int idot_avx2_ok(void) {
+    static _Atomic int known = -1; /* -1: not asked yet */
+    int v = known;
+    if (v < 0)
+        known = v = idot_avx2_probe();
+    return v;
 }
 
 const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type) {
