@@ -131,18 +131,21 @@ static void check_logits(const golden_file *g, int p, uint32_t t, const float *o
         scale = fmaxf(fabsf(vals[0]), row_absmax(ours, n_vocab));
     }
     float tol = ATOL + RTOL * scale;
+    const int32_t ref_am = ((const int32_t *)am->data)[t], our_am = row_argmax(ours, n_vocab);
+    float second = -INFINITY; /* the reference's runner-up among the checked ids */
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t id = full ? i : (uint32_t)ids[i];
+        float ref = full ? ref_row[i] : vals[i];
+        double d = fabs((double)ours[id] - ref);
+        st->max_abs = fmax(st->max_abs, d);
+        st->max_rel = fmax(st->max_rel, d / fmax(scale, 1e-30));
+        if ((int32_t)id != ref_am && ref > second)
+            second = ref;
+        if (!g_q8)
+            SW_CHECK(d <= tol, "p%d pos %u token %u: logit %.6f vs ref %.6f (tol %.2e)", p, t,
+                     id, ours[id], ref, tol);
+    }
     if (g_q8) {
-        int32_t ref_am = ((const int32_t *)am->data)[t], our_am = row_argmax(ours, n_vocab);
-        float second = -INFINITY;
-        for (uint32_t i = 0; i < k; i++) {
-            uint32_t id = full ? i : (uint32_t)ids[i];
-            float ref = full ? ref_row[i] : vals[i];
-            double d = fabs((double)ours[id] - ref);
-            st->max_abs = fmax(st->max_abs, d);
-            st->max_rel = fmax(st->max_rel, d / fmax(scale, 1e-30));
-            if ((int32_t)id != ref_am && ref > second)
-                second = ref;
-        }
         const float best = full ? ref_row[ref_am] : vals[0];
         st->positions++;
         st->agree += our_am == ref_am;
@@ -154,20 +157,10 @@ static void check_logits(const golden_file *g, int p, uint32_t t, const float *o
         }
         return;
     }
-    for (uint32_t i = 0; i < k; i++) {
-        uint32_t id = full ? i : (uint32_t)ids[i];
-        float ref = full ? ref_row[i] : vals[i];
-        double d = fabs((double)ours[id] - ref);
-        st->max_abs = fmax(st->max_abs, d);
-        st->max_rel = fmax(st->max_rel, d / fmax(scale, 1e-30));
-        SW_CHECK(d <= tol, "p%d pos %u token %u: logit %.6f vs ref %.6f (tol %.2e)", p, t, id,
-                 ours[id], ref, tol);
-    }
     double lse_ref = ((const float *)lse->data)[t];
     double lse_ours = row_lse(ours, n_vocab);
     SW_CHECK(fabs(lse_ours - lse_ref) <= tol, "p%d pos %u: lse %.6f vs ref %.6f", p, t,
              lse_ours, lse_ref);
-    int32_t ref_am = ((const int32_t *)am->data)[t], our_am = row_argmax(ours, n_vocab);
     if (our_am != ref_am) {
         /* Legitimate only when the two are within rounding of each other. */
         bool tie = fabsf(ours[our_am] - ours[ref_am]) <= tol;

@@ -45,6 +45,9 @@ void dequant_q5_0(const uint8_t *src, float *dst, uint64_t n_blocks);
 void dequant_q5_1(const uint8_t *src, float *dst, uint64_t n_blocks);
 void dequant_q8_0(const uint8_t *src, float *dst, uint64_t n_blocks);
 void dequant_q2_k(const uint8_t *src, float *dst, uint64_t n_blocks);
+/* Q4_K/Q5_K: the 8 6-bit sub-block scales and mins from a block's 12
+ * scale bytes (also the CPU backend's integer dots). */
+void unpack_scale_min_k4(const uint8_t s[12], int sc[8], int mn[8]);
 void dequant_q3_k(const uint8_t *src, float *dst, uint64_t n_blocks);
 void dequant_q4_k(const uint8_t *src, float *dst, uint64_t n_blocks);
 void dequant_q5_k(const uint8_t *src, float *dst, uint64_t n_blocks);

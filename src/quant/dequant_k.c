@@ -69,7 +69,7 @@ void dequant_q3_k(const uint8_t *src, float *dst, uint64_t n_blocks) {
 /* Q4_K/Q5_K's 8 unsigned 6-bit scales and mins packed in 12 bytes:
  * j<4: sc = s[j]&63, mn = s[j+4]&63; j>=4: low 4 bits from s[j+4]'s
  * nibbles, high 2 bits from the top bits of s[j-4] (sc) and s[j] (mn). */
-static void unpack_scale_min_k4(const uint8_t s[12], int sc[8], int mn[8]) {
+void unpack_scale_min_k4(const uint8_t s[12], int sc[8], int mn[8]) {
     for (int j = 0; j < 4; j++) {
         sc[j] = s[j] & 63;
         mn[j] = s[j + 4] & 63;

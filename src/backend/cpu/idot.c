@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/cpu/idot_scales.h"
+#include "quant/dequant.h"
 #include "quant/half.h"
 #include "quant/types.h"
 
@@ -118,7 +118,7 @@ static void unpack_k4(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, kb
     k->d = half_load_f16(b);
     k->dm = half_load_f16(b + 2);
     k->q6 = 0;
-    idot_k4_scales(b + 4, k->sc, k->mn);
+    unpack_scale_min_k4(b + 4, k->sc, k->mn);
     for (int c = 0; c < 8; c++)
         for (int l = 0; l < 32; l++) {
             int v = (qs[32 * (c / 2) + l] >> (4 * (c % 2))) & 15;

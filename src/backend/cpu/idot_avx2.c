@@ -153,7 +153,7 @@ IA_INLINE __m256i ia_mac(__m256i sum, __m256i u, const int8_t *x, __m256i sc) {
     return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, ia_load(x)), sc));
 }
 
-/* The 8 scales and 8 mins of a Q4_K/Q5_K block (idot_scales.h's layout)
+/* The 8 scales and 8 mins of a Q4_K/Q5_K block (quant/dequant_k.c's layout)
  * as bytes, from its 12 scale bytes with 32-bit word operations. */
 IA_INLINE void ia_k4_scales(const uint8_t s12[12], __m128i *sc8, __m128i *mn8) {
     uint32_t u[3];

@@ -184,8 +184,7 @@ typedef struct mm_qjob {
     const uint8_t *w;
     uint64_t row_bytes, ne0, n_rows;
     const float *x;            /* the tokens to quantize: [n_tokens][ne0] */
-    const uint8_t *xq;         /* quantized, rows xq_stride apart */
-    uint8_t *xq_out;
+    uint8_t *xq;               /* quantized, rows xq_stride apart */
     uint64_t xq_stride;
     float *y;                  /* [n_tokens][n_rows], at the chunk's first token */
     uint32_t n_tokens;
@@ -199,16 +198,16 @@ typedef struct mm_qjob {
  * the thread's slice `s`, so each weight is decoded once, not once per
  * group. */
 static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
+    if (j->n_tokens == 1) { /* decode: all rows in one call; y is [n_rows] */
+        j->k->rows(j->w + r0 * j->row_bytes, j->row_bytes, r1 - r0, j->xq, j->ne0, j->y + r0);
+        return;
+    }
     float o[CPU_IDOT_MAX_X];
     const bool unpack = s != NULL && j->k->unpack != NULL && j->n_tokens > CPU_IDOT_MAX_X;
     const uint64_t rbytes = unpack ? j->ne0 / 32 * CPU_IDOT_U32_BYTES : j->row_bytes;
     uint64_t rb = MM_QROW_BLOCK_BYTES / rbytes;
     rb = j->n_tokens <= CPU_IDOT_MAX_X || rb == 0 ? 1 : rb;
     const cpu_idot_fn dot = unpack ? j->k->unpacked_dot : j->k->dot;
-    if (j->n_tokens == 1) { /* decode: all rows in one call; y is [n_rows] */
-        j->k->rows(j->w + r0 * j->row_bytes, j->row_bytes, r1 - r0, j->xq, j->ne0, j->y + r0);
-        return;
-    }
     for (uint64_t rs = r0; rs < r1; rs += rb) {
         const uint64_t re = r1 - rs < rb ? r1 : rs + rb;
         const uint8_t *base = j->w + rs * j->row_bytes;
@@ -247,7 +246,7 @@ static void mm_qquant_task(void *arg, int ith, int nth) {
     const uint32_t t1 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)(ith + 1) / (uint64_t)nth);
     if (t0 < t1)
         cpu_qact_quantize(j->k->fmt, j->x + (uint64_t)t0 * j->ne0, j->ne0, t1 - t0,
-                          j->xq_out + (uint64_t)t0 * j->xq_stride);
+                          j->xq + (uint64_t)t0 * j->xq_stride);
 }
 
 /* The integer path: tokens a chunk at a time, each chunk quantized into
@@ -272,7 +271,7 @@ static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_vie
         const uint32_t nt = n_tokens - t0 < chunk ? n_tokens - t0 : chunk;
         mm_qjob job = {.k = k, .w = w->data, .row_bytes = row_bytes, .ne0 = ne0,
                        .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0, .xq = buf,
-                       .xq_out = buf, .xq_stride = stride,
+                       .xq_stride = stride,
                        .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt, .ws = ws};
         if ((uint64_t)nt * ne0 >= MM_QPAR_QUANT_ELEMS)
             cpu_pool_run(pool, mm_qquant_task, &job);
