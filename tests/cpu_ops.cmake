@@ -6,3 +6,6 @@ set_tests_properties(test_cpu_ops PROPERTIES LABELS "cpu" TIMEOUT 300)
 sw_add_c_test(test_idot ${CMAKE_CURRENT_SOURCE_DIR}/test_idot.c
               ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
 set_tests_properties(test_idot PROPERTIES LABELS "cpu" TIMEOUT 120)
+sw_add_c_test(test_vmath ${CMAKE_CURRENT_SOURCE_DIR}/test_vmath.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
+set_tests_properties(test_vmath PROPERTIES LABELS "cpu" TIMEOUT 60)

@@ -8,10 +8,11 @@
  * the same kernel set, which widens each key exactly and so gives the bits
  * of the f32 dot over the widened keys); the softmax subtracts the max, exponentiates
  * in f32 (expf), sums in double and divides in f32 as torch does; the
- * output accumulates p·v over keys in position order in f32 (F16/BF16
- * values widened exactly, a chunk at a time, by the kernel set's
- * dequantizer). Threads take whole (token, head) pairs, so results do not
- * depend on the thread count.
+ * probabilities are normalised in place, and the output accumulates p·v
+ * over keys in position order in f32 through vmath.h's wsum (same bits in
+ * every instruction set; F16/BF16 values widened exactly, a chunk at a
+ * time, by the kernel set's dequantizer). Threads take whole (token,
+ * head) pairs, so results do not depend on the thread count.
  *
  * Sequences: query t belongs to sequence q_seq[t] (all 0 when q_seq is
  * NULL) and sees only that sequence's rows, which start at row
@@ -28,6 +29,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/qdot.h"
+#include "backend/cpu/vmath.h"
 #include "quant/types.h"
 
 /* Values of an F16/BF16 cache row are widened this many at a time. */
@@ -37,6 +39,7 @@ typedef struct attn_job {
     const cpu_attn_args *a;
     cpu_dot_f32_fn dot;          /* F32 cache */
     const cpu_qkernel *kv;       /* F16/BF16 cache: widen + canonical dot; else NULL */
+    const cpu_vmath *vm;         /* value accumulation */
     uint64_t row_bytes;          /* one cache row: n_head_kv * hd elements */
     uint64_t head_bytes;         /* one head's slice of a row: hd elements */
     uint64_t scratch_stride;     /* S floats per thread */
@@ -93,22 +96,15 @@ static float attn_scores(const attn_job *j, const float *q, uint32_t kvh, uint64
     return mx;
 }
 
-/* o += w * v for one stored value row (hd elements of the cache type). */
+/* o += w * v for one F16/BF16 value row, widened a chunk at a time. */
 static void attn_add_value(const attn_job *j, const uint8_t *v, float w, float *o) {
     const uint64_t hd = j->a->head_dim;
-    if (j->kv == NULL) {
-        const float *vf = (const float *)(const void *)v;
-        for (uint64_t d = 0; d < hd; d++)
-            o[d] += w * vf[d];
-        return;
-    }
     float buf[ATTN_V_CHUNK];
     const uint64_t elem = j->head_bytes / hd;
     for (uint64_t d0 = 0; d0 < hd; d0 += ATTN_V_CHUNK) {
         uint64_t m = hd - d0 < ATTN_V_CHUNK ? hd - d0 : ATTN_V_CHUNK;
         j->kv->dequant(v + d0 * elem, buf, m);
-        for (uint64_t d = 0; d < m; d++)
-            o[d0 + d] += w * buf[d];
+        j->vm->wsum(buf, 0, &w, 1, o + d0, m);
     }
 }
 
@@ -131,9 +127,28 @@ static void attn_one(const attn_job *j, uint32_t t, uint32_t h, float *s) {
         sum += (double)s[i];
     }
     const float sumf = (float)sum;
+    for (int64_t i = 0; i < n; i++)
+        s[i] = s[i] / sumf;
+    if (j->kv == NULL) {
+        /* F32 cache: the rows of [lo, lo + n) are contiguous but for one
+         * wrap of the ring; each run is one weighted sum, vectorized over
+         * the head's dims with the keys in order (the same bits as one
+         * key at a time). */
+        const uint64_t stride = j->row_bytes / sizeof(float);
+        for (int64_t i = 0; i < n;) {
+            const uint64_t row = attn_cache_row(a, base, (uint64_t)(lo + i));
+            int64_t run = n - i;
+            if (a->kv_ring > 0 && (int64_t)(a->kv_ring - (row - base)) < run)
+                run = (int64_t)(a->kv_ring - (row - base));
+            const float *v = (const float *)(const void *)attn_row(j, a->v, row, kvh);
+            j->vm->wsum(v, stride, s + i, (uint64_t)run, o, hd);
+            i += run;
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         uint64_t row = attn_cache_row(a, base, (uint64_t)(lo + i));
-        attn_add_value(j, attn_row(j, a->v, row, kvh), s[i] / sumf, o);
+        attn_add_value(j, attn_row(j, a->v, row, kvh), s[i], o);
     }
 }
 
@@ -161,6 +176,7 @@ void cpu_attention(cpu_pool *pool, const cpu_attn_args *a) {
     const uint64_t elem = a->kv_type == SW_TYPE_F32 ? 4 : 2;
     attn_job j = {.a = a, .dot = cpu_dot_f32_get(isa),
                   .kv = a->kv_type == SW_TYPE_F32 ? NULL : cpu_qkernel_get(isa, a->kv_type),
+                  .vm = cpu_vmath_get(isa),
                   .row_bytes = (uint64_t)a->n_head_kv * a->head_dim * elem,
                   .head_bytes = (uint64_t)a->head_dim * elem, .scratch_stride = 0};
     for (uint32_t t = 0; t < a->n_tokens; t++) {

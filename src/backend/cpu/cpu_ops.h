@@ -81,10 +81,13 @@ void cpu_rmsnorm(const float *x, const float *w, float *y, uint32_t n, uint32_t 
 void cpu_rope(float *x, const int32_t *pos, uint32_t n_tokens, uint32_t n_heads,
               uint32_t head_dim, float base, float freq_scale);
 
-/* out[i] = gelu_tanh(gate[i]) * up[i], i < n. out may alias gate. */
+/* out[i] = gelu_tanh(gate[i]) * up[i], i < n, in PyTorch's operation
+ * order with vmath.h's tanh (within 2 ulp of tanh; the same bits in every
+ * instruction set). out may alias gate. */
 void cpu_geglu(const float *gate, const float *up, float *out, uint64_t n);
 
-/* x[i] = cap * tanh(x[i] / cap), i < n (no-op when cap == 0). */
+/* x[i] = cap * tanh(x[i] / cap), i < n (no-op when cap == 0), with
+ * vmath.h's tanh. */
 void cpu_softcap(float *x, uint64_t n, float cap);
 
 /* cpu_geglu, cpu_rmsnorm and cpu_softcap over the pool's threads when
