@@ -144,7 +144,7 @@ static void test_kernel(uint32_t type, uint64_t ne0) {
             }
             if (k->unpack == NULL)
                 continue;
-            uint8_t *u = xmalloc(ne0 / 32 * CPU_IDOT_U32_BYTES);
+            uint8_t *u = xmalloc(ne0 / k->unpack_elems * k->unpack_bytes);
             k->unpack(row, ne0, u);
             k->unpacked_dot(u, xq, st, 4, ne0, got);
             k->unpacked_dot(u, xq + 4 * st, st, 3, ne0, got + 4);

@@ -152,7 +152,7 @@ static void dotk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
         const int8_t *q = (const int8_t *)(xq + t * xs);
         const float *dx = cpu_qact_scales(xq + t * xs, n);
         const int16_t *bs = cpu_qact_bsums(xq + t * xs, n);
-        float acc[2][LANES] = {{0}}, macc = 0.0f;
+        float acc[2][LANES] = {{0}};
         for (uint64_t b = 0; b < nb; b++) {
             unpack(row + b * block_bytes, &k);
             const int8_t *qb = q + 256 * b;
@@ -165,20 +165,77 @@ static void dotk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
                         p += k.u[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
                     s += (k.q6 ? k.sc[2 * c + l / 4] : k.sc[c]) * p;
                 }
+                const int m = k.q6 ? 32 * (k.sc[2 * l] * bb[2 * l] + k.sc[2 * l + 1] * bb[2 * l + 1])
+                                   : k.mn[l] * (bb[2 * l] + bb[2 * l + 1]);
                 acc[b % 2][l] = fmaf(k.d * dx[b], (float)s, acc[b % 2][l]);
+                acc[b % 2][l] = fmaf(-(k.dm * dx[b]), (float)m, acc[b % 2][l]);
             }
-            int m = 0;
-            if (k.q6) {
-                for (int g = 0; g < 16; g++)
-                    m += k.sc[g] * bb[g];
-                m *= 32;
-            } else {
-                for (int c = 0; c < 8; c++)
-                    m += k.mn[c] * (bb[2 * c] + bb[2 * c + 1]);
-            }
-            macc = fmaf(k.dm * dx[b], (float)m, macc);
         }
-        out[t] = r8(acc) - macc;
+        out[t] = r8(acc);
+    }
+}
+
+/* ---- unpacked K rows: idot.h's CPU_IDOT_UK layout ----------------------- */
+
+static void kblock_store(const kblock *k, uint8_t *dst) {
+    int16_t sc[16], mw[16];
+    for (int c = 0; c < 8; c++) {
+        sc[c] = (int16_t)(k->q6 ? k->sc[2 * c] : k->sc[c]);
+        sc[8 + c] = (int16_t)(k->q6 ? k->sc[2 * c + 1] : k->sc[c]);
+    }
+    for (int g = 0; g < 16; g++)
+        mw[g] = (int16_t)(k->q6 ? 32 * k->sc[g] : k->mn[g / 2]);
+    memset(dst, 0, CPU_IDOT_UK_BYTES);
+    for (int i = 0; i < 256; i++)
+        dst[i] = (uint8_t)k->u[i];
+    memcpy(dst + CPU_IDOT_UK_SC, sc, sizeof sc);
+    memcpy(dst + CPU_IDOT_UK_MW, mw, sizeof mw);
+    memcpy(dst + CPU_IDOT_UK_D, &k->d, sizeof k->d);
+    memcpy(dst + CPU_IDOT_UK_MS, &k->dm, sizeof k->dm);
+}
+
+static void unpack_rowk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
+                        uint64_t n, uint8_t *dst) {
+    kblock k;
+    for (uint64_t b = 0; b < n / 256; b++, dst += CPU_IDOT_UK_BYTES) {
+        unpack(row + b * block_bytes, &k);
+        kblock_store(&k, dst);
+    }
+}
+
+/* The canonical K dot read off unpacked rows. */
+static void ref_uk(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
+                   uint64_t n, float *out) {
+    const uint64_t nb = n / 256;
+    for (uint32_t t = 0; t < n_x; t++) {
+        const int8_t *q = (const int8_t *)(xq + t * xs);
+        const float *dx = cpu_qact_scales(xq + t * xs, n);
+        const int16_t *bs = cpu_qact_bsums(xq + t * xs, n);
+        float acc[2][LANES] = {{0}};
+        for (uint64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = row + b * CPU_IDOT_UK_BYTES;
+            int16_t sc[16], mw[16];
+            float d, ms;
+            memcpy(sc, blk + CPU_IDOT_UK_SC, sizeof sc);
+            memcpy(mw, blk + CPU_IDOT_UK_MW, sizeof mw);
+            memcpy(&d, blk + CPU_IDOT_UK_D, sizeof d);
+            memcpy(&ms, blk + CPU_IDOT_UK_MS, sizeof ms);
+            const int8_t *qb = q + 256 * b;
+            for (int l = 0; l < LANES; l++) {
+                int s = 0;
+                for (int c = 0; c < 8; c++) {
+                    int p = 0;
+                    for (int j = 0; j < 4; j++)
+                        p += blk[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
+                    s += sc[c + 8 * (l / 4)] * p;
+                }
+                const int16_t *bb = bs + 16 * b;
+                const int m = mw[2 * l] * bb[2 * l] + mw[2 * l + 1] * bb[2 * l + 1];
+                acc[b % 2][l] = fmaf(d * dx[b], (float)s, acc[b % 2][l]);
+                acc[b % 2][l] = fmaf(-(ms * dx[b]), (float)m, acc[b % 2][l]);
+            }
+        }
+        out[t] = r8(acc);
     }
 }
 
@@ -204,6 +261,9 @@ static void dotk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
                                 const uint8_t *xq, uint64_t n, float *out) {         \
         for (uint64_t r = 0; r < n_rows; r++)                                        \
             dotk(unpack_##name, bytes, rows + r * rb, xq, 0, 1, n, out + r);         \
+    }                                                                                 \
+    static void ref_unpack_##name(const uint8_t *row, uint64_t n, uint8_t *dst) {    \
+        unpack_rowk(unpack_##name, bytes, row, n, dst);                              \
     }
 static void ref_u32(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
                     uint64_t n, float *out) {
@@ -217,12 +277,18 @@ REFK(q4_k, 144)
 REFK(q5_k, 176)
 REFK(q6_k, 210)
 
+#define REF_ENTRY32(name)                                                             \
+    {.fmt = CPU_QACT_32, .dot = ref_##name, .rows = ref_rows_##name,                  \
+     .unpack = ref_unpack_##name, .unpacked_dot = ref_u32, .unpack_elems = 32,        \
+     .unpack_bytes = CPU_IDOT_U32_BYTES}
+#define REF_ENTRYK(name)                                                              \
+    {.fmt = CPU_QACT_256, .dot = ref_##name, .rows = ref_rows_##name,                 \
+     .unpack = ref_unpack_##name, .unpacked_dot = ref_uk, .unpack_elems = 256,        \
+     .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ref_table[SW_TYPE_COUNT] = {
-    [SW_TYPE_Q4_0] = {CPU_QACT_32, ref_q4_0, ref_rows_q4_0, ref_unpack_q4_0, ref_u32},
-    [SW_TYPE_Q5_0] = {CPU_QACT_32, ref_q5_0, ref_rows_q5_0, ref_unpack_q5_0, ref_u32},
-    [SW_TYPE_Q8_0] = {CPU_QACT_32, ref_q8_0, ref_rows_q8_0, ref_unpack_q8_0, ref_u32},
-    [SW_TYPE_Q4_K] = {CPU_QACT_256, ref_q4_k, ref_rows_q4_k, NULL, NULL},
-    [SW_TYPE_Q5_K] = {CPU_QACT_256, ref_q5_k, ref_rows_q5_k, NULL, NULL}, [SW_TYPE_Q6_K] = {CPU_QACT_256, ref_q6_k, ref_rows_q6_k, NULL, NULL},
+    [SW_TYPE_Q4_0] = REF_ENTRY32(q4_0), [SW_TYPE_Q5_0] = REF_ENTRY32(q5_0),
+    [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_K] = REF_ENTRYK(q4_k),
+    [SW_TYPE_Q5_K] = REF_ENTRYK(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK(q6_k),
 };
 
 /* AVX2 kernels also need FMA (the canonical fmaf) and F16C (scales).

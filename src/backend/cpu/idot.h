@@ -17,11 +17,14 @@
  *   with unsigned values u[], sub-block scales sc[] and d, and chunks
  *   c < 8 of 32 elements:
  *       s[l]   = sum_c sc(c,l) * sum_{k<4} u[32c+4l+k] * q[256b+32c+4l+k]
- *       m      = Q4_K/Q5_K: sum_c mn[c] * (bsum[2c] + bsum[2c+1])
- *                Q6_K:      32 * sum_{g<16} sc[g] * bsum[g]
+ *       m[l]   = Q4_K/Q5_K: mn[l] * (bsum[2l] + bsum[2l+1])
+ *                Q6_K:      32 * (sc[2l] * bsum[2l] + sc[2l+1] * bsum[2l+1])
  *       acc[b%2][l] = fmaf(d * dx[b], (float)s[l], acc[b%2][l])
- *       macc   = fmaf(ms * dx[b], (float)m, macc)     (ms = dmin, or d for Q6_K)
- *       result = R8(acc[0] + acc[1]) - macc
+ *       acc[b%2][l] = fmaf(-(ms * dx[b]), (float)m[l], acc[b%2][l])
+ *                                            (ms = dmin, or d for Q6_K)
+ *       result = R8(acc[0] + acc[1])
+ *   (the offset term m[l] is sub-block l's, a madd of 16 int16 pairs, and
+ *   joins the lanes' chains: no horizontal sum per block)
  *   where sc(c,l) is the scale of the sub-block holding element 32c+4l
  *   (sc[c] for Q4_K/Q5_K, sc[2c + l/4] for Q6_K).
  *
@@ -53,11 +56,24 @@ enum { CPU_IDOT_MAX_X = 4 }; /* activation rows per kernel call */
 typedef void (*cpu_idot_fn)(const uint8_t *row, const uint8_t *xq, uint64_t xq_stride,
                             uint32_t n_x, uint64_t n, float *out);
 
-/* Unpacked rows, for many tokens: n elements of a 32-element type decoded
- * once into blocks of CPU_IDOT_U32_BYTES (f32 scale, then 32 int8 values),
- * so that each further token pays only its multiply-adds. unpacked_dot
- * dots such rows exactly as `dot` dots the stored ones (same bits). */
-enum { CPU_IDOT_U32_BYTES = 36 };
+/* Unpacked rows, for many tokens: a stored row decoded once into blocks
+ * that each further token reads with multiply-adds only, no bit
+ * unpacking. unpacked_dot dots such rows exactly as `dot` dots the stored
+ * ones (same bits). Two layouts:
+ *   32-element types: per block of 32, CPU_IDOT_U32_BYTES: f32 scale,
+ *     then the 32 signed values as int8.
+ *   K types: per super-block of 256, CPU_IDOT_UK_BYTES:
+ *     u8 u[256]      the unsigned values, in element order
+ *     int16 sc[16]   sc[c] scales lanes 0..3 of chunk c (elements
+ *                    32c..32c+15), sc[8 + c] lanes 4..7 (the next 16):
+ *                    sc(c,l) of the canonical dot, laid out so that one
+ *                    byte shuffle gives a chunk's multiplier register
+ *     int16 mw[16]   m[l] = mw[2l] * bsum[2l] + mw[2l+1] * bsum[2l+1]:
+ *                    mw[g] = mn[g/2] for Q4_K/Q5_K, 32 * sc[g] for Q6_K
+ *     f32 d, f32 ms  the scales of s and of m; then zeros to 352 bytes
+ * A type's cpu_idot gives its layout in unpack_elems / unpack_bytes. */
+enum { CPU_IDOT_U32_BYTES = 36, CPU_IDOT_UK_BYTES = 352 };
+enum { CPU_IDOT_UK_SC = 256, CPU_IDOT_UK_MW = 288, CPU_IDOT_UK_D = 320, CPU_IDOT_UK_MS = 324 };
 typedef void (*cpu_idot_unpack_fn)(const uint8_t *row, uint64_t n, uint8_t *dst);
 
 /* out[r] = dot of row r (rows row_bytes apart) with the one activation
@@ -70,8 +86,10 @@ typedef struct cpu_idot {
     cpu_qact_fmt fmt; /* the activations it takes */
     cpu_idot_fn dot;
     cpu_idot_rows_fn rows;
-    cpu_idot_unpack_fn unpack;  /* NULL: no unpacked form (the K types) */
+    cpu_idot_unpack_fn unpack;  /* stored row -> unpacked row */
     cpu_idot_fn unpacked_dot;   /* takes unpack's rows */
+    uint32_t unpack_elems;      /* elements per unpacked block: 32 or 256 */
+    uint32_t unpack_bytes;      /* its bytes: CPU_IDOT_U32_BYTES or _UK_BYTES */
 } cpu_idot;
 
 /* The integer kernel of `type` for `isa`, or NULL where the type has none

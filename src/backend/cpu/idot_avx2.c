@@ -35,8 +35,10 @@ const cpu_idot *cpu_idot_table_avx2(void);
  * that every accumulator stays in a register. */
 #if defined(__clang__)
 #define IA_UNROLL _Pragma("clang loop unroll(full)")
+#define IA_UNROLL8 _Pragma("clang loop unroll(full)")
 #else
 #define IA_UNROLL _Pragma("GCC unroll 4")
+#define IA_UNROLL8 _Pragma("GCC unroll 8")
 #endif
 
 IA_INLINE float ia_f16(const uint8_t *p) {
@@ -45,11 +47,31 @@ IA_INLINE float ia_f16(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
+/* Pins v to a register at this point. The integer sums of the K kernels
+ * are exact in any order, so the compiler may regroup a running sum into
+ * a tree whose operands it then spills to the stack; pinning each step
+ * keeps the sums running in registers. */
+#define IA_PIN(v) __asm__("" : "+x"(v))
+
 IA_INLINE __m256i ia_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
+/* dw * dx[b] in all lanes (dwv: dw in all lanes), as a vector product of
+ * two broadcasts: the same bits as the scalar product, and the token's
+ * scale is broadcast straight from memory, a shuffle fewer per block. */
+IA_INLINE __m256 ia_scale(__m256 dwv, const float *dxb) {
+    return _mm256_mul_ps(dwv, _mm256_broadcast_ss(dxb));
+}
+
 /* acc + d * s, the canonical step */
-IA_INLINE __m256 ia_step(__m256 acc, float d, __m256i s) {
-    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s), acc);
+IA_INLINE __m256 ia_step(__m256 acc, __m256 d, __m256i s) {
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
+}
+
+/* acc - p * m, the offset step of the K types (p = ms * dx[b]);
+ * m = madd(mw, bsum) */
+IA_INLINE __m256 ia_offset_step(__m256 acc, __m256 p, __m256i mw, const int16_t *bs) {
+    const __m256i m = _mm256_madd_epi16(mw, ia_load(bs));
+    return _mm256_fnmadd_ps(p, _mm256_cvtepi32_ps(m), acc);
 }
 
 /* R8(a + b) of idot.h */
@@ -106,14 +128,14 @@ typedef float (*ia_s32_fn)(const uint8_t *b);
 IA_INLINE void ia_block32(ia_w32_fn wfn, ia_s32_fn sfn, const uint8_t *blk, uint64_t b, int nx,
                           const int8_t *const *q, const float *const *dx, __m256 *acc) {
     const __m256i w = wfn(blk);
-    const float dw = sfn(blk);
+    const __m256 dw = _mm256_set1_ps(sfn(blk));
     const __m256i aw = _mm256_sign_epi8(w, w);
     const __m256i one = _mm256_set1_epi16(1);
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
         const __m256i x = _mm256_sign_epi8(ia_load(q[t] + 32 * b), w);
         const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), one);
-        acc[t] = ia_step(acc[t], dw * dx[t][b], s);
+        acc[t] = ia_step(acc[t], ia_scale(dw, dx[t] + b), s);
     }
 }
 
@@ -166,14 +188,16 @@ IA_INLINE void ia_k4_scales(const uint8_t s12[12], __m128i *sc8, __m128i *mn8) {
     *mn8 = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
 }
 
-/* sum_c mn[c] * (bsum[2c] + bsum[2c+1]) for one token's 16 block sums */
-IA_INLINE int ia_k4_mins(__m128i mn16, const int16_t *bs) {
-    const __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)bs);
-    const __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(bs + 8));
-    __m128i v = _mm_madd_epi16(_mm_hadd_epi16(lo, hi), mn16);
-    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4e));
-    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xb1));
-    return _mm_cvtsi128_si32(v);
+/* mw of idot.h for Q4_K/Q5_K: mn[g / 2] in int16 g, from the 8 mins */
+IA_INLINE __m256i ia_k4_mw(__m128i mn8) {
+    const __m128i mn16 = _mm_cvtepu8_epi16(mn8);
+    return _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
+}
+
+/* mw of idot.h for Q6_K: 32 * sc[g] */
+IA_INLINE __m256i ia_q6_mw(const int8_t *scb) {
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)scb);
+    return _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);
 }
 
 /* int16 scale j of sc (8 int16 in both halves) in all 16 lanes */
@@ -184,12 +208,12 @@ IA_INLINE __m256i ia_bcast16(__m256i sc, int j) {
 
 /* Q4_K (qh NULL) and Q5_K super-block b. */
 IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t *qs, uint64_t b,
-                           int nx, const ia_xk *x, __m256 *acc, float *macc) {
+                           int nx, const ia_xk *x, __m256 *acc) {
     __m128i sc8, mn8;
     ia_k4_scales(blk + 4, &sc8, &mn8);
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
-    const __m128i mn16 = _mm_cvtepu8_epi16(mn8);
-    const float d = ia_f16(blk), dmin = ia_f16(blk + 2);
+    const __m256i mw = ia_k4_mw(mn8);
+    const __m256 d = _mm256_set1_ps(ia_f16(blk)), dmin = _mm256_set1_ps(ia_f16(blk + 2));
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     __m256i hv = qh != NULL ? ia_load(qh) : _mm256_setzero_si256();
     __m256i sum[CPU_IDOT_MAX_X];
@@ -212,21 +236,21 @@ IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t 
         for (int t = 0; t < nx; t++) {
             const int8_t *xb = x->q[t] + 256 * b + 64 * j;
             sum[t] = ia_mac(ia_mac(sum[t], lo, xb, s_lo), hi, xb + 32, s_hi);
+            IA_PIN(sum[t]);
         }
     }
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
-        const int m = ia_k4_mins(mn16, x->bs[t] + 16 * b);
-        acc[t] = ia_step(acc[t], d * x->dx[t][b], sum[t]);
-        macc[t] = fmaf(dmin * x->dx[t][b], (float)m, macc[t]);
+        acc[t] = ia_step(acc[t], ia_scale(d, x->dx[t] + b), sum[t]);
+        acc[t] = ia_offset_step(acc[t], ia_scale(dmin, x->dx[t] + b), mw, x->bs[t] + 16 * b);
     }
 }
 
 /* Q6_K super-block b. */
 IA_INLINE void ia_block_q6_k(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                             __m256 *acc, float *macc) {
+                             __m256 *acc) {
     const int8_t *scb = (const int8_t *)(blk + 192);
-    const float d = ia_f16(blk + 208);
+    const __m256 d = _mm256_set1_ps(ia_f16(blk + 208));
     const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
     __m256i sum[CPU_IDOT_MAX_X];
     IA_UNROLL
@@ -252,38 +276,37 @@ IA_INLINE void ia_block_q6_k(const uint8_t *blk, uint64_t b, int nx, const ia_xk
             const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(scb[2 * c + 1]),
                                                  _mm_set1_epi16(scb[2 * c]));
             IA_UNROLL
-            for (int t = 0; t < nx; t++)
+            for (int t = 0; t < nx; t++) {
                 sum[t] = ia_mac(sum[t], u[c4], x->q[t] + 256 * b + 32 * c, scv);
+                IA_PIN(sum[t]);
+            }
         }
     }
+    const __m256i mw = ia_q6_mw(scb);
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
-        const int16_t *bs = x->bs[t] + 16 * b;
-        int m = 0;
-        for (int g = 0; g < 16; g++)
-            m += scb[g] * bs[g];
-        acc[t] = ia_step(acc[t], d * x->dx[t][b], sum[t]);
-        macc[t] = fmaf(d * x->dx[t][b], (float)(32 * m), macc[t]);
+        const __m256 p = ia_scale(d, x->dx[t] + b);
+        acc[t] = ia_step(acc[t], p, sum[t]);
+        acc[t] = ia_offset_step(acc[t], p, mw, x->bs[t] + 16 * b);
     }
 }
 
 enum { IA_Q4_K, IA_Q5_K, IA_Q6_K };
 
 IA_INLINE void ia_blockk(int kind, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                         __m256 *acc, float *macc) {
+                         __m256 *acc) {
     if (kind == IA_Q4_K)
-        ia_block_k4(blk, NULL, blk + 16, b, nx, x, acc, macc);
+        ia_block_k4(blk, NULL, blk + 16, b, nx, x, acc);
     else if (kind == IA_Q5_K)
-        ia_block_k4(blk, blk + 16, blk + 48, b, nx, x, acc, macc);
+        ia_block_k4(blk, blk + 16, blk + 48, b, nx, x, acc);
     else
-        ia_block_q6_k(blk, b, nx, x, acc, macc);
+        ia_block_q6_k(blk, b, nx, x, acc);
 }
 
 IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const uint8_t *xq,
                        uint64_t xs, uint64_t n, float *out) {
     ia_xk x;
     __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
-    float macc[CPU_IDOT_MAX_X];
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
         const uint8_t *r = xq + (uint64_t)t * xs;
@@ -291,19 +314,148 @@ IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const 
         x.dx[t] = cpu_qact_scales(r, n);
         x.bs[t] = cpu_qact_bsums(r, n);
         a0[t] = a1[t] = _mm256_setzero_ps();
-        macc[t] = 0.0f;
     }
     const uint64_t nb = n / 256;
     uint64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-        ia_blockk(kind, row + b * bb, b, nx, &x, a0, macc);
-        ia_blockk(kind, row + (b + 1) * bb, b + 1, nx, &x, a1, macc);
+        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
+        ia_blockk(kind, row + (b + 1) * bb, b + 1, nx, &x, a1);
     }
     if (b < nb)
-        ia_blockk(kind, row + b * bb, b, nx, &x, a0, macc);
+        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
     IA_UNROLL
     for (int t = 0; t < nx; t++)
-        out[t] = ia_r8(a0[t], a1[t]) - macc[t];
+        out[t] = ia_r8(a0[t], a1[t]);
+}
+
+/* ---- unpacked K rows (idot.h's CPU_IDOT_UK layout) -------------------- */
+
+/* Unpacked super-block b into acc: per chunk one load of 32 values and one
+ * shuffle for the scales, then three operations per token. */
+IA_INLINE void ia_block_uk(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                           __m256 *acc) {
+    const __m256i scv = ia_load(blk + CPU_IDOT_UK_SC);
+    const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
+    const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
+    __m256i sum[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        sum[t] = _mm256_setzero_si256();
+    IA_UNROLL8 /* c constant: each shuffle mask a constant */
+    for (int c = 0; c < 8; c++) {
+        const __m256i u = ia_load(blk + 32 * c);
+        const __m256i sc = ia_bcast16(scv, c);
+        IA_UNROLL
+        for (int t = 0; t < nx; t++) {
+            sum[t] = ia_mac(sum[t], u, x->q[t] + 256 * b + 32 * c, sc);
+            IA_PIN(sum[t]);
+        }
+    }
+    const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        acc[t] = ia_step(acc[t], ia_scale(d, x->dx[t] + b), sum[t]);
+        acc[t] = ia_offset_step(acc[t], ia_scale(ms, x->dx[t] + b), mw, x->bs[t] + 16 * b);
+    }
+}
+
+IA_INLINE void ia_dotuk(int nx, const uint8_t *row, const uint8_t *xq, uint64_t xs, uint64_t n,
+                        float *out) {
+    ia_xk x;
+    __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const uint8_t *r = xq + (uint64_t)t * xs;
+        x.q[t] = (const int8_t *)r;
+        x.dx[t] = cpu_qact_scales(r, n);
+        x.bs[t] = cpu_qact_bsums(r, n);
+        a0[t] = a1[t] = _mm256_setzero_ps();
+    }
+    const uint64_t nb = n / 256;
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        ia_block_uk(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
+        ia_block_uk(row + (b + 1) * CPU_IDOT_UK_BYTES, b + 1, nx, &x, a1);
+    }
+    if (b < nb)
+        ia_block_uk(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        out[t] = ia_r8(a0[t], a1[t]);
+}
+
+IA_INLINE void ia_uk_store(uint8_t *dst, __m256i sc16, __m256i mw16, float d, float ms) {
+    _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_SC), sc16);
+    _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_MW), mw16);
+    _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_D), _mm256_setzero_si256());
+    memcpy(dst + CPU_IDOT_UK_D, &d, sizeof d);
+    memcpy(dst + CPU_IDOT_UK_MS, &ms, sizeof ms);
+}
+
+/* Q4_K (qh NULL) and Q5_K super-blocks of a row into unpacked blocks. */
+static void ia_unpack_k4(uint32_t bb, uint32_t qh_off, uint32_t qs_off, const uint8_t *row,
+                         uint64_t n, uint8_t *dst) {
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    for (uint64_t b = 0; b < n / 256; b++, dst += CPU_IDOT_UK_BYTES) {
+        const uint8_t *blk = row + b * bb, *qs = blk + qs_off;
+        __m256i hv = qh_off != 0 ? ia_load(blk + qh_off) : _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i v = ia_load(qs + 32 * j);
+            __m256i lo = _mm256_and_si256(v, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (qh_off != 0) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hv, one), 4));
+                hi = _mm256_or_si256(
+                    hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 1), one), 4));
+                hv = _mm256_srli_epi16(hv, 2);
+            }
+            _mm256_storeu_si256((__m256i *)(void *)(dst + 64 * j), lo);
+            _mm256_storeu_si256((__m256i *)(void *)(dst + 64 * j + 32), hi);
+        }
+        /* sc[c] for both lane halves; mw[g] = mn[g / 2] */
+        __m128i sc8, mn8;
+        ia_k4_scales(blk + 4, &sc8, &mn8);
+        ia_uk_store(dst, _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8)), ia_k4_mw(mn8),
+                    ia_f16(blk), ia_f16(blk + 2));
+    }
+}
+static void ia_unpack_q4_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    ia_unpack_k4(144, 0, 16, row, n, dst);
+}
+static void ia_unpack_q5_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    ia_unpack_k4(176, 16, 48, row, n, dst);
+}
+
+static void ia_unpack_q6_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
+    for (uint64_t b = 0; b < n / 256; b++, dst += CPU_IDOT_UK_BYTES) {
+        const uint8_t *blk = row + b * 210;
+        for (int h = 0; h < 2; h++) {
+            const __m256i qh = ia_load(blk + 128 + 32 * h);
+            const __m256i l0 = ia_load(blk + 64 * h), l1 = ia_load(blk + 64 * h + 32);
+            __m256i u[4];
+            u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+            u[1] = _mm256_or_si256(
+                _mm256_and_si256(l1, m4),
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+            u[2] = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+            u[3] = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+            for (int c4 = 0; c4 < 4; c4++)
+                _mm256_storeu_si256((__m256i *)(void *)(dst + 32 * (4 * h + c4)), u[c4]);
+        }
+        /* even sub-blocks (lanes 0..3 of each chunk) low, odd high;
+         * mw[g] = 32 * sc[g] */
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
+        const __m128i evod = _mm_shuffle_epi8(
+            sc8, _mm_set_epi8(15, 13, 11, 9, 7, 5, 3, 1, 14, 12, 10, 8, 6, 4, 2, 0));
+        const float d = ia_f16(blk + 208);
+        ia_uk_store(dst, _mm256_cvtepi8_epi16(evod), ia_q6_mw((const int8_t *)(blk + 192)), d, d);
+    }
 }
 
 /* ---- one entry point per type, each with the token count a constant ---- */
@@ -333,10 +485,12 @@ IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const 
 #define IA_Q5_0_(NX_) ia_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
 #define IA_Q8_0_(NX_) ia_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
 #define IA_U32_(NX_) ia_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
+#define IA_UK_(NX_) ia_dotuk(NX_, row, xq, xs, n, out)
 #define IA_Q4_K_(NX_) ia_dotk(IA_Q4_K, 144, NX_, row, xq, xs, n, out)
 #define IA_Q5_K_(NX_) ia_dotk(IA_Q5_K, 176, NX_, row, xq, xs, n, out)
 #define IA_Q6_K_(NX_) ia_dotk(IA_Q6_K, 210, NX_, row, xq, xs, n, out)
 IA_ENTRY_DOT(u32, IA_U32_)
+IA_ENTRY_DOT(uk, IA_UK_)
 IA_ENTRY(q4_0, IA_Q4_0_)
 IA_ENTRY(q5_0, IA_Q5_0_)
 IA_ENTRY(q8_0, IA_Q8_0_)
@@ -363,13 +517,18 @@ static void ia_unpack_q8_0(const uint8_t *row, uint64_t n, uint8_t *dst) {
     ia_unpack32(ia_w_q8_0, 34, row, n, dst);
 }
 
+#define IA_TABLE32(name)                                                              \
+    {.fmt = CPU_QACT_32, .dot = ia_##name, .rows = ia_rows_##name,                    \
+     .unpack = ia_unpack_##name, .unpacked_dot = ia_u32, .unpack_elems = 32,          \
+     .unpack_bytes = CPU_IDOT_U32_BYTES}
+#define IA_TABLEK(name)                                                               \
+    {.fmt = CPU_QACT_256, .dot = ia_##name, .rows = ia_rows_##name,                   \
+     .unpack = ia_unpack_##name, .unpacked_dot = ia_uk, .unpack_elems = 256,          \
+     .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ia_table[SW_TYPE_COUNT] = {
-    [SW_TYPE_Q4_0] = {CPU_QACT_32, ia_q4_0, ia_rows_q4_0, ia_unpack_q4_0, ia_u32},
-    [SW_TYPE_Q5_0] = {CPU_QACT_32, ia_q5_0, ia_rows_q5_0, ia_unpack_q5_0, ia_u32},
-    [SW_TYPE_Q8_0] = {CPU_QACT_32, ia_q8_0, ia_rows_q8_0, ia_unpack_q8_0, ia_u32},
-    [SW_TYPE_Q4_K] = {CPU_QACT_256, ia_q4_k, ia_rows_q4_k, NULL, NULL},
-    [SW_TYPE_Q5_K] = {CPU_QACT_256, ia_q5_k, ia_rows_q5_k, NULL, NULL},
-    [SW_TYPE_Q6_K] = {CPU_QACT_256, ia_q6_k, ia_rows_q6_k, NULL, NULL},
+    [SW_TYPE_Q4_0] = IA_TABLE32(q4_0), [SW_TYPE_Q5_0] = IA_TABLE32(q5_0),
+    [SW_TYPE_Q8_0] = IA_TABLE32(q8_0), [SW_TYPE_Q4_K] = IA_TABLEK(q4_k),
+    [SW_TYPE_Q5_K] = IA_TABLEK(q5_k), [SW_TYPE_Q6_K] = IA_TABLEK(q6_k),
 };
 
 const cpu_idot *cpu_idot_table_avx2(void) { return ia_table; }

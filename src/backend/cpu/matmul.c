@@ -12,8 +12,9 @@
  *   MM_QCHUNK_TOKENS at a time into the workspace, then dotted in
  *   integers: one token as one kernel call over the thread's whole row
  *   range; more tokens a block of rows at a time, each group of up to 4
- *   tokens passing over the block while it is in L1, the 32-element types
- *   unpacked to int8 once per block so the groups pay only multiply-adds.
+ *   tokens passing over the block while it is in L1, each block unpacked
+ *   (idot.h: int8 values for the 32-element types, bytes and ready scale
+ *   registers for the K types) once so the groups pay only multiply-adds.
  * Every other type (and all of them when exact), f32 activations:
  *   direct  (one token, or rows that are not whole 16-lane chunks): fused
  *           dequantize-and-dot on the stored row, a block at a time;
@@ -204,7 +205,8 @@ static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
     }
     float o[CPU_IDOT_MAX_X];
     const bool unpack = s != NULL && j->k->unpack != NULL && j->n_tokens > CPU_IDOT_MAX_X;
-    const uint64_t rbytes = unpack ? j->ne0 / 32 * CPU_IDOT_U32_BYTES : j->row_bytes;
+    const uint64_t rbytes =
+        unpack ? j->ne0 / j->k->unpack_elems * j->k->unpack_bytes : j->row_bytes;
     uint64_t rb = MM_QROW_BLOCK_BYTES / rbytes;
     rb = j->n_tokens <= CPU_IDOT_MAX_X || rb == 0 ? 1 : rb;
     const cpu_idot_fn dot = unpack ? j->k->unpacked_dot : j->k->dot;
