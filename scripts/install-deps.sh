@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages that building Spillway and
 # `spillway fetch` need (README command 1 runs it first), skipping every one
 # that is already installed: cmake (>= 3.25), make, gcc, libc6-dev,
-# libjson-c-dev, ca-certificates, and python3 with pip. `--test` adds what
+# libjson-c-dev, libmicrohttpd-dev and pkg-config (serve), ca-certificates,
+# and python3 with pip. `--test` adds what
 # scripts/test.sh needs on top (clang and libclang-rt-14-dev: libFuzzer and
 # the sanitizers); .ci/run uses that. Runs apt-get as root, or through sudo
 # when not root. When everything is present it prints one line and takes well
@@ -12,11 +13,11 @@ set -euo pipefail
 say() { echo "spillway deps: $*"; }
 die() { echo "spillway deps: error: $*" >&2; exit 1; }
 
-packages=(cmake make gcc libc6-dev libjson-c-dev ca-certificates)
+packages=(cmake make gcc libc6-dev libjson-c-dev libmicrohttpd-dev pkg-config ca-certificates)
 for arg in "$@"; do
     case $arg in
         --test) packages+=(clang libclang-rt-14-dev) ;;
-        -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) die "unknown argument '$arg' (usage: $0 [--test])" ;;
     esac
 done

@@ -8,7 +8,8 @@
 #      and the safetensors reader (SW_FUZZ_ST_SECONDS, default 45).
 # Tests read the real default model; it is fetched first if missing, and so
 # are the PJRT plugins (pjrt-cpu, whose header makes the release build again
-# with the PJRT backend, and pjrt-cuda, which doctor's tests use).
+# with the PJRT backend, and pjrt-cuda, which doctor's tests use) and the
+# `openai` Python client (serve's tests, into ~/.cache/spillway/test-pydeps).
 # Every stage runs even if an earlier one failed; the last line sums up.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +31,19 @@ build() { # build DIR CMAKE_ARGS...
 
 pjrt_plugins() { ./build/spillway fetch pjrt-cpu && ./build/spillway fetch pjrt-cuda; }
 
+# The Python packages the tests drive the server with (the `openai` client),
+# pinned, into a folder of their own that tests/serve_openai_test.py reads.
+test_pydeps() {
+    local dir=${SW_TEST_PYDEPS:-$HOME/.cache/spillway/test-pydeps}
+    PYTHONPATH=$dir python3 -c 'import openai' 2>/dev/null && return 0
+    python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "openai==3.60.0"
+}
+
 stage "release build" build build
 stage "default model" ./build/spillway fetch
 stage "pjrt plugins" pjrt_plugins
 stage "release build with pjrt" build build
+stage "test python packages" test_pydeps
 stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
 stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
 stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs" -LE slow

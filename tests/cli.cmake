@@ -29,3 +29,27 @@ add_test(NAME batch_cli
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/batch_cli_test.py
                  $<TARGET_FILE:spillway_cli>)
 set_tests_properties(batch_cli PROPERTIES LABELS "model;slow" TIMEOUT 900)
+# `spillway serve` over plain HTTP: greedy completions and chats equal
+# `spillway run`, streamed and not, alone and beside 7 others; stop
+# strings; every bad-input class a 4xx; a client that leaves frees its
+# sequence; SIGTERM exits 0 (and clean under the sanitizers): the tiny
+# Gemma 3 (quick, also under the sanitizers) and the default model.
+add_test(NAME serve_cli_tiny
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/serve_test.py
+                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+set_tests_properties(serve_cli_tiny PROPERTIES TIMEOUT 300)
+add_test(NAME serve_cli
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/serve_test.py
+                 $<TARGET_FILE:spillway_cli>)
+set_tests_properties(serve_cli PROPERTIES LABELS "model;slow" TIMEOUT 600)
+# The same server through the real `openai` Python client (installed by
+# scripts/test.sh into ~/.cache/spillway/test-pydeps; skipped without it).
+add_test(NAME serve_openai_tiny
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/serve_openai_test.py
+                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+set_tests_properties(serve_openai_tiny PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+add_test(NAME serve_openai
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/serve_openai_test.py
+                 $<TARGET_FILE:spillway_cli>)
+set_tests_properties(serve_openai PROPERTIES LABELS "model;slow" TIMEOUT 600
+                     SKIP_RETURN_CODE 77)

@@ -33,6 +33,7 @@ int cmd_fetch(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

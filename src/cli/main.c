@@ -18,6 +18,7 @@ static const command commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
     {"chat", cmd_chat, "talk with the model (Gemma chat format), one line per turn"},
     {"batch", cmd_batch, "generate for many prompts (JSON lines) together, -np at a time"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server, -np requests batched together"},
     {"plan", cmd_plan, "show where every byte would live and how fast it would run"},
     {"verify", cmd_verify, "check a memory plan against the all-host plan on four prompts"},
     {"info", cmd_info, "describe a model file (metadata, tensors) or the devices"},

@@ -11,4 +11,9 @@
  * (json-c lets the first two through). */
 uint64_t utf8_valid_prefix(const uint8_t *s, uint64_t n);
 
+/* Copies s[0..n) to out with each ill-formed subsequence (Unicode's
+ * maximal subpart, as Python's errors="replace" and WHATWG decoders take
+ * it) replaced by U+FFFD; returns the bytes written, at most 3 * n. */
+uint64_t utf8_repair(const uint8_t *s, uint64_t n, uint8_t *out);
+
 #endif

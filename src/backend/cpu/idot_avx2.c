@@ -246,31 +246,37 @@ IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t 
     }
 }
 
+/* The unsigned values of chunks 4h .. 4h+3 of a Q6_K super-block: low
+ * nibbles from ql, two high bits each from qh. */
+IA_INLINE void ia_q6_values(const uint8_t *blk, int h, __m256i u[4]) {
+    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
+    const __m256i qh = ia_load(blk + 128 + 32 * h);
+    const __m256i l0 = ia_load(blk + 64 * h), l1 = ia_load(blk + 64 * h + 32);
+    u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                           _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
+    u[1] = _mm256_or_si256(
+        _mm256_and_si256(l1, m4),
+        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
+    u[2] = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
+    u[3] = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+}
+
 /* Q6_K super-block b. */
 IA_INLINE void ia_block_q6_k(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
                              __m256 *acc) {
     const int8_t *scb = (const int8_t *)(blk + 192);
     const __m256 d = _mm256_set1_ps(ia_f16(blk + 208));
-    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
     __m256i sum[CPU_IDOT_MAX_X];
     IA_UNROLL
     for (int t = 0; t < nx; t++)
         sum[t] = _mm256_setzero_si256();
     for (int h = 0; h < 2; h++) {
-        const __m256i qh = ia_load(blk + 128 + 32 * h);
-        const __m256i l0 = ia_load(blk + 64 * h), l1 = ia_load(blk + 64 * h + 32);
         __m256i u[4];
-        u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-        u[1] = _mm256_or_si256(
-            _mm256_and_si256(l1, m4),
-            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-        u[2] = _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-        u[3] = _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+        ia_q6_values(blk, h, u);
         for (int c4 = 0; c4 < 4; c4++) {
             const int c = 4 * h + c4;
             const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(scb[2 * c + 1]),
@@ -427,24 +433,11 @@ static void ia_unpack_q5_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
 }
 
 static void ia_unpack_q6_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
-    const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
     for (uint64_t b = 0; b < n / 256; b++, dst += CPU_IDOT_UK_BYTES) {
         const uint8_t *blk = row + b * 210;
         for (int h = 0; h < 2; h++) {
-            const __m256i qh = ia_load(blk + 128 + 32 * h);
-            const __m256i l0 = ia_load(blk + 64 * h), l1 = ia_load(blk + 64 * h + 32);
             __m256i u[4];
-            u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-            u[1] = _mm256_or_si256(
-                _mm256_and_si256(l1, m4),
-                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-            u[2] = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-            u[3] = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+            ia_q6_values(blk, h, u);
             for (int c4 = 0; c4 < 4; c4++)
                 _mm256_storeu_si256((__m256i *)(void *)(dst + 32 * (4 * h + c4)), u[c4]);
         }

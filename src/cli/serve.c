@@ -1,0 +1,208 @@
+/*
+ * serve.c — `spillway serve`: plans once for -np parallel sequences (the
+ * plan printed as `plan` prints it), listens while the model loads
+ * (/health says "loading"), then serves the OpenAI API (serve.h) until
+ * SIGINT or SIGTERM: queued requests are refused, running ones end with
+ * finish_reason "cancelled", and every connection is answered before the
+ * engine goes.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/interrupt.h"
+#include "cli/model_arg.h"
+#include "cli/serve.h"
+
+enum { DEFAULT_PORT = 8080, DEFAULT_MAX_BODY = 1 << 20, QUEUE_PER_SEQ = 4 };
+#define SHUTDOWN_DRAIN_S 10.0 /* the longest a stopping server waits for clients */
+
+typedef struct serve_args {
+    const char *host, *api_key, *alias;
+    long port;
+    long max_body;
+    long queue;                  /* -1: QUEUE_PER_SEQ per sequence */
+} serve_args;
+
+static void usage(FILE *out) {
+    fputs("usage: spillway serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [-np N] [-c CTX]\n"
+          "                      [--api-key KEY] [--alias NAME] [placement and budget flags]\n"
+          "  An OpenAI-compatible server: POST /v1/completions, POST /v1/chat/completions\n"
+          "  (both with \"stream\": true as server-sent events), GET /v1/models, GET /health,\n"
+          "  GET /metrics (Prometheus). Up to -np requests run together (continuous\n"
+          "  batching); a bounded queue holds the rest, then 503 with Retry-After.\n"
+          "  --host ADDR      IPv4 address to listen on (default 127.0.0.1)\n"
+          "  --port N         TCP port (default 8080)\n"
+          "  --api-key KEY    require Authorization: Bearer KEY on /v1/* and /metrics\n"
+          "                   (default: $SPILLWAY_API_KEY if set, else none)\n"
+          "  --alias NAME     the model's name in the API (default: the file name)\n"
+          "  --max-body N     largest request body in bytes (default 1048576)\n"
+          "  --queue N        requests waiting beyond the -np running (default 4 x -np)\n",
+          out);
+    gen_opts_usage(out);
+}
+
+static bool parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    const long n = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
+        cli_error("%s needs an integer in [%ld, %ld], got '%s'", flag, lo, hi, v);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+/* serve's own flags; the rest are the generation flags. */
+static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
+    char **rest = malloc((size_t)argc * sizeof *rest);
+    if (rest == NULL)
+        return CLI_EXIT_OOM_HOST;
+    int n = 0, rc = CLI_EXIT_OK;
+    for (int i = 0; i < argc && rc == CLI_EXIT_OK; i++) {
+        const char *f = argv[i];
+        const bool ours = i > 0 && (!strcmp(f, "--host") || !strcmp(f, "--port") ||
+                                    !strcmp(f, "--api-key") || !strcmp(f, "--alias") ||
+                                    !strcmp(f, "--max-body") || !strcmp(f, "--queue"));
+        if (!ours) {
+            rest[n++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= argc) {
+            cli_error("%s needs a value (see spillway serve --help)", f);
+            rc = CLI_EXIT_USAGE;
+            break;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(f, "--host"))
+            a->host = v;
+        else if (!strcmp(f, "--api-key"))
+            a->api_key = v;
+        else if (!strcmp(f, "--alias"))
+            a->alias = v;
+        else if (!strcmp(f, "--port") && !parse_long(f, v, 1, 65535, &a->port))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--max-body") && !parse_long(f, v, 1024, 1L << 30, &a->max_body))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--queue") && !parse_long(f, v, 0, 1L << 20, &a->queue))
+            rc = CLI_EXIT_USAGE;
+    }
+    if (rc == CLI_EXIT_OK)
+        rc = gen_opts_parse_all(o, n, rest, usage);
+    free(rest);
+    if (rc == CLI_EXIT_OK && (o->prompt != NULL || o->prompt_file != NULL)) {
+        cli_error("serve takes prompts over HTTP, not -p or -f");
+        rc = CLI_EXIT_USAGE;
+    }
+    return rc;
+}
+
+/* The model's API name: --alias, or the file name without its folder. */
+static const char *model_name(const serve_args *a, const gen_opts *o, char *buf, size_t cap) {
+    if (a->alias != NULL)
+        return a->alias;
+    const char *path = o->model;
+    if (path == NULL && sw_default_model_path(buf, cap) == SW_OK)
+        path = buf;
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path ? path : "gemma";
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int cmd_serve(int argc, char **argv) {
+    gen_opts o;
+    serve_args a = {.host = "127.0.0.1", .port = DEFAULT_PORT, .max_body = DEFAULT_MAX_BODY,
+                    .queue = -1,
+                    .api_key = getenv("SPILLWAY_API_KEY")};
+    gen_opts_init(&o);
+    int rc = parse_args(&o, &a, argc, argv);
+    if (rc != CLI_EXIT_OK)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (a.api_key != NULL && a.api_key[0] == '\0')
+        a.api_key = NULL;
+    sw_model *m = NULL;
+    if ((rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
+        return rc;
+    char path_buf[4096];
+    srv_state s = {.opt = &o, .model = m, .model_name = model_name(&a, &o, path_buf,
+                                                                    sizeof path_buf),
+                   .api_key = a.api_key, .max_body = (size_t)a.max_body};
+    s.m.t_start = cli_now_s();
+    s.m.created = (int64_t)time(NULL);
+    sw_model_special_tokens(m, &s.special);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.work_cv, NULL);
+    pthread_cond_init(&s.out_cv, NULL);
+    pthread_t sched;
+    bool sched_started = false;
+    sw_engine *e = NULL;
+    cli_interrupt_catch();
+    struct MHD_Daemon *d = srv_http_start(&s, a.host, (uint16_t)a.port);
+    if (d == NULL) {
+        rc = CLI_EXIT_IO;
+        goto done;
+    }
+    fprintf(stderr, "serve: listening on http://%s:%ld (loading the model)\n", a.host, a.port);
+    if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
+        goto done;
+    sw_engine_print_plan(e, stderr, 0);
+    pthread_mutex_lock(&s.mu);
+    s.engine = e;
+    s.n_seq = sw_engine_n_seq(e);
+    s.queue_cap = a.queue >= 0 ? (size_t)a.queue : (size_t)sw_engine_n_seq(e) * QUEUE_PER_SEQ;
+    pthread_mutex_unlock(&s.mu);
+    if (pthread_create(&sched, NULL, srv_sched_main, &s) != 0) {
+        cli_error("cannot start the scheduler thread");
+        rc = CLI_EXIT_FAILURE;
+        goto done;
+    }
+    sched_started = true;
+    fprintf(stderr, "serve: ready: model '%s', %u sequences of %u tokens, queue %zu%s\n",
+            s.model_name, sw_engine_n_seq(e), sw_engine_n_ctx(e), s.queue_cap,
+            s.api_key ? ", API key required" : "");
+    while (!cli_interrupt_signal)
+        sleep_ms(100);
+    fprintf(stderr, "serve: signal %d: stopping\n", (int)cli_interrupt_signal);
+done:
+    pthread_mutex_lock(&s.mu);
+    s.stopping = true;
+    pthread_cond_broadcast(&s.work_cv);
+    pthread_mutex_unlock(&s.mu);
+    if (sched_started)
+        pthread_join(sched, NULL);
+    if (d != NULL) {
+        /* Every request has ended; let the connections send what is left
+         * (a streamed request's last events) before closing them. */
+        MHD_quiesce_daemon(d);
+        const double t_end = cli_now_s() + SHUTDOWN_DRAIN_S;
+        pthread_mutex_lock(&s.mu);
+        while (s.n_answering > 0 && cli_now_s() < t_end) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 100000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&s.out_cv, &s.mu, &until);
+        }
+        pthread_mutex_unlock(&s.mu);
+        MHD_stop_daemon(d);
+    }
+    cli_interrupt_restore();
+    sw_engine_destroy(s.engine);
+    sw_model_close(m);
+    pthread_cond_destroy(&s.out_cv);
+    pthread_cond_destroy(&s.work_cv);
+    pthread_mutex_destroy(&s.mu);
+    return rc;
+}

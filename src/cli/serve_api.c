@@ -1,0 +1,517 @@
+/*
+ * serve_api.c — the OpenAI-shaped JSON of `spillway serve` (serve.h):
+ * request bodies of /v1/completions and /v1/chat/completions into
+ * requests (every field checked: a wrong type, a value out of range, a
+ * prompt the context cannot hold is a 400 naming the field and the
+ * numbers), and the responses, stream chunks, errors, /v1/models,
+ * /health and /metrics.
+ *
+ * Chat messages become Gemma's turns, as `spillway chat` writes them:
+ *   <start_of_turn>user\n{text}<end_of_turn>\n ... <start_of_turn>model\n
+ * with "assistant" as the model's role and a "system" message folded into
+ * the next user turn followed by a blank line (Gemma has no system role).
+ */
+#define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/serve.h"
+#include "format/json_util.h"
+#include "util/utf8.h"
+
+enum { DEFAULT_MAX_TOKENS_COMPLETION = 16 };
+
+/* A JSON string of n bytes that may not be valid UTF-8 (generated text
+ * can end inside a character, or hold byte tokens that form none): each
+ * ill-formed part becomes U+FFFD, so the body is always valid JSON. */
+static json_object *json_text(const char *p, size_t n) {
+    uint8_t stack[1024];
+    uint8_t *buf = 3 * n <= sizeof stack ? stack : malloc(3 * n + 1);
+    if (buf == NULL)
+        return json_object_new_string("");
+    const uint64_t len = utf8_repair((const uint8_t *)p, n, buf);
+    json_object *o = json_object_new_string_len((const char *)buf, (int)len);
+    if (buf != stack)
+        free(buf);
+    return o;
+}
+
+srv_reply srv_api_error(unsigned status, const char *type, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_object *root = json_object_new_object(), *e = json_object_new_object();
+    json_object_object_add(e, "message", json_text(msg, strlen(msg)));
+    json_object_object_add(e, "type", json_object_new_string(type));
+    json_object_object_add(e, "param", NULL);
+    json_object_object_add(e, "code", NULL);
+    json_object_object_add(root, "error", e);
+    char *body = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+    json_object_put(root);
+    return (srv_reply){status, body};
+}
+
+#define BAD_REQUEST(...) srv_api_error(400, "invalid_request_error", __VA_ARGS__)
+
+static srv_reply reply_json(unsigned status, json_object *root) {
+    char *body = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+    json_object_put(root);
+    return (srv_reply){status, body};
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+typedef struct text_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} text_buf;
+
+static void tb_add(text_buf *t, const char *s, size_t n) {
+    if (t->oom)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (p == NULL) {
+            t->oom = true;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+static bool valid_utf8(const char *s, size_t n) {
+    return utf8_valid_prefix((const uint8_t *)s, n) == n;
+}
+
+/* The "prompt" of a completion: a string, or an array of exactly one. */
+static bool completion_prompt(json_object *root, text_buf *t, srv_reply *err) {
+    json_object *p = NULL;
+    if (!json_object_object_get_ex(root, "prompt", &p) || p == NULL) {
+        *err = BAD_REQUEST("\"prompt\" is required");
+        return false;
+    }
+    if (json_object_is_type(p, json_type_array)) {
+        if (json_object_array_length(p) != 1) {
+            *err = BAD_REQUEST("\"prompt\" as an array must hold exactly one string");
+            return false;
+        }
+        p = json_object_array_get_idx(p, 0);
+    }
+    if (!json_object_is_type(p, json_type_string)) {
+        *err = BAD_REQUEST("\"prompt\" must be a string");
+        return false;
+    }
+    tb_add(t, json_object_get_string(p), (size_t)json_object_get_string_len(p));
+    return true;
+}
+
+/* The "messages" of a chat request as Gemma's turns. */
+static bool chat_prompt(json_object *root, text_buf *t, srv_reply *err) {
+    json_object *msgs = NULL;
+    if (jsonu_get_arr(root, "messages", "the request", &msgs) != SW_OK ||
+        json_object_array_length(msgs) == 0) {
+        *err = BAD_REQUEST("\"messages\" must be a non-empty array");
+        return false;
+    }
+    const char *system = NULL;
+    size_t system_len = 0;
+    for (size_t i = 0; i < json_object_array_length(msgs); i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        const char *role = NULL, *content = NULL;
+        size_t len = 0;
+        if (!json_object_is_type(m, json_type_object) ||
+            jsonu_get_str(m, "role", "a message", &role, NULL) != SW_OK ||
+            jsonu_get_str(m, "content", "a message", &content, &len) != SW_OK) {
+            *err = BAD_REQUEST("each message needs a string \"role\" and a string "
+                               "\"content\"");
+            return false;
+        }
+        if (!strcmp(role, "system")) {
+            system = content;
+            system_len = len;
+        } else if (!strcmp(role, "user")) {
+            tb_add(t, "<start_of_turn>user\n", 20);
+            if (system != NULL) {
+                tb_add(t, system, system_len);
+                tb_add(t, "\n\n", 2);
+                system = NULL;
+            }
+            tb_add(t, content, len);
+            tb_add(t, "<end_of_turn>\n", 14);
+        } else if (!strcmp(role, "assistant")) {
+            tb_add(t, "<start_of_turn>model\n", 21);
+            tb_add(t, content, len);
+            tb_add(t, "<end_of_turn>\n", 14);
+        } else {
+            *err = BAD_REQUEST("unknown message role \"%.64s\" (system, user or assistant)",
+                               role);
+            return false;
+        }
+    }
+    if (system != NULL) { /* a system message with no user turn after it */
+        tb_add(t, "<start_of_turn>user\n", 20);
+        tb_add(t, system, system_len);
+        tb_add(t, "<end_of_turn>\n", 14);
+    }
+    tb_add(t, "<start_of_turn>model\n", 21);
+    return true;
+}
+
+/* An optional number in [lo, hi] (absent or null: *out unchanged). */
+static bool opt_num(json_object *root, const char *key, double lo, double hi, bool integer,
+                    double *out, srv_reply *err) {
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(root, key, &v) || v == NULL)
+        return true;
+    const bool is_int = json_object_is_type(v, json_type_int);
+    if (!(is_int || (!integer && json_object_is_type(v, json_type_double)))) {
+        *err = BAD_REQUEST("\"%s\" must be %s", key, integer ? "an integer" : "a number");
+        return false;
+    }
+    const double d = is_int ? (double)json_object_get_int64(v) : json_object_get_double(v);
+    if (!(d >= lo && d <= hi)) {
+        *err = srv_api_error(400, "invalid_request_error", "\"%s\" is %g; it must be in "
+                             "[%g, %g]", key, d, lo, hi);
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
+static bool parse_stop(json_object *root, srv_req *r, srv_reply *err) {
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(root, "stop", &v) || v == NULL)
+        return true;
+    json_object *one[1] = {v};
+    json_object **list = one;
+    size_t n = 1;
+    if (json_object_is_type(v, json_type_array)) {
+        n = json_object_array_length(v);
+        list = NULL;
+    }
+    if (n > SRV_MAX_STOP) {
+        *err = srv_api_error(400, "invalid_request_error", "\"stop\" holds %zu strings; at "
+                             "most %d", n, SRV_MAX_STOP);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *s = list ? list[i] : json_object_array_get_idx(v, i);
+        size_t len = json_object_is_type(s, json_type_string)
+                         ? (size_t)json_object_get_string_len(s) : 0;
+        if (len == 0 || len > 256 || !valid_utf8(json_object_get_string(s), len)) {
+            *err = BAD_REQUEST("\"stop\" must be a string or an array of non-empty strings "
+                               "of at most 256 bytes");
+            return false;
+        }
+        if ((r->stop[r->n_stop] = strdup(json_object_get_string(s))) == NULL) {
+            *err = srv_api_error(500, "server_error", "out of memory");
+            return false;
+        }
+        r->n_stop++;
+        r->stop_max_len = len > r->stop_max_len ? len : r->stop_max_len;
+    }
+    return true;
+}
+
+/* Sampling and length fields. */
+static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply *err) {
+    double max_tokens = r->max_tokens, temp = 1.0, top_p = 1.0, n = 1;
+    double seed = (double)s->opt->sampler.seed;
+    bool stream = false;
+    json_object *v = NULL;
+    if (json_object_object_get_ex(root, "stream", &v) && v != NULL) {
+        if (!json_object_is_type(v, json_type_boolean)) {
+            *err = BAD_REQUEST("\"stream\" must be true or false");
+            return false;
+        }
+        stream = json_object_get_boolean(v);
+    }
+    if (!opt_num(root, "max_tokens", 1, 1 << 30, true, &max_tokens, err) ||
+        !opt_num(root, "max_completion_tokens", 1, 1 << 30, true, &max_tokens, err) ||
+        !opt_num(root, "temperature", 0, 2, false, &temp, err) ||
+        !opt_num(root, "top_p", 1e-6, 1, false, &top_p, err) ||
+        !opt_num(root, "seed", 0, 9007199254740992.0, true, &seed, err) ||
+        !opt_num(root, "n", 1, 1, true, &n, err) || !parse_stop(root, r, err))
+        return false;
+    r->max_tokens = (long)max_tokens;
+    r->stream = stream;
+    r->sampling = s->opt->sampler;
+    r->sampling.temp = (float)temp;
+    r->sampling.top_p = (float)top_p;
+    r->sampling.top_k = 0;
+    r->sampling.min_p = 0.0f;
+    r->sampling.seed = (uint64_t)seed;
+    return true;
+}
+
+static bool check_model(srv_state *s, json_object *root, srv_reply *err) {
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(root, "model", &v) || v == NULL)
+        return true;
+    if (!json_object_is_type(v, json_type_string)) {
+        *err = BAD_REQUEST("\"model\" must be a string");
+        return false;
+    }
+    if (strcmp(json_object_get_string(v), s->model_name) != 0) {
+        *err = srv_api_error(404, "invalid_request_error", "the model '%.128s' does not "
+                             "exist; this server serves '%s' (GET /v1/models)",
+                             json_object_get_string(v), s->model_name);
+        return false;
+    }
+    return true;
+}
+
+static bool tokenize(srv_state *s, const text_buf *t, srv_req *r, srv_reply *err) {
+    const uint32_t n_ctx = sw_engine_n_ctx(s->engine);
+    r->prompt = malloc(SW_TOKENIZE_MAX_IDS(t->len) * sizeof *r->prompt);
+    if (r->prompt == NULL) {
+        *err = srv_api_error(500, "server_error", "out of memory tokenizing the prompt");
+        return false;
+    }
+    if (sw_tokenize(s->model, t->p, t->len, SW_TOK_ADD_BOS | SW_TOK_PARSE_SPECIAL, r->prompt,
+                    SW_TOKENIZE_MAX_IDS(t->len), &r->n_prompt) != SW_OK) {
+        *err = srv_api_error(400, "invalid_request_error", "cannot tokenize the prompt: %s",
+                             sw_last_error());
+        return false;
+    }
+    if (r->n_prompt >= n_ctx) {
+        *err = srv_api_error(400, "invalid_request_error", "the prompt is %zu tokens but the "
+                             "context holds %u (start the server with a larger -c)",
+                             r->n_prompt, n_ctx);
+        return false;
+    }
+    if (r->max_tokens > 0 && r->n_prompt + (size_t)r->max_tokens > n_ctx) {
+        *err = srv_api_error(400, "invalid_request_error", "max_tokens %ld does not fit: the "
+                             "prompt is %zu tokens and the context holds %u (at most %zu "
+                             "more)", r->max_tokens, r->n_prompt, n_ctx,
+                             (size_t)n_ctx - r->n_prompt);
+        return false;
+    }
+    return true;
+}
+
+bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_req **out,
+                   srv_reply *err) {
+    *out = NULL;
+    if (!valid_utf8(body, len)) {
+        *err = BAD_REQUEST("the body is not valid UTF-8");
+        return false;
+    }
+    json_object *root = NULL;
+    if (jsonu_parse(body, len, "the request body", &root) != SW_OK) {
+        *err = srv_api_error(400, "invalid_request_error", "%s", sw_last_error());
+        return false;
+    }
+    srv_req *r = calloc(1, sizeof *r);
+    text_buf t = {0};
+    bool ok = r != NULL;
+    if (!ok)
+        *err = srv_api_error(500, "server_error", "out of memory");
+    else if (!json_object_is_type(root, json_type_object)) {
+        *err = BAD_REQUEST("the body must be a JSON object");
+        ok = false;
+    }
+    if (ok) {
+        r->chat = chat;
+        r->max_tokens = chat ? -1 : DEFAULT_MAX_TOKENS_COMPLETION;
+        ok = check_model(s, root, err) && parse_params(s, root, r, err) &&
+             (chat ? chat_prompt(root, &t, err) : completion_prompt(root, &t, err));
+    }
+    if (ok && t.oom) {
+        *err = srv_api_error(500, "server_error", "out of memory");
+        ok = false;
+    }
+    if (ok && !valid_utf8(t.p ? t.p : "", t.len)) {
+        *err = BAD_REQUEST("the prompt is not valid UTF-8");
+        ok = false;
+    }
+    if (ok)
+        ok = tokenize(s, &t, r, err);
+    free(t.p);
+    json_object_put(root);
+    if (!ok && r != NULL) {
+        free(r->prompt);
+        for (size_t i = 0; i < r->n_stop; i++)
+            free(r->stop[i]);
+        free(r);
+        return false;
+    }
+    pthread_mutex_lock(&s->mu);
+    const uint64_t id = ++s->next_id;
+    pthread_mutex_unlock(&s->mu);
+    snprintf(r->id, sizeof r->id, "%s-%llu", chat ? "chatcmpl" : "cmpl",
+             (unsigned long long)id);
+    r->created = (int64_t)time(NULL);
+    r->refs = 1; /* the connection's */
+    *out = r;
+    return true;
+}
+
+/* ---- responses ----------------------------------------------------------- */
+
+static json_object *envelope(srv_state *s, const srv_req *r, const char *object) {
+    json_object *root = json_object_new_object();
+    json_object_object_add(root, "id", json_object_new_string(r->id));
+    json_object_object_add(root, "object", json_object_new_string(object));
+    json_object_object_add(root, "created", json_object_new_int64(r->created));
+    json_object_object_add(root, "model", json_object_new_string(s->model_name));
+    return root;
+}
+
+static json_object *finish_value(const char *finish) {
+    return finish ? json_object_new_string(finish) : NULL;
+}
+
+srv_reply srv_api_response(srv_state *s, const srv_req *r) {
+    if (r->error != NULL)
+        return srv_api_error(503, "server_error", "%s", r->error);
+    json_object *root = envelope(s, r, r->chat ? "chat.completion" : "text_completion");
+    json_object *choice = json_object_new_object(), *choices = json_object_new_array();
+    json_object_object_add(choice, "index", json_object_new_int(0));
+    json_object *text = json_text(r->text ? r->text : "", r->text_len);
+    if (r->chat) {
+        json_object *msg = json_object_new_object();
+        json_object_object_add(msg, "role", json_object_new_string("assistant"));
+        json_object_object_add(msg, "content", text);
+        json_object_object_add(choice, "message", msg);
+    } else {
+        json_object_object_add(choice, "text", text);
+        json_object_object_add(choice, "logprobs", NULL);
+    }
+    json_object_object_add(choice, "finish_reason", finish_value(r->finish));
+    json_object_array_add(choices, choice);
+    json_object_object_add(root, "choices", choices);
+    json_object *usage = json_object_new_object();
+    json_object_object_add(usage, "prompt_tokens", json_object_new_int64((int64_t)r->n_prompt));
+    json_object_object_add(usage, "completion_tokens",
+                           json_object_new_int64((int64_t)r->n_generated));
+    json_object_object_add(usage, "total_tokens",
+                           json_object_new_int64((int64_t)(r->n_prompt + r->n_generated)));
+    json_object_object_add(root, "usage", usage);
+    return reply_json(200, root);
+}
+
+char *srv_api_chunk(srv_state *s, const srv_req *r, const char *delta, size_t len,
+                    const char *finish, bool first) {
+    json_object *root = envelope(s, r, r->chat ? "chat.completion.chunk" : "text_completion");
+    json_object *choice = json_object_new_object(), *choices = json_object_new_array();
+    json_object_object_add(choice, "index", json_object_new_int(0));
+    json_object *text = json_text(delta, len);
+    if (r->chat) {
+        json_object *d = json_object_new_object();
+        if (first)
+            json_object_object_add(d, "role", json_object_new_string("assistant"));
+        if (len > 0 || finish == NULL)
+            json_object_object_add(d, "content", text);
+        else
+            json_object_put(text);
+        json_object_object_add(choice, "delta", d);
+    } else {
+        json_object_object_add(choice, "text", text);
+        json_object_object_add(choice, "logprobs", NULL);
+    }
+    json_object_object_add(choice, "finish_reason", finish_value(finish));
+    json_object_array_add(choices, choice);
+    json_object_object_add(root, "choices", choices);
+    if (finish != NULL) {
+        json_object *usage = json_object_new_object();
+        json_object_object_add(usage, "prompt_tokens",
+                               json_object_new_int64((int64_t)r->n_prompt));
+        json_object_object_add(usage, "completion_tokens",
+                               json_object_new_int64((int64_t)r->n_generated));
+        json_object_object_add(usage, "total_tokens",
+                               json_object_new_int64((int64_t)(r->n_prompt + r->n_generated)));
+        json_object_object_add(root, "usage", usage);
+    }
+    char *out = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+    json_object_put(root);
+    return out;
+}
+
+srv_reply srv_api_models(srv_state *s) {
+    json_object *root = json_object_new_object(), *list = json_object_new_array();
+    json_object *m = json_object_new_object();
+    json_object_object_add(m, "id", json_object_new_string(s->model_name));
+    json_object_object_add(m, "object", json_object_new_string("model"));
+    json_object_object_add(m, "created", json_object_new_int64(s->m.created));
+    json_object_object_add(m, "owned_by", json_object_new_string("spillway"));
+    json_object_array_add(list, m);
+    json_object_object_add(root, "object", json_object_new_string("list"));
+    json_object_object_add(root, "data", list);
+    return reply_json(200, root);
+}
+
+srv_reply srv_api_health(srv_state *s) {
+    pthread_mutex_lock(&s->mu);
+    const char *status = s->failed ? "error"
+                         : s->engine == NULL ? "loading"
+                         : s->n_queued > 0 ? "busy" : "ok";
+    const size_t queued = s->n_queued, running = s->n_running;
+    pthread_mutex_unlock(&s->mu);
+    json_object *root = json_object_new_object();
+    json_object_object_add(root, "status", json_object_new_string(status));
+    json_object_object_add(root, "running", json_object_new_int64((int64_t)running));
+    json_object_object_add(root, "queued", json_object_new_int64((int64_t)queued));
+    const bool ok = !strcmp(status, "ok") || !strcmp(status, "busy");
+    return reply_json(ok ? 200 : 503, root);
+}
+
+srv_reply srv_api_metrics(srv_state *s) {
+    pthread_mutex_lock(&s->mu);
+    const srv_metrics m = s->m;
+    const size_t queued = s->n_queued, running = s->n_running;
+    pthread_mutex_unlock(&s->mu);
+    const double up = cli_now_s() - m.t_start;
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (f == NULL)
+        return srv_api_error(500, "server_error", "out of memory");
+    fprintf(f,
+            "# TYPE spillway_requests_total counter\nspillway_requests_total %llu\n"
+            "# TYPE spillway_requests_failed_total counter\n"
+            "spillway_requests_failed_total %llu\n"
+            "# TYPE spillway_requests_cancelled_total counter\n"
+            "spillway_requests_cancelled_total %llu\n"
+            "# TYPE spillway_prompt_tokens_total counter\nspillway_prompt_tokens_total %llu\n"
+            "# TYPE spillway_generated_tokens_total counter\n"
+            "spillway_generated_tokens_total %llu\n"
+            "# TYPE spillway_forwards_total counter\nspillway_forwards_total %llu\n"
+            "# TYPE spillway_queue_depth gauge\nspillway_queue_depth %zu\n"
+            "# TYPE spillway_running_requests gauge\nspillway_running_requests %zu\n"
+            "# TYPE spillway_batch_tokens gauge\nspillway_batch_tokens %u\n"
+            "# TYPE spillway_bytes_to_device_total counter\n"
+            "spillway_bytes_to_device_total %llu\n"
+            "# TYPE spillway_bytes_to_device_per_second gauge\n"
+            "spillway_bytes_to_device_per_second %.0f\n"
+            "# TYPE spillway_device_bytes_peak gauge\nspillway_device_bytes_peak %llu\n"
+            "# TYPE spillway_device_bytes_plan gauge\nspillway_device_bytes_plan %llu\n"
+            "# TYPE spillway_host_rss_bytes_peak gauge\nspillway_host_rss_bytes_peak %llu\n",
+            (unsigned long long)m.requests, (unsigned long long)m.requests_failed,
+            (unsigned long long)m.requests_cancelled,
+            (unsigned long long)m.prompt_tokens, (unsigned long long)m.generated_tokens,
+            (unsigned long long)m.forwards, queued, running, m.last_batch,
+            (unsigned long long)m.bytes_to_device,
+            up > 0 ? (double)m.bytes_to_device / up : 0.0,
+            (unsigned long long)m.peak_device_bytes, (unsigned long long)m.plan_device_bytes,
+            (unsigned long long)m.peak_host_rss_bytes);
+    if (fclose(f) != 0) {
+        free(body);
+        return srv_api_error(500, "server_error", "out of memory");
+    }
+    return (srv_reply){200, body};
+}

@@ -1,0 +1,358 @@
+/*
+ * serve_http.c — the HTTP side of `spillway serve` (serve.h) on
+ * libmicrohttpd: one thread per connection, so a connection may block
+ * waiting for its request's tokens. Bodies are collected up to
+ * srv_state.max_body (a larger one is refused with 413 once read), the
+ * API key is checked in constant time, and a streamed request is sent as
+ * server-sent events that hold back what a stop string might still cut
+ * and any incomplete UTF-8 sequence. A client that goes away mid-stream
+ * marks its request cancelled: the scheduler frees its sequence before
+ * the next forward.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "cli/serve.h"
+
+typedef struct conn {
+    char *body;
+    size_t len, cap;
+    bool too_big, oom;
+} conn;
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, srv_reply rep, const char *type,
+                                  bool retry_after) {
+    if (rep.body == NULL) /* strdup failed */
+        return MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(rep.body), rep.body, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(rep.body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", type);
+    if (retry_after)
+        MHD_add_response_header(resp, "Retry-After", "1");
+    const enum MHD_Result ok = MHD_queue_response(c, rep.status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, srv_reply rep) {
+    return send_reply(c, rep, "application/json", false);
+}
+
+/* ---- streaming ------------------------------------------------------------ */
+
+typedef struct stream {
+    srv_state *s;
+    srv_req *r;
+    size_t sent;                 /* text bytes sent */
+    bool first, ended;
+    char *pend;                  /* formatted events not yet handed over */
+    size_t pend_len, pend_off;
+} stream;
+
+static bool pend_add(stream *st, const char *a, size_t n) {
+    char *p = realloc(st->pend, st->pend_len + n);
+    if (p == NULL)
+        return false;
+    memcpy(p + st->pend_len, a, n);
+    st->pend = p;
+    st->pend_len += n;
+    return true;
+}
+
+static bool pend_event(stream *st, char *json) {
+    if (json == NULL)
+        return false;
+    const bool ok = pend_add(st, "data: ", 6) && pend_add(st, json, strlen(json)) &&
+                    pend_add(st, "\n\n", 2);
+    free(json);
+    return ok;
+}
+
+/* Text bytes that may go out now: all of it when done; else short of what
+ * a stop string could still cut, and not inside a UTF-8 sequence. */
+static size_t safe_len(const srv_req *r) {
+    if (r->phase == SRV_DONE)
+        return r->text_len;
+    size_t n = r->text_len;
+    const size_t hold = r->stop_max_len > 0 ? r->stop_max_len - 1 : 0;
+    n = n > hold ? n - hold : 0;
+    size_t k = n;
+    while (k > 0 && ((unsigned char)r->text[k - 1] & 0xC0) == 0x80)
+        k--; /* k - 1: the lead byte of the last sequence, if incomplete */
+    if (k > 0) {
+        const unsigned char lead = (unsigned char)r->text[k - 1];
+        const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (n - (k - 1) < need)
+            n = k - 1;
+    }
+    return n;
+}
+
+/* Formats what is new (under mu). */
+static bool stream_fill(stream *st) {
+    srv_state *s = st->s;
+    srv_req *r = st->r;
+    const size_t n = safe_len(r);
+    if (n > st->sent || (st->first && r->chat)) {
+        if (!pend_event(st, srv_api_chunk(s, r, r->text + st->sent, n - st->sent, NULL,
+                                          st->first)))
+            return false;
+        st->first = false;
+        st->sent = n;
+    }
+    if (r->phase == SRV_DONE) {
+        char *last = NULL;
+        if (r->error != NULL) {
+            srv_reply e = srv_api_error(503, "server_error", "%s", r->error);
+            last = e.body;
+        } else {
+            last = srv_api_chunk(s, r, "", 0, r->finish ? r->finish : "stop", false);
+        }
+        if (!pend_event(st, last) || !pend_add(st, "data: [DONE]\n\n", 14))
+            return false;
+        st->ended = true;
+    }
+    return true;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream *st = cls;
+    if (st->pend_off == st->pend_len) {
+        st->pend_len = st->pend_off = 0;
+        if (st->ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        srv_state *s = st->s;
+        pthread_mutex_lock(&s->mu);
+        while (st->r->phase != SRV_DONE && safe_len(st->r) <= st->sent &&
+               !(st->first && st->r->chat)) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&s->out_cv, &s->mu, &until);
+        }
+        const bool ok = stream_fill(st);
+        pthread_mutex_unlock(&s->mu);
+        if (!ok)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = st->pend_len - st->pend_off;
+    n = n < max ? n : max;
+    memcpy(buf, st->pend + st->pend_off, n);
+    st->pend_off += n;
+    return (ssize_t)n;
+}
+
+/* The connection is finished, or the client went away. */
+static void stream_free(void *cls) {
+    stream *st = cls;
+    srv_state *s = st->s;
+    pthread_mutex_lock(&s->mu);
+    if (st->r->phase != SRV_DONE) {
+        st->r->cancelled = true;
+        pthread_cond_signal(&s->work_cv);
+    }
+    s->n_answering--;
+    pthread_cond_broadcast(&s->out_cv);
+    pthread_mutex_unlock(&s->mu);
+    srv_release(s, st->r);
+    free(st->pend);
+    free(st);
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static bool key_ok(const srv_state *s, struct MHD_Connection *c) {
+    if (s->api_key == NULL)
+        return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *want = s->api_key;
+    if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    /* constant time in the key's length: every byte is compared */
+    const size_t hn = strlen(h), wn = strlen(want);
+    unsigned diff = (unsigned)(hn ^ wn);
+    for (size_t i = 0; i < wn; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < hn ? h[i] : 0);
+    return diff == 0;
+}
+
+static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, bool chat,
+                                        const conn *k) {
+    srv_req *r = NULL;
+    srv_reply err = {0};
+    if (!srv_api_parse(s, chat, k->body ? k->body : "", k->len, &r, &err))
+        return send_json(c, err);
+    if (!srv_submit(s, r)) {
+        pthread_mutex_lock(&s->mu);
+        const bool stopping = s->stopping || s->failed || s->engine == NULL;
+        const size_t queued = s->n_queued;
+        pthread_mutex_unlock(&s->mu);
+        srv_release(s, r);
+        if (stopping)
+            return send_json(c, srv_api_error(503, "server_error", "the server is not "
+                                              "accepting requests (loading, failed or "
+                                              "shutting down)"));
+        return send_reply(c, srv_api_error(503, "server_error", "the server is busy: %zu "
+                                           "requests queued; retry later", queued),
+                          "application/json", true);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->n_answering++; /* until the answer is handed to the connection */
+    pthread_mutex_unlock(&s->mu);
+    if (r->stream) {
+        stream *st = calloc(1, sizeof *st);
+        struct MHD_Response *resp = NULL;
+        if (st != NULL) {
+            *st = (stream){.s = s, .r = r, .first = true};
+            resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
+                                                     stream_free);
+        }
+        if (resp == NULL) {
+            if (st != NULL) {
+                stream_free(st); /* cancels r, drops our reference and the count */
+            } else {
+                pthread_mutex_lock(&s->mu);
+                r->cancelled = true;
+                s->n_answering--;
+                pthread_mutex_unlock(&s->mu);
+                srv_release(s, r);
+            }
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        const enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+        return ok;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (r->phase != SRV_DONE)
+        pthread_cond_wait(&s->out_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    srv_reply rep = srv_api_response(s, r);
+    srv_release(s, r);
+    const enum MHD_Result ok = send_json(c, rep);
+    pthread_mutex_lock(&s->mu);
+    s->n_answering--;
+    pthread_cond_broadcast(&s->out_cv);
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+static enum MHD_Result route(srv_state *s, struct MHD_Connection *c, const char *url,
+                             const char *method, const conn *k) {
+    const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    const bool completions = !strcmp(url, "/v1/completions");
+    const bool chat = !strcmp(url, "/v1/chat/completions");
+    if (!strcmp(url, "/health"))
+        return get ? send_json(c, srv_api_health(s))
+                   : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+    const bool known = completions || chat || !strcmp(url, "/v1/models") ||
+                       !strcmp(url, "/metrics");
+    if (!known)
+        return send_json(c, srv_api_error(404, "invalid_request_error", "no such endpoint: "
+                                          "%.200s", url));
+    if (!key_ok(s, c))
+        return send_json(c, srv_api_error(401, "invalid_request_error", "a valid API key is "
+                                          "required: Authorization: Bearer KEY"));
+    if (!strcmp(url, "/v1/models"))
+        return get ? send_json(c, srv_api_models(s))
+                   : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+    if (!strcmp(url, "/metrics"))
+        return get ? send_reply(c, srv_api_metrics(s), "text/plain; version=0.0.4", false)
+                   : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+    if (!post)
+        return send_json(c, srv_api_error(405, "invalid_request_error", "use POST"));
+    if (k->too_big)
+        return send_json(c, srv_api_error(413, "invalid_request_error", "the body is over "
+                                          "%zu bytes", s->max_body));
+    if (k->oom)
+        return send_json(c, srv_api_error(500, "server_error", "out of memory"));
+    return start_generation(s, c, chat, k);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **req_cls) {
+    (void)version;
+    srv_state *s = cls;
+    conn *k = *req_cls;
+    if (k == NULL) {
+        if ((k = calloc(1, sizeof *k)) == NULL)
+            return MHD_NO;
+        *req_cls = k;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        const size_t n = *upload_size;
+        *upload_size = 0;
+        if (k->too_big || k->oom || k->len + n > s->max_body) {
+            k->too_big = k->too_big || (!k->oom && k->len + n > s->max_body);
+            return MHD_YES; /* read and dropped; refused at the end */
+        }
+        if (k->len + n + 1 > k->cap) {
+            size_t cap = k->cap ? k->cap * 2 : 4096;
+            while (cap < k->len + n + 1)
+                cap *= 2;
+            char *p = realloc(k->body, cap);
+            if (p == NULL) {
+                k->oom = true;
+                return MHD_YES;
+            }
+            k->body = p;
+            k->cap = cap;
+        }
+        memcpy(k->body + k->len, upload, n);
+        k->len += n;
+        k->body[k->len] = '\0';
+        return MHD_YES;
+    }
+    return route(s, c, url, method, k);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    conn *k = *req_cls;
+    if (k != NULL) {
+        free(k->body);
+        free(k);
+        *req_cls = NULL;
+    }
+}
+
+struct MHD_Daemon *srv_http_start(srv_state *s, const char *host, uint16_t port) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+        cli_error("--host '%s' is not an IPv4 address (e.g. 127.0.0.1, or 0.0.0.0 for every "
+                  "interface)", host);
+        return NULL;
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ITC |
+            MHD_USE_ERROR_LOG,
+        port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    if (d == NULL)
+        cli_error("cannot listen on %s:%u: %s (is the port in use?)", host, (unsigned)port,
+                  strerror(errno));
+    return d;
+}
