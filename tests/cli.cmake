@@ -53,3 +53,10 @@ add_test(NAME serve_openai
                  $<TARGET_FILE:spillway_cli>)
 set_tests_properties(serve_openai PROPERTIES LABELS "model;slow" TIMEOUT 600
                      SKIP_RETURN_CODE 77)
+# Random and mutated requests against the server for a bounded time
+# (SW_SERVE_FUZZ_SECONDS, 15 by default): always an expected status and an
+# OpenAI-shaped error, never a crash; the sanitizer stage runs it too.
+add_test(NAME serve_fuzz
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/serve_fuzz.py
+                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+set_tests_properties(serve_fuzz PROPERTIES TIMEOUT 300)
