@@ -227,9 +227,13 @@ static bool parse_stop(json_object *root, srv_req *r, srv_reply *err) {
     return true;
 }
 
-/* Sampling and length fields. */
+/* Sampling and length fields. Absent ones take the server's sampling
+ * flags (--temp, --top-k, --top-p, --min-p, --seed; their defaults are
+ * run's, as llama-server's are llama-cli's); OpenAI's API has no top_k or
+ * min_p, so those always come from the flags. */
 static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply *err) {
-    double max_tokens = r->max_tokens, temp = 1.0, top_p = 1.0, n = 1;
+    double max_tokens = r->max_tokens, n = 1;
+    double temp = s->opt->sampler.temp, top_p = s->opt->sampler.top_p;
     double seed = (double)s->opt->sampler.seed;
     bool stream = false;
     json_object *v = NULL;
@@ -252,8 +256,6 @@ static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply 
     r->sampling = s->opt->sampler;
     r->sampling.temp = (float)temp;
     r->sampling.top_p = (float)top_p;
-    r->sampling.top_k = 0;
-    r->sampling.min_p = 0.0f;
     r->sampling.seed = (uint64_t)seed;
     return true;
 }
