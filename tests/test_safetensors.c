@@ -392,6 +392,15 @@ static const bad_case bad_json_cases[] = {
     {"trailing_comma", "{\"__metadata__\":{},}", 0, "invalid JSON"},
     {"trailing_garbage", "{} x", 0, "invalid JSON at byte 3"},
     {"two_documents", "{}{}", 0, "invalid JSON at byte 2"},
+    /* json-c takes single-quoted keys even in strict mode */
+    {"single_quoted_key", "{'t':{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+     "invalid JSON at byte 1: a single-quoted string"},
+    /* json-c 0.16 decodes this valid pair (U+1DA00) as U+FFFD */
+    {"mangled_surrogate_pair",
+     "{\"\\ud836\\ude00\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+     "decodes as U+FFFD"},
+    {"single_quoted_inner_key", T1("'dtype':\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"), 8,
+     "a single-quoted string"},
     {"wrong_dtype", T1("\"dtype\":\"F31\",\"shape\":[2],\"data_offsets\":[0,8]"), 8,
      "dtype \"F31\" is not one"},
     {"dtype_lowercase", T1("\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]"), 8,

@@ -5,12 +5,35 @@
  * type off as a default.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/json_util.h"
 #include "util/error.h"
+
+/* The first ' outside a double-quoted string of text[0..n), or n. json-c
+ * takes single-quoted object keys even in strict mode; valid JSON has a '
+ * only inside strings, and up to the first one outside them the document
+ * reads the same both ways, so this finds exactly json-c's leniency. */
+static size_t single_quote_at(const char *text, size_t n) {
+    bool in_string = false;
+    for (size_t i = 0; i < n; i++) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                i++; /* the escaped character */
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '\'') {
+            return i;
+        }
+    }
+    return n;
+}
 
 sw_status jsonu_parse(const char *text, size_t len, const char *what, json_object **out) {
     *out = NULL;
@@ -41,6 +64,12 @@ sw_status jsonu_parse(const char *text, size_t len, const char *what, json_objec
     }
     if (root == NULL) /* the document was the literal null */
         return sw_errorf(SW_ERR_FORMAT, "%s: the JSON document is null", what);
+    const size_t quote = single_quote_at(text, end);
+    if (quote < end) {
+        json_object_put(root);
+        return sw_errorf(SW_ERR_FORMAT, "%s: invalid JSON at byte %zu: a single-quoted "
+                         "string (JSON strings take double quotes)", what, quote);
+    }
     *out = root;
     return SW_OK;
 }

@@ -340,12 +340,31 @@ static sw_status duplicate_key(parser *p, const scan_level *lv, int depth, const
                       "appear once", cut, raw, more, at);
 }
 
+/* Whether json-c turned an escaped surrogate pair of the key raw[0..n)
+ * into U+FFFD: json-c 0.16 does so for some valid pairs (\ud836\ude00,
+ * U+1DA00, for one), so its key no longer matches the text. */
+static bool pair_mangled(const char *raw, size_t n, const char *key) {
+    bool pair = false;
+    for (size_t i = 0; i + 2 < n && !pair; i++) {
+        if (raw[i] != '\\')
+            continue;
+        pair = raw[i + 1] == 'u' && (raw[i + 2] == 'd' || raw[i + 2] == 'D');
+        i++; /* past the escaped character */
+    }
+    return pair && strstr(key, "\xEF\xBF\xBD") != NULL;
+}
+
 static sw_status match_key(parser *p, scan_level *lv, int depth, const char *raw, size_t n,
                            size_t at) {
     scan_level *l = &lv[depth - 1];
-    if (json_object_iter_equal(&l->it, &l->end) ||
-        !raw_equals(raw, n, json_object_iter_peek_name(&l->it)))
+    const bool at_end = json_object_iter_equal(&l->it, &l->end);
+    if (at_end || !raw_equals(raw, n, json_object_iter_peek_name(&l->it))) {
+        if (!at_end && pair_mangled(raw, n, json_object_iter_peek_name(&l->it)))
+            return parse_fail(p, "the key at file offset %zu escapes a character as a "
+                              "UTF-16 surrogate pair that the JSON library (json-c) decodes "
+                              "as U+FFFD; write the character as UTF-8 instead", at);
         return duplicate_key(p, lv, depth, raw, n, at);
+    }
     l->key = json_object_iter_peek_name(&l->it);
     l->value = json_object_iter_peek_value(&l->it);
     json_object_iter_next(&l->it);
