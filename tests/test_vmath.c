@@ -70,7 +70,9 @@ static void fill_mixed(float *x, size_t n) {
         x[i] = special[(i / 7) % (sizeof special / sizeof special[0])];
 }
 
-static bool same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b)); }
+static bool same(float a, float b) {
+    return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
 
 static void check_same(const char *what, const char *set, size_t n, const float *got,
                        const float *want) {

@@ -55,7 +55,8 @@ typedef struct srv_req {
 } srv_req;
 
 typedef struct srv_metrics {
-    uint64_t requests, requests_failed, requests_cancelled, prompt_tokens, generated_tokens, forwards;
+    uint64_t requests, requests_failed, requests_cancelled;
+    uint64_t prompt_tokens, generated_tokens, forwards;
     uint32_t last_batch;         /* tokens in the last forward */
     uint64_t bytes_to_device;    /* engine report, refreshed by the scheduler */
     uint64_t peak_device_bytes, plan_device_bytes, peak_host_rss_bytes;

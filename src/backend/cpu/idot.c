@@ -165,8 +165,9 @@ static void dotk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
                         p += k.u[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
                     s += (k.q6 ? k.sc[2 * c + l / 4] : k.sc[c]) * p;
                 }
-                const int m = k.q6 ? 32 * (k.sc[2 * l] * bb[2 * l] + k.sc[2 * l + 1] * bb[2 * l + 1])
-                                   : k.mn[l] * (bb[2 * l] + bb[2 * l + 1]);
+                const int m =
+                    k.q6 ? 32 * (k.sc[2 * l] * bb[2 * l] + k.sc[2 * l + 1] * bb[2 * l + 1])
+                         : k.mn[l] * (bb[2 * l] + bb[2 * l + 1]);
                 acc[b % 2][l] = fmaf(k.d * dx[b], (float)s, acc[b % 2][l]);
                 acc[b % 2][l] = fmaf(-(k.dm * dx[b]), (float)m, acc[b % 2][l]);
             }

@@ -5,9 +5,11 @@
  * bytes by maddubs (u8 x s8 -> pairs summed to s16; no pair can saturate:
  * |w| <= 128 and |q| <= 127, or u <= 63), and the pairs summed to 8 int32
  * lanes by madd (with 1, or with the sub-block scale). Those lanes are the
- * canonical lanes of idot.h; floats enter once per block through one FMA,
- * so results equal the portable kernels (idot.c) bit for bit. Each weight
- * block is unpacked once for up to CPU_IDOT_MAX_X activation rows.
+ * canonical lanes of idot.h; floats enter once per block through one FMA
+ * (two for the K types: the step and the offset step), so results equal
+ * the portable kernels (idot.c) bit for bit. Each weight block is
+ * unpacked once for up to CPU_IDOT_MAX_X activation rows; for prefill,
+ * rows are unpacked once per row block into idot.h's unpacked layouts.
  * Signed weights meet signed activations through the sign trick:
  * |w| * (q * sign(w)) == w * q.
  */
