@@ -17,18 +17,19 @@ import http.client
 import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
 import time
+
+import serve_util
+from serve_util import check, free_port, stop
 
 BIN, MODEL = sys.argv[1], sys.argv[2]
 SECONDS = float(os.environ.get("SW_SERVE_FUZZ_SECONDS", "15"))
 SEED = int(os.environ.get("SW_SERVE_FUZZ_SEED", "1234"))
 KEY = "fuzz-key"
 OK_STATUS = {200, 400, 401, 404, 405, 413, 503}
-failures = 0
 rng = random.Random(SEED)
 
 SEEDS = [
@@ -44,14 +45,6 @@ PATHS = ["/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/m
          "/v1/nothing", "/", "/v1/completions?x=1", "/v1//completions"]
 ODD_VALUES = [None, True, False, 0, -1, 1e308, -1e308, 2 ** 63, -(2 ** 63), 1.5, "", "x" * 5000,
               [], {}, [[[[[]]]]], {"a": {"b": {}}}, "\u0000", "\ud7ff\ue000", 9007199254740993]
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def mutate_json(obj):
@@ -134,9 +127,7 @@ def one(port):
 
 
 def main():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([BIN, "serve", "-m", MODEL, "-t", "1", "-c", "128", "-np", "2",
                              "--port", str(port), "--api-key", KEY, "--max-body", "65536"],
                             stderr=subprocess.PIPE)
@@ -160,19 +151,15 @@ def main():
             n += 1
         check(proc.poll() is None, "the server died after %d requests" % n)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
+        rc = stop(proc)
         err = proc.stderr.read().decode("utf-8", "replace")
         check(rc == 0, "serve exited %d: %s" % (rc, err[-1500:]))
         check("Sanitizer" not in err and "runtime error" not in err,
               "sanitizer report: %s" % err[-1500:])
     print("serve_fuzz: %d requests in %.0f s, seed %d: %s" %
-          (n, SECONDS, SEED, "ok" if failures == 0 else "%d failures" % failures))
+          (n, SECONDS, SEED, "ok" if serve_util.failures == 0 else
+           "%d failures" % serve_util.failures))
 
 
 main()
-sys.exit(1 if failures else 0)
+sys.exit(1 if serve_util.failures else 0)

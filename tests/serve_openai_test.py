@@ -16,13 +16,15 @@ an unknown model (404) and a prompt longer than the context (400).
 usage: serve_openai_test.py SPILLWAY [MODEL]
 """
 import os
-import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.environ.get("SW_TEST_PYDEPS") or
                 os.path.expanduser("~/.cache/spillway/test-pydeps"))
+import serve_util  # noqa: E402 - after the path of the test's packages
+from serve_util import check, free_port, stop  # noqa: E402
+
 try:
     import openai
 except ImportError:
@@ -36,21 +38,6 @@ KEY = "openai-test-key"
 CTX = 256
 N = 16
 COMMON = MODEL + ["-t", "2", "-c", str(CTX), "-b", "16"]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_text(prompt):
@@ -114,15 +101,11 @@ def main():
             except Exception as e:  # noqa: BLE001 - any other outcome is a failure
                 check(False, "%s: %s %s" % (what, type(e).__name__, e))
     finally:
-        proc.terminate()
-        try:
-            rc = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
+        rc = stop(proc)
         check(rc == 0, "serve exited %d" % rc)
 
 
 main()
+failures = serve_util.failures
 print("serve_openai_test: %s" % ("ok" if failures == 0 else "%d failures" % failures))
 sys.exit(1 if failures else 0)

@@ -17,13 +17,14 @@ usage: serve_test.py SPILLWAY [MODEL]   (MODEL: default = the fetched one)
 """
 import http.client
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+
+import serve_util
+from serve_util import check, free_port, stop
 
 BIN = sys.argv[1]
 MODEL = ["-m", sys.argv[2]] if len(sys.argv) > 2 else []
@@ -37,21 +38,6 @@ PROMPTS = [
     "def fibonacci(n):",
     "春天来了，",
 ]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 PORT = free_port()
@@ -131,16 +117,6 @@ def chat_prompt(messages):
         else:
             text += "<start_of_turn>model\n" + m["content"] + "<end_of_turn>\n"
     return text + "<start_of_turn>model\n"
-
-
-def stop(proc):
-    """SIGTERM, then the exit status (killed after a minute)."""
-    proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait()
 
 
 def wait_ready(proc):
@@ -416,5 +392,6 @@ def main():
 
 
 main()
+failures = serve_util.failures
 print("serve_test: %s" % ("ok" if failures == 0 else "%d failures" % failures))
 sys.exit(1 if failures else 0)

@@ -67,30 +67,14 @@ static srv_reply reply_json(unsigned status, json_object *root) {
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* The prompt being built; oom once an append failed (checked at the end). */
 typedef struct text_buf {
-    char *p;
-    size_t len, cap;
+    sw_bytebuf b;
     bool oom;
 } text_buf;
 
 static void tb_add(text_buf *t, const char *s, size_t n) {
-    if (t->oom)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (p == NULL) {
-            t->oom = true;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
+    t->oom = t->oom || !sw_bytebuf_add(&t->b, s, n);
 }
 
 static bool valid_utf8(const char *s, size_t n) {
@@ -279,13 +263,15 @@ static bool check_model(srv_state *s, json_object *root, srv_reply *err) {
 
 static bool tokenize(srv_state *s, const text_buf *t, srv_req *r, srv_reply *err) {
     const uint32_t n_ctx = sw_engine_n_ctx(s->engine);
-    r->prompt = malloc(SW_TOKENIZE_MAX_IDS(t->len) * sizeof *r->prompt);
+    const char *text = t->b.p ? t->b.p : "";
+    const size_t len = t->b.len;
+    r->prompt = malloc(SW_TOKENIZE_MAX_IDS(len) * sizeof *r->prompt);
     if (r->prompt == NULL) {
         *err = srv_api_error(500, "server_error", "out of memory tokenizing the prompt");
         return false;
     }
-    if (sw_tokenize(s->model, t->p, t->len, SW_TOK_ADD_BOS | SW_TOK_PARSE_SPECIAL, r->prompt,
-                    SW_TOKENIZE_MAX_IDS(t->len), &r->n_prompt) != SW_OK) {
+    if (sw_tokenize(s->model, text, len, SW_TOK_ADD_BOS | SW_TOK_PARSE_SPECIAL, r->prompt,
+                    SW_TOKENIZE_MAX_IDS(len), &r->n_prompt) != SW_OK) {
         *err = srv_api_error(400, "invalid_request_error", "cannot tokenize the prompt: %s",
                              sw_last_error());
         return false;
@@ -337,13 +323,13 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
         *err = srv_api_error(500, "server_error", "out of memory");
         ok = false;
     }
-    if (ok && !valid_utf8(t.p ? t.p : "", t.len)) {
+    if (ok && !valid_utf8(t.b.p ? t.b.p : "", t.b.len)) {
         *err = BAD_REQUEST("the prompt is not valid UTF-8");
         ok = false;
     }
     if (ok)
         ok = tokenize(s, &t, r, err);
-    free(t.p);
+    sw_bytebuf_free(&t.b);
     json_object_put(root);
     if (!ok && r != NULL) {
         free(r->prompt);
@@ -384,7 +370,7 @@ srv_reply srv_api_response(srv_state *s, const srv_req *r) {
     json_object *root = envelope(s, r, r->chat ? "chat.completion" : "text_completion");
     json_object *choice = json_object_new_object(), *choices = json_object_new_array();
     json_object_object_add(choice, "index", json_object_new_int(0));
-    json_object *text = json_text(r->text ? r->text : "", r->text_len);
+    json_object *text = json_text(r->text.p ? r->text.p : "", r->text.len);
     if (r->chat) {
         json_object *msg = json_object_new_object();
         json_object_object_add(msg, "role", json_object_new_string("assistant"));

@@ -23,8 +23,7 @@
 #include "cli/serve.h"
 
 typedef struct conn {
-    char *body;
-    size_t len, cap;
+    sw_bytebuf body;
     bool too_big, oom;
 } conn;
 
@@ -57,18 +56,12 @@ typedef struct stream {
     srv_req *r;
     size_t sent;                 /* text bytes sent */
     bool first, ended;
-    char *pend;                  /* formatted events not yet handed over */
-    size_t pend_len, pend_off;
+    sw_bytebuf pend;             /* formatted events; pend_off of them handed over */
+    size_t pend_off;
 } stream;
 
 static bool pend_add(stream *st, const char *a, size_t n) {
-    char *p = realloc(st->pend, st->pend_len + n);
-    if (p == NULL)
-        return false;
-    memcpy(p + st->pend_len, a, n);
-    st->pend = p;
-    st->pend_len += n;
-    return true;
+    return sw_bytebuf_add(&st->pend, a, n);
 }
 
 static bool pend_event(stream *st, char *json) {
@@ -84,15 +77,15 @@ static bool pend_event(stream *st, char *json) {
  * a stop string could still cut, and not inside a UTF-8 sequence. */
 static size_t safe_len(const srv_req *r) {
     if (r->phase == SRV_DONE)
-        return r->text_len;
-    size_t n = r->text_len;
+        return r->text.len;
+    size_t n = r->text.len;
     const size_t hold = r->stop_max_len > 0 ? r->stop_max_len - 1 : 0;
     n = n > hold ? n - hold : 0;
     size_t k = n;
-    while (k > 0 && ((unsigned char)r->text[k - 1] & 0xC0) == 0x80)
+    while (k > 0 && ((unsigned char)r->text.p[k - 1] & 0xC0) == 0x80)
         k--; /* k - 1: the lead byte of the last sequence, if incomplete */
     if (k > 0) {
-        const unsigned char lead = (unsigned char)r->text[k - 1];
+        const unsigned char lead = (unsigned char)r->text.p[k - 1];
         const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
         if (n - (k - 1) < need)
             n = k - 1;
@@ -106,7 +99,7 @@ static bool stream_fill(stream *st) {
     srv_req *r = st->r;
     const size_t n = safe_len(r);
     if (n > st->sent || (st->first && r->chat)) {
-        if (!pend_event(st, srv_api_chunk(s, r, r->text + st->sent, n - st->sent, NULL,
+        if (!pend_event(st, srv_api_chunk(s, r, r->text.p + st->sent, n - st->sent, NULL,
                                           st->first)))
             return false;
         st->first = false;
@@ -130,8 +123,8 @@ static bool stream_fill(stream *st) {
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *st = cls;
-    if (st->pend_off == st->pend_len) {
-        st->pend_len = st->pend_off = 0;
+    if (st->pend_off == st->pend.len) {
+        st->pend.len = st->pend_off = 0;
         if (st->ended)
             return MHD_CONTENT_READER_END_OF_STREAM;
         srv_state *s = st->s;
@@ -148,9 +141,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!ok)
             return MHD_CONTENT_READER_END_WITH_ERROR;
     }
-    size_t n = st->pend_len - st->pend_off;
+    size_t n = st->pend.len - st->pend_off;
     n = n < max ? n : max;
-    memcpy(buf, st->pend + st->pend_off, n);
+    memcpy(buf, st->pend.p + st->pend_off, n);
     st->pend_off += n;
     return (ssize_t)n;
 }
@@ -168,7 +161,7 @@ static void stream_free(void *cls) {
     pthread_cond_broadcast(&s->out_cv);
     pthread_mutex_unlock(&s->mu);
     srv_release(s, st->r);
-    free(st->pend);
+    sw_bytebuf_free(&st->pend);
     free(st);
 }
 
@@ -194,7 +187,7 @@ static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, 
                                         const conn *k) {
     srv_req *r = NULL;
     srv_reply err = {0};
-    if (!srv_api_parse(s, chat, k->body ? k->body : "", k->len, &r, &err))
+    if (!srv_api_parse(s, chat, k->body.p ? k->body.p : "", k->body.len, &r, &err))
         return send_json(c, err);
     if (!srv_submit(s, r)) {
         pthread_mutex_lock(&s->mu);
@@ -300,25 +293,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size > 0) {
         const size_t n = *upload_size;
         *upload_size = 0;
-        if (k->too_big || k->oom || k->len + n > s->max_body) {
-            k->too_big = k->too_big || (!k->oom && k->len + n > s->max_body);
+        if (k->too_big || k->oom || k->body.len + n > s->max_body) {
+            k->too_big = k->too_big || (!k->oom && k->body.len + n > s->max_body);
             return MHD_YES; /* read and dropped; refused at the end */
         }
-        if (k->len + n + 1 > k->cap) {
-            size_t cap = k->cap ? k->cap * 2 : 4096;
-            while (cap < k->len + n + 1)
-                cap *= 2;
-            char *p = realloc(k->body, cap);
-            if (p == NULL) {
-                k->oom = true;
-                return MHD_YES;
-            }
-            k->body = p;
-            k->cap = cap;
-        }
-        memcpy(k->body + k->len, upload, n);
-        k->len += n;
-        k->body[k->len] = '\0';
+        k->oom = !sw_bytebuf_add(&k->body, upload, n);
         return MHD_YES;
     }
     return route(s, c, url, method, k);
@@ -331,7 +310,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     (void)toe;
     conn *k = *req_cls;
     if (k != NULL) {
-        free(k->body);
+        sw_bytebuf_free(&k->body);
         free(k);
         *req_cls = NULL;
     }

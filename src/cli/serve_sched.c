@@ -32,7 +32,7 @@ static void req_free(srv_req *r) {
     free(r->prompt);
     for (size_t i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
-    free(r->text);
+    sw_bytebuf_free(&r->text);
     free(r);
 }
 
@@ -159,40 +159,23 @@ static uint32_t build(sched *q) {
     return n;
 }
 
-static bool append(srv_req *r, const char *p, size_t len) {
-    if (r->text_len + len + 1 > r->text_cap) {
-        size_t cap = r->text_cap ? r->text_cap * 2 : 256;
-        while (cap < r->text_len + len + 1)
-            cap *= 2;
-        char *bigger = realloc(r->text, cap);
-        if (bigger == NULL)
-            return false;
-        r->text = bigger;
-        r->text_cap = cap;
-    }
-    memcpy(r->text + r->text_len, p, len);
-    r->text_len += len;
-    r->text[r->text_len] = '\0';
-    return true;
-}
-
 /* The earliest stop string in the text that the last piece (len bytes)
  * could have completed: cuts the text there. */
 static bool cut_at_stop(srv_req *r, size_t len) {
     if (r->n_stop == 0)
         return false;
-    size_t from = r->text_len - len;
+    size_t from = r->text.len - len;
     from = from > r->stop_max_len ? from - r->stop_max_len : 0;
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < r->n_stop; i++) {
-        const char *hit = strstr(r->text + from, r->stop[i]);
-        if (hit != NULL && (size_t)(hit - r->text) < best)
-            best = (size_t)(hit - r->text);
+        const char *hit = strstr(r->text.p + from, r->stop[i]);
+        if (hit != NULL && (size_t)(hit - r->text.p) < best)
+            best = (size_t)(hit - r->text.p);
     }
     if (best == SIZE_MAX)
         return false;
-    r->text_len = best;
-    r->text[best] = '\0';
+    r->text.len = best;
+    r->text.p[best] = '\0';
     return true;
 }
 
@@ -213,7 +196,7 @@ static void take_token(sched *q, lane *l, srv_req *r, const float *logits) {
         size_t len = 0;
         if (sw_token_to_piece(s->model, id, buf, sizeof buf, &len) == SW_OK &&
             len <= sizeof buf) {
-            if (!append(r, buf, len)) {
+            if (!sw_bytebuf_add(&r->text, buf, len)) {
                 if (finish(q, l, r, NULL, "out of host memory for the output"))
                     req_free(r);
                 return;

@@ -299,43 +299,6 @@ IA_INLINE void ia_block_q6_k(const uint8_t *blk, uint64_t b, int nx, const ia_xk
     }
 }
 
-enum { IA_Q4_K, IA_Q5_K, IA_Q6_K };
-
-IA_INLINE void ia_blockk(int kind, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                         __m256 *acc) {
-    if (kind == IA_Q4_K)
-        ia_block_k4(blk, NULL, blk + 16, b, nx, x, acc);
-    else if (kind == IA_Q5_K)
-        ia_block_k4(blk, blk + 16, blk + 48, b, nx, x, acc);
-    else
-        ia_block_q6_k(blk, b, nx, x, acc);
-}
-
-IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const uint8_t *xq,
-                       uint64_t xs, uint64_t n, float *out) {
-    ia_xk x;
-    __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
-    IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        const uint8_t *r = xq + (uint64_t)t * xs;
-        x.q[t] = (const int8_t *)r;
-        x.dx[t] = cpu_qact_scales(r, n);
-        x.bs[t] = cpu_qact_bsums(r, n);
-        a0[t] = a1[t] = _mm256_setzero_ps();
-    }
-    const uint64_t nb = n / 256;
-    uint64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
-        ia_blockk(kind, row + (b + 1) * bb, b + 1, nx, &x, a1);
-    }
-    if (b < nb)
-        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        out[t] = ia_r8(a0[t], a1[t]);
-}
-
 /* ---- unpacked K rows (idot.h's CPU_IDOT_UK layout) -------------------- */
 
 /* Unpacked super-block b into acc: per chunk one load of 32 values and one
@@ -367,8 +330,23 @@ IA_INLINE void ia_block_uk(const uint8_t *blk, uint64_t b, int nx, const ia_xk *
     }
 }
 
-IA_INLINE void ia_dotuk(int nx, const uint8_t *row, const uint8_t *xq, uint64_t xs, uint64_t n,
-                        float *out) {
+/* The stored K types, and IA_UK: a row of any of them unpacked. */
+enum { IA_Q4_K, IA_Q5_K, IA_Q6_K, IA_UK };
+
+IA_INLINE void ia_blockk(int kind, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                         __m256 *acc) {
+    if (kind == IA_Q4_K)
+        ia_block_k4(blk, NULL, blk + 16, b, nx, x, acc);
+    else if (kind == IA_Q5_K)
+        ia_block_k4(blk, blk + 16, blk + 48, b, nx, x, acc);
+    else if (kind == IA_Q6_K)
+        ia_block_q6_k(blk, b, nx, x, acc);
+    else
+        ia_block_uk(blk, b, nx, x, acc);
+}
+
+IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const uint8_t *xq,
+                       uint64_t xs, uint64_t n, float *out) {
     ia_xk x;
     __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
     IA_UNROLL
@@ -382,15 +360,17 @@ IA_INLINE void ia_dotuk(int nx, const uint8_t *row, const uint8_t *xq, uint64_t 
     const uint64_t nb = n / 256;
     uint64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-        ia_block_uk(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
-        ia_block_uk(row + (b + 1) * CPU_IDOT_UK_BYTES, b + 1, nx, &x, a1);
+        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
+        ia_blockk(kind, row + (b + 1) * bb, b + 1, nx, &x, a1);
     }
     if (b < nb)
-        ia_block_uk(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
+        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
     IA_UNROLL
     for (int t = 0; t < nx; t++)
         out[t] = ia_r8(a0[t], a1[t]);
 }
+
+/* ---- unpacking rows for prefill (idot.h's CPU_IDOT_UK layout) ------------ */
 
 IA_INLINE void ia_uk_store(uint8_t *dst, __m256i sc16, __m256i mw16, float d, float ms) {
     _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_SC), sc16);
@@ -480,7 +460,7 @@ static void ia_unpack_q6_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
 #define IA_Q5_0_(NX_) ia_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
 #define IA_Q8_0_(NX_) ia_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
 #define IA_U32_(NX_) ia_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
-#define IA_UK_(NX_) ia_dotuk(NX_, row, xq, xs, n, out)
+#define IA_UK_(NX_) ia_dotk(IA_UK, CPU_IDOT_UK_BYTES, NX_, row, xq, xs, n, out)
 #define IA_Q4_K_(NX_) ia_dotk(IA_Q4_K, 144, NX_, row, xq, xs, n, out)
 #define IA_Q5_K_(NX_) ia_dotk(IA_Q5_K, 176, NX_, row, xq, xs, n, out)
 #define IA_Q6_K_(NX_) ia_dotk(IA_Q6_K, 210, NX_, row, xq, xs, n, out)
