@@ -83,49 +83,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-t_start=$(date +%s)
 budget=${BUDGET_S:-$([ $dry = 1 ] && echo 200 || echo 450)}
-left() { echo $((t_start + budget - $(date +%s))); }
 outdir=${OUT:-$here/build-pjrt-gpu-out}
-mkdir -p "$outdir" || exit 3
-work=$(mktemp -d)
-raw="$work/raw"
-mkdir -p "$raw"
 synth_dir=${SYNTH_DIR:-/tmp/spillway-synth}
-log="$outdir/log.txt"
-: >"$log"
-res="$work/results.tsv"   # key \t value, the summary's source
-: >"$res"
-finish() {
-  tar -C "$work" -czf "$outdir/raw.tar.gz" raw 2>/dev/null
-  cp "$res" "$outdir/results.tsv" 2>/dev/null
-  rm -rf "$work" "$synth_dir"
-}
-trap finish EXIT
-say() { echo "$*" | tee -a "$log"; }
-put() { printf '%s\t%s\n' "$1" "$2" >>"$res"; }
-get() { awk -F'\t' -v k="$1" '$1 == k {v = $2} END {print v}' "$res"; }
-# step NAME SECONDS CMD...: run with a timeout (capped by what is left),
-# stdout+stderr to raw/NAME.log and the log; returns the command's status.
-step() {
-  local name=$1 cap=$2 l
-  shift 2
-  l=$(( $(left) - 20 ))
-  [ "$cap" -gt "$l" ] && cap=$l
-  if [ "$cap" -lt 5 ]; then
-    say "[$name] skipped: out of time"
-    return 125
-  fi
-  local t0 rc
-  t0=$(date +%s.%N)
-  timeout --kill-after=5 "$cap" "$@" >"$raw/$name.log" 2>&1
-  rc=$?
-  put "$name.s" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')"
-  put "$name.rc" "$rc"
-  { echo "[$name] rc=$rc ($(get "$name.s") s): $*"; tail -n 40 "$raw/$name.log"; } >>"$log"
-  [ $rc = 124 ] && say "[$name] timed out after $cap s"
-  return $rc
-}
+STEP_RESERVE=20
+# shellcheck source=bench/check_lib.sh
+. "$here/bench/check_lib.sh"
+check_init
 
 say "pjrt_gpu_check: $([ $dry = 1 ] && echo "DRY RUN (CPU plugin)" || echo "GPU run")," \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(cat /proc/sys/kernel/hostname), budget $budget s, out $outdir"
@@ -244,10 +208,6 @@ fi
 # model 90 s (ctest -L pjrt runs them all here).
 model_default="$cache/gemma-3-270m-q4_k_m.gguf"
 tests_end=$(( $(date +%s) + ${TESTS_S:-180} ))
-verdict() {
-  case $1 in 0) echo PASS ;; 124|137) echo "TIMEOUT (killed at the step's limit)" ;;
-    125) echo "skipped: out of time" ;; *) echo "FAIL (exit $1)" ;; esac
-}
 if [ $bin_ok = 1 ]; then
   for a in gemma3 gemma2 gemma1 default; do
     if [ $dry = 1 ] && [ $a != gemma3 ]; then

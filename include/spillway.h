@@ -308,6 +308,9 @@ typedef struct sw_report {
     uint64_t converted_bytes;       /* host bytes allocated for --weights
                                      * conversions (kept + load-time staging) */
     uint64_t n_forwards;            /* forward passes run */
+    uint64_t peak_device_driver_bytes; /* cuda: device memory the driver saw the
+                                     * engine's buffers take at most (cudaMemGetInfo,
+                                     * allocation granularity included); 0 elsewhere */
 } sw_report;
 
 sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
@@ -509,6 +512,11 @@ sw_status sw_devices_query(sw_device_report *report);
  *   ${XDG_CACHE_HOME:-$HOME/.cache}/spillway/SW_DOCTOR_CACHE_FILE
  * with the numeric keys h2d_pinned_Bps, h2d_pageable_Bps, host_mem_Bps,
  * device_mem_Bps, disk_read_Bps, host_flops, device_flops (0 = unknown),
+ * device_op_s (the least time a device op takes: launch and dispatch),
+ * host_decode_TYPE_Bps and device_decode_TYPE_Bps for each decode type
+ * (f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k: the decode matmul
+ * kernels' weight bytes/s over that type; 0 = unknown, the memory rate
+ * stands in),
  * measured_at (unix seconds), quick (0/1), and the strings host and device.
  * Without an accelerator the device rates are the sim device's: h2d = the
  * host's memcpy rate, device memory = host memory, device flops = host.
@@ -520,6 +528,13 @@ sw_status sw_devices_query(sw_device_report *report);
  *       printf("host memory %.1f GB/s, cached in %s\n", r->host_mem_Bps / 1e9, path);
  */
 #define SW_DOCTOR_CACHE_FILE "doctor.json"
+
+/* The weight types doctor times the decode matmul on, in this order:
+ * F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K Q5_K Q6_K (sw_doctor_decode_type_name). */
+#define SW_DOCTOR_DECODE_TYPES 8
+
+/* "BF16", ... for index i of the list above; "?" outside it. */
+const char *sw_doctor_decode_type_name(int i);
 
 typedef struct sw_doctor_options {
     int quick;              /* small buffers, few runs (under ~3 s): rough rates */
@@ -538,7 +553,11 @@ typedef struct sw_doctor_device {
     double h2d_pinned_Bps;   /* host-to-device from page-locked memory */
     double h2d_pageable_Bps; /* host-to-device from ordinary malloc memory */
     double device_mem_Bps;   /* device-to-device copy, read + write bytes */
-    double device_flops;     /* f32 multiply-add peak of plain kernels */
+    double device_flops;     /* the backend's prefill matmul (tensor cores) */
+    double device_op_s;      /* seconds one device op costs at least: a kernel's
+                              * launch and dispatch (back-to-back empty kernels) */
+    double decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* the decode matvec, one token, over
+                              * weights of each decode type: weight bytes/s */
 } sw_doctor_device;
 
 typedef struct sw_doctor_report {
@@ -563,6 +582,10 @@ typedef struct sw_doctor_report {
     double host_mem_Bps;            /* read bandwidth, all threads, best run */
     uint32_t host_flops_n, host_flops_tokens; /* f32 matmul n x n, tokens */
     double host_flops;              /* the CPU backend's f32 matmul rate */
+    uint64_t host_decode_test_bytes;
+    double host_decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* the CPU decode matmul (one
+                                     * token, all threads) over each decode type,
+                                     * weight bytes/s */
     uint64_t memcpy_test_bytes;
     double memcpy_Bps;              /* one thread's memcpy: the sim device's link */
     /* disk */
@@ -580,6 +603,8 @@ typedef struct sw_doctor_report {
     int rates_from_sim;             /* 1: no device measured, sim values */
     char rates_device[160];         /* "sim" or "cuda:0 NVIDIA H200" */
     double h2d_pinned_Bps, h2d_pageable_Bps, device_mem_Bps, device_flops;
+    double device_op_s;             /* 0: not measured (the sim, no device) */
+    double device_decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* 0: not measured */
 } sw_doctor_report;
 
 /* Gathers the facts and runs the measurements (about 10 s; quick: < 3 s).

@@ -3,7 +3,8 @@
 # fault injection (test_backend); the sim's queues, events, pacing, overlap
 # and race check (test_sim_queues).
 set(SW_BACKEND_UTIL ${CMAKE_CURRENT_SOURCE_DIR}/backend_util.c)
-sw_add_c_test(test_backend ${CMAKE_CURRENT_SOURCE_DIR}/test_backend.c ${SW_BACKEND_UTIL})
+sw_add_c_test(test_backend ${CMAKE_CURRENT_SOURCE_DIR}/test_backend.c ${SW_BACKEND_UTIL}
+              ${CMAKE_CURRENT_SOURCE_DIR}/backend_cases.c)
 set_tests_properties(test_backend PROPERTIES LABELS "backend" TIMEOUT 120)
 sw_add_c_test(test_sim_queues ${CMAKE_CURRENT_SOURCE_DIR}/test_sim_queues.c ${SW_BACKEND_UTIL})
 set_tests_properties(test_sim_queues PROPERTIES LABELS "backend" TIMEOUT 180)

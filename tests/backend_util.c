@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "quant/half.h"
+#include "quant/random.h"
 #include "quant/types.h"
 
 cpu_pool *bt_pool;
@@ -92,24 +92,6 @@ uint8_t *bt_random_weights(uint32_t type, uint64_t ne0, uint64_t ne1, uint64_t *
     (void)type_row_bytes(type, ne0, &row);
     *n_bytes = row * ne1;
     uint8_t *w = bt_malloc((size_t)*n_bytes);
-    for (uint64_t i = 0; i < *n_bytes; i++)
-        w[i] = (uint8_t)bt_rng();
-    const type_traits *tr = type_get_traits(type);
-    for (uint64_t off = 0; off < *n_bytes; off += tr->block_bytes) {
-        uint8_t *blk = w + off;
-        if (type == SW_TYPE_F32) {
-            float f = sw_test_rng_float(&rng_state, -1, 1);
-            memcpy(blk, &f, 4);
-        } else if (type == SW_TYPE_F16 || type == SW_TYPE_BF16) {
-            float f = sw_test_rng_float(&rng_state, -1, 1);
-            uint16_t h = type == SW_TYPE_F16 ? half_f32_to_f16(f) : half_f32_to_bf16(f);
-            memcpy(blk, &h, 2);
-        } else { /* Q8_0 and Q4_K: d (and dmin) first, kept small and finite */
-            uint16_t d = half_f32_to_f16(sw_test_rng_float(&rng_state, 0.001f, 0.01f));
-            memcpy(blk, &d, 2);
-            if (type == SW_TYPE_Q4_K)
-                memcpy(blk + 2, &d, 2);
-        }
-    }
+    quant_fill_random(type, w, *n_bytes, &rng_state);
     return w;
 }

@@ -37,7 +37,8 @@ void bt_download(backend *b, void *host, bmem src, uint64_t bytes);
 /* Waits for everything queued (sync), checking it succeeded. */
 void bt_sync(backend *b);
 
-/* A weight of `type` (ne1 rows of ne0) with random, finite blocks. */
+/* A weight of `type` (ne1 rows of ne0) with random, finite blocks: random
+ * quants, small finite scales (every block type of quant/types.h). */
 uint8_t *bt_random_weights(uint32_t type, uint64_t ne0, uint64_t ne1, uint64_t *n_bytes);
 
 #endif

@@ -6,7 +6,8 @@
 # plugin comes from `spillway fetch pjrt-cpu`.
 if(SW_HAVE_PJRT)
   add_executable(test_pjrt ${CMAKE_CURRENT_SOURCE_DIR}/test_pjrt.c
-                 ${CMAKE_CURRENT_SOURCE_DIR}/check.c ${CMAKE_CURRENT_SOURCE_DIR}/golden.c)
+                 ${CMAKE_CURRENT_SOURCE_DIR}/check.c ${CMAKE_CURRENT_SOURCE_DIR}/golden.c
+                 ${CMAKE_CURRENT_SOURCE_DIR}/model_compare.c)
   target_include_directories(test_pjrt PRIVATE ${CMAKE_SOURCE_DIR}/src
                              ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(test_pjrt PRIVATE spillway)

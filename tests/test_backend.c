@@ -17,8 +17,10 @@
 #include <string.h>
 
 #include "backend/block.h"
+#include "backend/registry.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend_util.h"
+#include "backend_cases.h"
 #include "check.h"
 #include "quant/half.h"
 #include "quant/types.h"
@@ -132,50 +134,13 @@ static void conf_elementwise(backend *b) {
  * against the direct kernels on host copies. */
 static void conf_kv_attention(backend *b, uint32_t kv_type, uint32_t ring, uint32_t window,
                               float softcap) {
-    enum { NT = 5, NH = 4, NKV = 2, HD = 16, ROWS = BT_MAX_KEYS, NSEQ = 2 };
-    const uint32_t re = NKV * HD, elem = kv_type == SW_TYPE_F32 ? 4 : 2;
-    const uint64_t half = (uint64_t)NSEQ * ROWS * re * elem, q_n = NT * NH * HD;
-    const int32_t pos[NT] = {61, 62, 3, 63, 4}, seq[NT] = {0, 0, 1, 0, 1};
-    uint8_t *cache = bt_malloc((size_t)(2 * half));
-    for (uint64_t i = 0; i < 2 * half / elem; i++) { /* an earlier history, in the cache type */
-        float f = (float)((int)(bt_rng() % 2000) - 1000) / 1000.0f;
-        uint16_t h = kv_type == SW_TYPE_F16 ? half_f32_to_f16(f) : half_f32_to_bf16(f);
-        memcpy(cache + i * elem, elem == 4 ? (const void *)&f : (const void *)&h, elem);
-    }
-    float *k = bt_random_floats(NT * re, -1, 1), *v = bt_random_floats(NT * re, -1, 1);
-    float *q = bt_random_floats(q_n, -1, 1), *want = bt_malloc(q_n * sizeof(float));
-    float *scratch = bt_malloc((size_t)BT_THREADS * BT_MAX_KEYS * sizeof(float));
-    backend_buf *dcache = bt_upload(b, cache, 2 * half, "kv"), *dout = NULL;
-    backend_buf *dk = bt_upload(b, k, NT * re * 4, "k"), *dv = bt_upload(b, v, NT * re * 4, "v");
-    backend_buf *dq = bt_upload(b, q, q_n * 4, "q"), *dpos = bt_upload(b, pos, sizeof pos, "p");
-    backend_buf *dseq = bt_upload(b, seq, sizeof seq, "s");
-    SW_CHECK_OK(b->vt->alloc(b, q_n * sizeof(float), "out", &dout));
-    cpu_kv_append(k, v, pos, seq, NT, re, kv_type, ROWS, ring, cache, cache + half);
-    cpu_attn_args ca = {.q = q, .k = cache, .v = cache + half, .kv_type = kv_type, .out = want,
-                        .q_pos = pos, .q_seq = seq, .seq_rows = ROWS, .n_tokens = NT,
-                        .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .kv_ring = ring,
-                        .window = window, .softcap = softcap, .scratch = scratch};
-    cpu_attention(bt_pool, &ca);
-    bkv kv = {.k = at(dcache), .v = {dcache, half}, .type = kv_type, .row_elems = re,
-              .rows = ROWS, .ring = ring, .n_seq = NSEQ};
-    SW_CHECK_OK(b->vt->submit(b, &(bop){.kind = BOP_KV_APPEND,
-                                         .u.kv_append = {at(dk), at(dv), at(dpos), at(dseq), kv,
-                                                         NT}}));
-    SW_CHECK_OK(b->vt->submit(b, &(bop){.kind = BOP_ATTENTION,
-                                         .u.attention = {at(dq), at(dout), at(dpos), at(dseq),
-                                                         kv, NT, NH, NKV, HD, window,
-                                                         softcap}}));
-    check_bits(b, "kv_append", at(dcache), cache, 2 * half);
-    check_bits(b, "attention", at(dout), want, q_n * sizeof(float));
-    backend_buf *bufs[] = {dout, dseq, dpos, dq, dv, dk, dcache};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        b->vt->free(b, bufs[i]);
-    free(scratch);
-    free(want);
-    free(q);
-    free(v);
-    free(k);
-    free(cache);
+    bt_attn_result r;
+    bt_attn_case_run(b, kv_type, ring, window, softcap, 16, &r);
+    SW_CHECK(memcmp(r.cache, r.want_cache, r.cache_bytes) == 0, "kv_append on %s: not "
+             "bit-identical to the direct cpu kernel", b->vt->name);
+    SW_CHECK(memcmp(r.out, r.want_out, r.out_floats * sizeof(float)) == 0, "attention on %s: "
+             "not bit-identical to the direct cpu kernel", b->vt->name);
+    bt_attn_result_free(&r);
 }
 
 static void test_conformance(backend *b) {
@@ -210,92 +175,12 @@ static void test_cpu_host_memory(backend *b) {
 
 /* ---- a whole block --------------------------------------------------------- */
 
-enum { BE = 32, BFF = 64, BH = 4, BKV = 2, BHD = 8, BNT = 5, BROWS = 16, BNSEQ = 2 };
-
-typedef struct block_case {
-    block_shape shape;
-    uint8_t *weights;              /* the packed layer */
-    uint64_t offs[BW_COUNT], sizes[BW_COUNT], total;
-    float x[BNT * BE];
-    int32_t pos[BNT], seq[BNT];
-} block_case;
-
-static void make_block_case(block_case *c) {
-    c->shape = (block_shape){.n_embd = BE, .n_ff = BFF, .n_head = BH, .n_head_kv = BKV,
-                             .head_dim = BHD, .norm_eps = 1e-6f, .query_scale = 0.35f,
-                             .attn_softcap = 50.0f, .qk_norm = true, .post_norms = true};
-    const uint64_t rows[BW_COUNT] = {1, BH * BHD, BKV * BHD, BKV * BHD, BE, 1, 1, 1, 1,
-                                     BFF, BFF, BE, 1};
-    const uint64_t cols[BW_COUNT] = {BE, BE, BE, BE, BH * BHD, BHD, BHD, BE, BE, BE, BE,
-                                     BFF, BE};
-    c->total = 0;
-    for (int r = 0; r < BW_COUNT; r++) {
-        c->offs[r] = c->total;
-        c->sizes[r] = rows[r] * cols[r] * 4;
-        c->total += (c->sizes[r] + 255) / 256 * 256;
-    }
-    c->weights = bt_malloc(c->total);
-    for (int r = 0; r < BW_COUNT; r++) {
-        bool is_norm = rows[r] == 1;
-        float *f = bt_random_floats(rows[r] * cols[r], is_norm ? 0.5f : -0.3f,
-                                    is_norm ? 1.5f : 0.3f);
-        memcpy(c->weights + c->offs[r], f, c->sizes[r]);
-        free(f);
-    }
-    float *x = bt_random_floats(BNT * BE, -2, 2);
-    memcpy(c->x, x, sizeof c->x);
-    free(x);
-    const int32_t pos[BNT] = {0, 1, 2, 0, 3}, seq[BNT] = {1, 1, 1, 0, 1};
-    memcpy(c->pos, pos, sizeof pos);
-    memcpy(c->seq, seq, sizeof seq);
-}
-
-/* Runs the block on b (block entry if `fused` and present, else ops);
- * returns x after it (malloc'd) and the cache (malloc'd). */
-static float *run_block_case(backend *b, const block_case *c, bool fused, uint8_t **kv_out) {
-    const uint64_t F = 4, nq = BH * BHD, nkv = BKV * BHD;
-    const uint64_t act_floats = BNT * (2 * BE + 2 * nq + 2 * nkv + 2 * BFF) + 2 * BNT;
-    const uint64_t half = (uint64_t)BNSEQ * BROWS * nkv * F;
-    uint8_t *zeros = calloc(1, 2 * half);
-    backend_buf *w = bt_upload(b, c->weights, c->total, "layer"), *act = NULL;
-    backend_buf *kv = bt_upload(b, zeros, 2 * half, "kv");
-    SW_CHECK_OK(b->vt->alloc(b, act_floats * F, "acts", &act));
-    block_args a = {.shape = &c->shape, .window = 3, .rope_base = 1e4f, .rope_scale = 1.0f,
-                    .n_tokens = BNT,
-                    .kv = {.k = {kv, 0}, .v = {kv, half}, .type = SW_TYPE_F32,
-                           .row_elems = (uint32_t)nkv, .rows = BROWS, .ring = 0,
-                           .n_seq = BNSEQ}};
-    const uint64_t rows[BW_COUNT] = {1, nq, nkv, nkv, BE, 1, 1, 1, 1, BFF, BFF, BE, 1};
-    for (int r = 0; r < BW_COUNT; r++)
-        a.w[r] = (btensor){.name = "w", .type = SW_TYPE_F32, .ne0 = c->sizes[r] / F / rows[r],
-                           .ne1 = rows[r], .n_bytes = c->sizes[r], .mem = {w, c->offs[r]}};
-    uint64_t o = 0;
-    bmem *slots[] = {&a.act.x, &a.act.h, &a.act.q, &a.act.att, &a.act.k, &a.act.v,
-                     &a.act.gate, &a.act.up, &a.act.pos, &a.act.seq};
-    const uint64_t sizes[] = {BNT * BE, BNT * BE, BNT * nq, BNT * nq, BNT * nkv, BNT * nkv,
-                              BNT * BFF, BNT * BFF, BNT, BNT};
-    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
-        *slots[i] = (bmem){act, o * F};
-        o += sizes[i];
-    }
-    SW_CHECK_OK(b->vt->copy_h2d(b, BQ_COMPUTE, a.act.x, c->x, sizeof c->x));
-    SW_CHECK_OK(b->vt->copy_h2d(b, BQ_COMPUTE, a.act.pos, c->pos, sizeof c->pos));
-    SW_CHECK_OK(b->vt->copy_h2d(b, BQ_COMPUTE, a.act.seq, c->seq, sizeof c->seq));
-    SW_CHECK_OK(fused && b->vt->block ? b->vt->block(b, &a) : block_run_ops(b, &a));
-    float *x = bt_malloc(sizeof c->x);
-    *kv_out = bt_malloc(2 * half);
-    bt_download(b, x, a.act.x, sizeof c->x);
-    bt_download(b, *kv_out, a.kv.k, 2 * half);
-    b->vt->free(b, act);
-    b->vt->free(b, kv);
-    b->vt->free(b, w);
-    free(zeros);
-    return x;
-}
-
 static void test_block(backend *cpu) {
-    block_case c;
-    make_block_case(&c);
+    const block_shape shape = {.n_embd = 32, .n_ff = 64, .n_head = 4, .n_head_kv = 2,
+                               .head_dim = 8, .norm_eps = 1e-6f, .query_scale = 0.35f,
+                               .attn_softcap = 50.0f, .qk_norm = true, .post_norms = true};
+    bt_block_case c;
+    bt_block_case_init(&c, &shape, SW_TYPE_F32, 5, 16, 2, 3, 0.3f);
     backend_params per_op = {.per_op = true};
     backend *sim = bt_sim(8 * BT_MIB, 0, NULL), *sim_ops = bt_sim(8 * BT_MIB, 0, &per_op);
     if (sim == NULL || sim_ops == NULL)
@@ -303,16 +188,17 @@ static void test_block(backend *cpu) {
     SW_CHECK(sim->vt->block != NULL && sim_ops->vt->block == NULL && cpu->vt->block == NULL,
              "block entries: sim has one, per_op hides it, cpu has none");
     uint8_t *kv0, *kv1, *kv2;
-    float *x0 = run_block_case(cpu, &c, false, &kv0);
-    float *x1 = run_block_case(sim, &c, true, &kv1);
-    float *x2 = run_block_case(sim_ops, &c, true, &kv2);
-    const uint64_t kv_bytes = 2ull * BNSEQ * BROWS * BKV * BHD * 4;
-    SW_CHECK(memcmp(x0, x1, sizeof c.x) == 0 && memcmp(kv0, kv1, kv_bytes) == 0,
+    float *x0 = bt_block_case_run(cpu, &c, 5, false, &kv0);
+    float *x1 = bt_block_case_run(sim, &c, 5, true, &kv1);
+    float *x2 = bt_block_case_run(sim_ops, &c, 5, true, &kv2);
+    const uint64_t kv_bytes = bt_block_case_kv_bytes(&c), x_bytes = 5 * 32 * sizeof(float);
+    SW_CHECK(memcmp(x0, x1, x_bytes) == 0 && memcmp(kv0, kv1, kv_bytes) == 0,
              "sim block entry differs from the cpu backend's ops");
-    SW_CHECK(memcmp(x0, x2, sizeof c.x) == 0 && memcmp(kv0, kv2, kv_bytes) == 0,
+    SW_CHECK(memcmp(x0, x2, x_bytes) == 0 && memcmp(kv0, kv2, kv_bytes) == 0,
              "sim per-op block differs from the cpu backend's ops");
-    SW_CHECK(memcmp(x0, c.x, sizeof c.x) != 0, "the block changed nothing");
-    free(x0), free(x1), free(x2), free(kv0), free(kv1), free(kv2), free(c.weights);
+    SW_CHECK(memcmp(x0, c.x, x_bytes) != 0, "the block changed nothing");
+    free(x0), free(x1), free(x2), free(kv0), free(kv1), free(kv2);
+    bt_block_case_free(&c);
     backend_destroy(sim);
     backend_destroy(sim_ops);
 }
@@ -475,9 +361,19 @@ static void test_sim_bad_operands(backend *cpu) {
     backend_params none = {0};
     SW_CHECK(backend_create("sim", &none, &b) == SW_ERR_ARG && b == NULL, "capacity 0");
     SW_CHECK(backend_create("gpu", &none, &b) == SW_ERR_ARG, "unknown backend name");
-    SW_CHECK(backend_create("cuda", &none, &b) == SW_ERR_UNSUPPORTED &&
-             strstr(sw_last_error(), "--backend sim") != NULL,
-             "cuda says why it cannot run: %s", sw_last_error());
+    /* cuda: not in this build (why and what instead), no device (never
+     * out of memory), or a GPU. */
+    backend_info cuda;
+    SW_CHECK_OK(backend_lookup("cuda", &cuda));
+    sw_status st = backend_create("cuda", &none, &b);
+    if (!cuda.runs)
+        SW_CHECK(st == SW_ERR_UNSUPPORTED && strstr(sw_last_error(), "--backend sim") != NULL,
+                 "cuda not built says why it cannot run: %s", sw_last_error());
+    else
+        SW_CHECK(st == SW_OK || (st == SW_ERR_NO_DEVICE &&
+                                 strstr(sw_last_error(), "no CUDA device visible") != NULL),
+                 "cuda without a device says so: %s %s", sw_status_name(st), sw_last_error());
+    backend_destroy(b);
     backend_destroy(NULL);
 }
 

@@ -21,6 +21,7 @@
 #include "check.h"
 #include "engine/engine_internal.h"
 #include "golden.h"
+#include "model_compare.h"
 #include "plan/plan_api.h"
 #include "runtime/launch.h"
 
@@ -57,82 +58,7 @@ static sw_plan_options options(const char *be, const char *place, uint64_t dev_m
     return o;
 }
 
-static int32_t argmax(const float *x, uint32_t n) {
-    int32_t b = 0;
-    for (uint32_t i = 1; i < n; i++)
-        b = x[i] > x[b] ? (int32_t)i : b;
-    return b;
-}
 
-/* Teacher-forced logits of ids (n rows of V), or NULL. */
-static float *forced(sw_engine *e, const int32_t *ids, uint32_t n, uint32_t V) {
-    sw_session *s = NULL;
-    float *out = malloc((size_t)n * V * sizeof(float));
-    SW_CHECK_OK(sw_session_create(e, &s));
-    if (s == NULL || out == NULL || sw_session_eval(s, ids, n, out, 1) != SW_OK) {
-        SW_CHECK(false, "teacher-forced eval failed: %s", sw_last_error());
-        free(out);
-        out = NULL;
-    }
-    sw_session_destroy(s);
-    return out;
-}
-
-static void compare_forced(const golden_file *g, sw_engine *cpu, sw_engine *pj, uint32_t V) {
-    const golden_entry *np = golden_find(g, "n_prompts");
-    int n_prompts = np ? *(const int32_t *)np->data : 0;
-    uint32_t positions = 0, same = 0;
-    double worst = 0;
-    SW_CHECK(n_prompts > 0, "golden file lists no prompts");
-    for (int p = 0; p < n_prompts; p++) {
-        char key[32];
-        snprintf(key, sizeof key, "p%d.ids", p);
-        const golden_entry *ids = golden_find(g, key);
-        SW_CHECK(ids != NULL, "golden entry %s missing", key);
-        if (ids == NULL)
-            continue;
-        uint32_t n = (uint32_t)ids->dims[0];
-        n = n > MAX_T ? MAX_T : n;
-        float *a = forced(cpu, ids->data, n, V), *b = forced(pj, ids->data, n, V);
-        for (uint32_t t = 0; a && b && t < n; t++) {
-            const float *ra = a + (size_t)t * V, *rb = b + (size_t)t * V;
-            double mx = 0, d = 0;
-            for (uint32_t v = 0; v < V; v++) {
-                mx = fmax(mx, fabs(ra[v]));
-                d = fmax(d, fabs((double)ra[v] - rb[v]));
-            }
-            worst = fmax(worst, d / (mx > 0 ? mx : 1));
-            positions++;
-            same += argmax(ra, V) == argmax(rb, V);
-        }
-        free(a);
-        free(b);
-    }
-    SW_CHECK(positions > 0 && same == positions, "teacher-forced argmax agrees at %u of %u "
-             "positions", same, positions);
-    SW_CHECK(worst <= REL_TOL, "logits differ by %.3g of the row's max |logit| (limit %.0e)",
-             worst, REL_TOL);
-    printf("  teacher-forced: argmax agrees at %u/%u positions, max |dlogit| %.2e x "
-           "max|logit|\n", same, positions, worst);
-}
-
-/* Greedy continuation of ids: N_GREEDY tokens into out, their logits into
- * logits (N_GREEDY rows). */
-static void greedy(sw_engine *e, const int32_t *ids, uint32_t n, uint32_t V, int32_t *out,
-                   float *logits) {
-    sw_session *s = NULL;
-    float *row = malloc((size_t)V * sizeof(float));
-    SW_CHECK_OK(sw_session_create(e, &s));
-    sw_status st = s && row ? sw_session_eval(s, ids, n, row, 0) : SW_ERR_OOM_HOST;
-    for (int i = 0; st == SW_OK && i < N_GREEDY; i++) {
-        memcpy(logits + (size_t)i * V, row, (size_t)V * sizeof(float));
-        out[i] = argmax(row, V);
-        st = sw_session_eval(s, &out[i], 1, row, 0);
-    }
-    SW_CHECK_OK(st);
-    sw_session_destroy(s);
-    free(row);
-}
 
 static void check_peak(sw_engine *e, const char *name) {
     sw_plan_summary sum;
@@ -163,7 +89,7 @@ static void compare_plans(const sw_model *m, const golden_file *g, const char *w
         if (e == NULL)
             continue;
         memset(got, 0xff, sizeof got);
-        greedy(e, ids->data, n, V, got, i == 0 ? ref_logits : logits);
+        mc_greedy(e, ids->data, n, V, N_GREEDY, got, i == 0 ? ref_logits : logits);
         check_peak(e, v->name);
         sw_engine_destroy(e);
         if (i == 0) {
@@ -171,7 +97,7 @@ static void compare_plans(const sw_model *m, const golden_file *g, const char *w
             memcpy(ref, got, sizeof ref);
             memset(on_cpu, 0xff, sizeof on_cpu);
             if (cpu != NULL)
-                greedy(cpu, ids->data, n, V, on_cpu, logits);
+                mc_greedy(cpu, ids->data, n, V, N_GREEDY, on_cpu, logits);
             SW_CHECK(!memcmp(ref, on_cpu, sizeof ref), "pjrt greedy continuation differs "
                      "from the cpu backend's");
             printf("  cpu  greedy equal to pjrt resident: %s\n",
@@ -218,8 +144,11 @@ int main(int argc, char **argv) {
     sw_plan_options co = options("cpu", NULL, 0, weights);
     SW_CHECK_OK(sw_engine_launch(m, &co, NULL, &cpu));
     printf("%s on pjrt (weights %s):\n", argv[2], weights ? weights : "as stored");
-    if (cpu != NULL)
-        compare_forced(g, cpu, pj, V);
+    if (cpu != NULL) {
+        mc_prompts prompts;
+        mc_prompts_from_golden(g, MAX_T, &prompts);
+        mc_compare_forced(&prompts, cpu, pj, V, "teacher-forced:", REL_TOL);
+    }
     sw_engine_destroy(pj);
     pj = NULL;
     compare_plans(m, g, weights, V, cpu);

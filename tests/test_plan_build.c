@@ -3,7 +3,8 @@
  * sweeps from "everything fits" to the smallest plan, checking every
  * invariant independently of the planner's own bookkeeping; the failure
  * one byte below the minimum; pins; the cpu backend; the link-bound
- * decode prediction; the doctor cache parser.
+ * decode prediction; per-type kernel rates and op dispatch in the
+ * device's prediction; the doctor cache parser.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "model/kv.h"
 #include "model/act.h"
 #include "plan/plan_api.h"
+#include "quant/types.h"
 
 static plan *alloc_plan(void) {
     plan *p = calloc(1, sizeof *p);
@@ -270,6 +272,46 @@ static void test_link_bound(void) {
     free(p);
 }
 
+/* The decode kernels' per-type rates and the per-op dispatch time shape
+ * the device's decode prediction. */
+static void test_kernel_rates(void) {
+    plan_model m;
+    plan_rates r;
+    plan_workload w = {2048, 1, 64, 4, PLAN_KV_F32, false};
+    plan_budget b = {true, "cuda:0", 1ull << 40, 1ull << 40, 64ull << 30, UINT64_MAX, 0, "cuda"};
+    plan *p = alloc_plan();
+    const int bf16 = type_decode_index(SW_TYPE_BF16);
+    SW_CHECK_OK(plan_model_from_catalog("gemma2-9b", "bf16", &m));
+    uint64_t in_bf16 = 0, total = 0;
+    for (uint32_t il = 0; il < m.config.n_layer; il++) {
+        in_bf16 += m.layer_type_bytes[il][bf16];
+        total += m.layer_bytes[il];
+    }
+    SW_CHECK(in_bf16 > total * 0.99 && in_bf16 <= total && m.output_type_bytes[bf16] ==
+             m.output_bytes, "bf16 model: %llu of %llu layer bytes counted as BF16",
+             (unsigned long long)in_bf16, (unsigned long long)total);
+    plan_rates_default(&r);
+    r.device_op_s = 0;
+    SW_CHECK_OK(plan_build(&m, &b, &r, &w, NULL, p));
+    double full = p->decode_tokens_per_s;
+    r.device_decode_Bps[bf16] = r.device_mem_Bps / 2;
+    SW_CHECK_OK(plan_build(&m, &b, &r, &w, NULL, p));
+    SW_CHECK(p->decode_tokens_per_s / full > 0.49 && p->decode_tokens_per_s / full < 0.55,
+             "bf16 kernels at half the memory rate: decode %.1f -> %.1f tok/s", full,
+             p->decode_tokens_per_s);
+    r.device_op_s = 1e-3; /* slow dispatch: 9 ops a layer, 9 more a forward */
+    SW_CHECK_OK(plan_build(&m, &b, &r, &w, NULL, p));
+    double want = 1.0 / (1e-3 * (9.0 * m.config.n_layer + 9.0));
+    SW_CHECK(fabs(p->decode_tokens_per_s / want - 1) < 0.01 &&
+             !strcmp(p->decode_bottleneck, "op dispatch"), "dispatch-bound decode %.2f tok/s, "
+             "want %.2f (%s)", p->decode_tokens_per_s, want, p->decode_bottleneck);
+    SW_CHECK_OK(plan_model_from_catalog("gemma3-27b", NULL, &m)); /* Q4_K_M */
+    SW_CHECK(m.layer_type_bytes[0][type_decode_index(SW_TYPE_Q4_K)] > 0 &&
+             m.layer_type_bytes[0][type_decode_index(SW_TYPE_Q6_K)] > 0,
+             "Q4_K_M layers hold Q4_K and Q6_K bytes");
+    free(p);
+}
+
 static void test_rates_parse(void) {
     plan_rates r;
     const char *ok = "{\"h2d_pinned_Bps\":2.5e10, \"h2d_pageable_Bps\":1e10,\"host_mem_Bps\":"
@@ -285,6 +327,14 @@ static void test_rates_parse(void) {
         SW_CHECK(plan_rates_parse(bad[i], strlen(bad[i]), &r) == SW_ERR_FORMAT,
                  "doctor cache '%s' should be rejected", bad[i]);
     SW_CHECK_OK(plan_rates_parse("{}", 2, &r));
+    const char *kern = "{\"device_op_s\":4e-6,\"device_decode_q4_k_Bps\":5e11,"
+                       "\"host_decode_bf16_Bps\":2e10}";
+    SW_CHECK_OK(plan_rates_parse(kern, strlen(kern), &r));
+    SW_CHECK(r.device_op_s == 4e-6 &&
+             r.device_decode_Bps[type_decode_index(SW_TYPE_Q4_K)] == 5e11 &&
+             r.host_decode_Bps[type_decode_index(SW_TYPE_BF16)] == 2e10 &&
+             r.device_decode_Bps[type_decode_index(SW_TYPE_BF16)] == 0,
+             "doctor cache: dispatch and per-type decode rates");
 }
 
 int test_plan_sweeps(void) {
@@ -297,6 +347,7 @@ int test_plan_sweeps(void) {
     test_pins_honoured();
     test_cpu_backend();
     test_link_bound();
+    test_kernel_rates();
     test_rates_parse();
     return 0;
 }

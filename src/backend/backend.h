@@ -167,6 +167,9 @@ typedef struct backend_stats {
     uint64_t bytes_to_device;  /* bytes copied host -> device (both queues) */
     double copy_busy_s;        /* time the copy queue spent copying */
     double wait_stall_s;       /* time the compute queue waited for copies */
+    uint64_t driver_peak_bytes;/* cuda: the most device memory the driver saw
+                                * this backend's buffers take (cudaMemGetInfo
+                                * deltas, granularity included); 0 elsewhere */
 } backend_stats;
 
 struct block_args;

@@ -16,7 +16,10 @@ typedef struct backend_device_rates {
     double h2d_pinned_Bps;    /* host-to-device from page-locked memory */
     double h2d_pageable_Bps;  /* host-to-device from ordinary memory */
     double device_mem_Bps;    /* device-to-device copy, read + write bytes */
-    double device_flops;      /* f32 multiply-add peak of plain kernels */
+    double device_flops;      /* the backend's prefill matmul rate */
+    double device_op_s;       /* per op: launch and dispatch of an empty kernel */
+    double decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* decode matvec over each decode
+                                                * type (quant/types.h), bytes/s */
 } backend_device_rates;
 
 /* Measures accelerator `index` (as in sw_device_report) with transfers of

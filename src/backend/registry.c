@@ -23,6 +23,15 @@ typedef struct backend_entry {
     sw_status (*create)(const backend_params *p, backend **out); /* NULL: !info.runs */
 } backend_entry;
 
+#ifdef SW_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#define CUDA_RUNS true
+#define CUDA_CREATE backend_cuda_create
+#else
+#define CUDA_RUNS false
+#define CUDA_CREATE NULL
+#endif
+
 #ifdef SW_HAVE_PJRT
 #include "backend/pjrt/pjrt_backend.h"
 #define PJRT_RUNS true
@@ -35,10 +44,10 @@ typedef struct backend_entry {
 static const backend_entry entries[] = {
     {{"cpu", false, false, false, true, NULL, false, false}, backend_cpu_create},
     {{"sim", true, true, false, true, NULL, false, false}, backend_sim_create},
-    {{"cuda", true, false, true, false,
-      "the CUDA backend's kernels are not built yet; plan for the card with "
-      "'spillway plan --backend cuda', or rehearse its budget with --backend sim "
-      "--device-mem SIZE", false, false}, NULL},
+    {{"cuda", true, false, true, CUDA_RUNS,
+      "this build has no CUDA backend: nvcc was not found when it was configured; install "
+      "the CUDA toolkit and build again (cmake -B build -DSPILLWAY_CUDA=ON), or rehearse the "
+      "card's budget with --backend sim --device-mem SIZE", false, false}, CUDA_CREATE},
     {{"pjrt", true, false, false, PJRT_RUNS,
       "this build has no PJRT backend: CMake did not find pjrt_c_api.h; run 'spillway "
       "fetch pjrt-cpu' (it installs the header package too) and build again", true, true},
@@ -104,17 +113,16 @@ sw_status backend_plugin_doctor(const char *name, backend_plugin_report *out) {
 const char *backend_default_name(char *note, size_t cap) {
     if (note != NULL && cap > 0)
         note[0] = '\0';
-    /* A device backend becomes the default once it runs plans; until then
-     * a visible GPU is worth a remark, not a plan the engine cannot run. */
+    /* The CUDA backend when this build has it and a device is visible;
+     * otherwise the cpu backend, saying why. */
     sw_device_report *rep = malloc(sizeof *rep);
     bool visible = rep != NULL && sw_devices_query(rep) == SW_OK;
     free(rep);
+    if (visible && CUDA_RUNS)
+        return "cuda";
     if (note != NULL && cap > 0)
-        snprintf(note, cap, visible
-                 ? "a CUDA device is visible but its backend is not built yet, so the cpu "
-                   "backend; --backend cuda plans for the card, --backend sim rehearses it"
-                 : "no device visible (see spillway info --devices), so the cpu backend; "
-                   "--backend sim --device-mem SIZE rehearses a device");
+        snprintf(note, cap, "no device visible (see spillway info --devices), so the cpu "
+                 "backend; --backend sim --device-mem SIZE rehearses a device");
     return "cpu";
 }
 
@@ -170,6 +178,10 @@ sw_status backend_measure_device(int index, uint64_t bytes, backend_device_rates
                                     &out->h2d_pageable_Bps, &out->device_mem_Bps);
     if (st == SW_OK)
         st = cuda_measure_flops(index, &out->device_flops);
+    if (st == SW_OK)
+        st = cuda_measure_launch(index, &out->device_op_s);
+    if (st == SW_OK)
+        st = cuda_measure_decode(index, bytes, out->decode_Bps);
     if (st != SW_OK)
         memset(out, 0, sizeof *out);
     return st;

@@ -63,6 +63,21 @@ static void usage(FILE *out) {
 
 static double gb(double Bps) { return Bps / 1e9; }
 
+/* " BF16 12.3, Q4_K 4.5, ..." (GB/s) and a newline. */
+static void print_decode_rates(const double Bps[SW_DOCTOR_DECODE_TYPES]) {
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
+        printf("%s %s %.1f", i ? "," : "", sw_doctor_decode_type_name(i), gb(Bps[i]));
+    putchar('\n');
+}
+
+/* {"BF16": 1.2e10, ...} */
+static void json_decode_rates(const double Bps[SW_DOCTOR_DECODE_TYPES]) {
+    putchar('{');
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
+        printf("%s\"%s\":%.6g", i ? "," : "", sw_doctor_decode_type_name(i), Bps[i]);
+    putchar('}');
+}
+
 /* "13.0" for 13000; CUDA encodes versions as 1000*major + 10*minor. */
 static void version_text(int v, char *buf, size_t cap) {
     snprintf(buf, cap, "%d.%d", v / 1000, v % 1000 / 10);
@@ -126,8 +141,12 @@ static void text_device_rates(const sw_doctor_report *r) {
                (double)d->test_bytes / MIB);
         printf("  cuda:%d memory  %.1f GB/s (device-to-device copy, read + write)\n", idx,
                gb(d->device_mem_Bps));
-        printf("  cuda:%d compute %.1f GFLOP/s (f32 multiply-add, no tensor cores)\n", idx,
-               d->device_flops / 1e9);
+        printf("  cuda:%d compute %.1f TFLOP/s (the prefill matmul: tensor cores, TF32x3, "
+               "4096x4096 bf16 x 512 tokens)\n", idx, d->device_flops / 1e12);
+        printf("  cuda:%d ops     %.1f us per kernel launched back to back\n", idx,
+               d->device_op_s * 1e6);
+        printf("  cuda:%d decode  GB/s of weights (matvec, 1 token):", idx);
+        print_decode_rates(d->decode_Bps);
     }
 }
 
@@ -151,6 +170,9 @@ static void text_measurements(const sw_doctor_report *r) {
     printf("  host compute   %.1f GFLOP/s (f32 matmul %u x %u, %u tokens, %d threads)\n",
            r->host_flops / 1e9, r->host_flops_n, r->host_flops_n, r->host_flops_tokens,
            r->n_threads);
+    printf("  host decode    GB/s of weights (matmul, 1 token, %.0f MiB each):",
+           (double)r->host_decode_test_bytes / MIB);
+    print_decode_rates(r->host_decode_Bps);
     printf("  sim link       %.1f GB/s (memcpy, %.0f MiB, 1 thread: the sim device's "
            "host-to-device)\n", gb(r->memcpy_Bps), (double)r->memcpy_test_bytes / MIB);
     text_device_rates(r);
@@ -169,6 +191,12 @@ static void text_rates(const sw_doctor_report *r) {
            gb(r->h2d_pageable_Bps));
     printf("  device memory  %.1f GB/s\n  device compute %.1f GFLOP/s\n",
            gb(r->device_mem_Bps), r->device_flops / 1e9);
+    if (r->device_op_s > 0)
+        printf("  device op      %.1f us\n", r->device_op_s * 1e6);
+    printf("  device decode  GB/s:");
+    print_decode_rates(r->device_decode_Bps);
+    printf("  host decode    GB/s:");
+    print_decode_rates(r->host_decode_Bps);
     printf("  host memory    %.1f GB/s\n  host compute   %.1f GFLOP/s\n", gb(r->host_mem_Bps),
            r->host_flops / 1e9);
     printf("  disk read      %.2f GB/s%s\n", gb(r->disk_read_Bps),
@@ -229,8 +257,11 @@ static void json_build_devices(const sw_doctor_report *r) {
                m->status == SW_OK ? "true" : "false");
         json_key_string("message", m->status == SW_OK ? NULL : m->message);
         printf(",\"test_bytes\":%" PRIu64 ",\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
-               "\"device_mem_Bps\":%.6g,\"device_flops\":%.6g}", m->test_bytes,
-               m->h2d_pinned_Bps, m->h2d_pageable_Bps, m->device_mem_Bps, m->device_flops);
+               "\"device_mem_Bps\":%.6g,\"device_flops\":%.6g,\"device_op_s\":%.6g,"
+               "\"decode_Bps\":", m->test_bytes, m->h2d_pinned_Bps, m->h2d_pageable_Bps,
+               m->device_mem_Bps, m->device_flops, m->device_op_s);
+        json_decode_rates(m->decode_Bps);
+        fputc('}', stdout);
     }
     fputs("]},", stdout);
 }
@@ -251,10 +282,13 @@ static void json_host(const sw_doctor_report *r) {
 static void json_measurements(const sw_doctor_report *r) {
     printf("\"measurements\":{\"n_threads\":%d,\"host_mem_Bps\":%.6g,\"host_mem_test_bytes\":%"
            PRIu64 ",\"host_flops\":%.6g,\"host_flops_n\":%u,\"host_flops_tokens\":%u,"
-           "\"memcpy_Bps\":%.6g,\"memcpy_test_bytes\":%" PRIu64 ",\"sim_h2d_Bps\":%.6g,",
+           "\"memcpy_Bps\":%.6g,\"memcpy_test_bytes\":%" PRIu64 ",\"sim_h2d_Bps\":%.6g,"
+           "\"host_decode_test_bytes\":%" PRIu64 ",\"host_decode_Bps\":",
            r->n_threads, r->host_mem_Bps, r->host_mem_test_bytes, r->host_flops,
            r->host_flops_n, r->host_flops_tokens, r->memcpy_Bps, r->memcpy_test_bytes,
-           r->memcpy_Bps);
+           r->memcpy_Bps, r->host_decode_test_bytes);
+    json_decode_rates(r->host_decode_Bps);
+    fputc(',', stdout);
     fputs("\"disk\":{", stdout);
     json_key_string("path", r->disk_path[0] ? r->disk_path : NULL);
     printf(",\"temp_file\":%s,\"read_bytes\":%" PRIu64 ",\"read_Bps\":%.6g,"
@@ -270,9 +304,15 @@ static void json_rates_cache(const sw_doctor_report *r, const cache_result *c) {
     json_key_string("device", r->rates_device);
     printf(",\"from_sim\":%s,\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
            "\"host_mem_Bps\":%.6g,\"device_mem_Bps\":%.6g,\"disk_read_Bps\":%.6g,"
-           "\"host_flops\":%.6g,\"device_flops\":%.6g},\"cache\":{",
+           "\"host_flops\":%.6g,\"device_flops\":%.6g,\"device_op_s\":%.6g,"
+           "\"host_decode_Bps\":",
            r->rates_from_sim ? "true" : "false", r->h2d_pinned_Bps, r->h2d_pageable_Bps,
-           r->host_mem_Bps, r->device_mem_Bps, r->disk_read_Bps, r->host_flops, r->device_flops);
+           r->host_mem_Bps, r->device_mem_Bps, r->disk_read_Bps, r->host_flops, r->device_flops,
+           r->device_op_s);
+    json_decode_rates(r->host_decode_Bps);
+    fputs(",\"device_decode_Bps\":", stdout);
+    json_decode_rates(r->device_decode_Bps);
+    fputs("},\"cache\":{", stdout);
     json_key_string("dir", r->cache_dir);
     printf(",\"free_bytes\":%" PRIu64 ",", r->cache_free_bytes);
     json_key_string("path", c->path);

@@ -17,6 +17,9 @@ int cli_print_report(const sw_engine *e, FILE *out) {
     fprintf(out, "\nreport                 measured        planned\n");
     fprintf(out, "device peak            %8.1f MiB    %8.1f MiB  (budget %.1f MiB)\n",
             mib(r.peak_device_bytes), mib(r.plan_device_bytes), mib(r.device_budget_bytes));
+    if (r.peak_device_driver_bytes)
+        fprintf(out, "device peak (driver)   %8.1f MiB    (cudaMemGetInfo: granularity included)\n",
+                mib(r.peak_device_driver_bytes));
     fprintf(out, "host peak RSS          %8.1f MiB\n", mib(r.peak_host_rss_bytes));
     if (r.plan_pinned_bytes || r.pinned_bytes)
         fprintf(out, "pinned                 %8.1f MiB    %8.1f MiB  (%s)\n",
@@ -54,13 +57,14 @@ int cli_write_report_json(const sw_engine *e, const char *path) {
             ",\"prefill_tokens_per_s\":%.3f,\"decode_tokens_per_s\":%.3f"
             ",\"predicted_prefill_tokens_per_s\":%.3f,\"predicted_decode_tokens_per_s\":%.3f"
             ",\"n_replans\":%u,\"plan_pinned_bytes\":%" PRIu64 ",\"pinned_bytes\":%" PRIu64
-            ",\"pinned_locked\":%s,\"converted_bytes\":%" PRIu64 "}\n",
+            ",\"pinned_locked\":%s,\"converted_bytes\":%" PRIu64
+            ",\"peak_device_driver_bytes\":%" PRIu64 "}\n",
             r.device_budget_bytes, r.plan_device_bytes, r.peak_device_bytes,
             r.peak_host_rss_bytes, r.bytes_to_device, r.copy_busy_s, r.copy_stall_s,
             r.n_prefill_tokens, r.n_decode_tokens, r.prefill_tokens_per_s,
             r.decode_tokens_per_s, r.pred_prefill_tokens_per_s, r.pred_decode_tokens_per_s,
             r.n_replans, r.plan_pinned_bytes, r.pinned_bytes,
-            r.pinned_locked ? "true" : "false", r.converted_bytes);
+            r.pinned_locked ? "true" : "false", r.converted_bytes, r.peak_device_driver_bytes);
     if (fclose(f) != 0) {
         cli_error("cannot write the report to '%s'", path);
         return CLI_EXIT_IO;

@@ -27,6 +27,7 @@
 #include "backend/cpu/threadpool.h"
 #include "backend/device_rates.h"
 #include "engine/measure.h"
+#include "quant/types.h"
 #include "util/error.h"
 
 #define MIB (1024ull * 1024ull)
@@ -45,12 +46,17 @@ typedef struct doctor_sizes {
     int flops_runs;
     uint64_t disk_max_bytes, disk_temp_bytes;
     uint64_t device_bytes;
+    uint64_t decode_bytes;           /* weights per decode-matmul test (each type) */
 } doctor_sizes;
 
 static const doctor_sizes SIZES_FULL = {256 * MIB, 5, 256 * MIB, 3, 4096, 64, 3,
-                                        1024 * MIB, 256 * MIB, 256 * MIB};
+                                        1024 * MIB, 256 * MIB, 256 * MIB, 128 * MIB};
 static const doctor_sizes SIZES_QUICK = {32 * MIB, 3, 16 * MIB, 3, 1024, 32, 2,
-                                         32 * MIB, 8 * MIB, 32 * MIB};
+                                         32 * MIB, 8 * MIB, 32 * MIB, 8 * MIB};
+
+const char *sw_doctor_decode_type_name(int i) {
+    return i >= 0 && i < SW_DOCTOR_DECODE_TYPES ? type_name(type_decode_type(i)) : "?";
+}
 
 sw_doctor_options sw_doctor_options_default(void) {
     sw_doctor_options o;
@@ -144,9 +150,14 @@ static sw_status measure_host(const doctor_sizes *z, int n_threads, sw_doctor_re
     r->host_flops_tokens = z->flops_tokens;
     if ((st = measure_host_read(pool, z->host_read_bytes, z->host_read_runs,
                                 &r->host_mem_Bps)) == SW_OK &&
-        (st = measure_memcpy(z->memcpy_bytes, z->memcpy_runs, &r->memcpy_Bps)) == SW_OK)
-        st = measure_host_flops(pool, z->flops_n, z->flops_tokens, z->flops_runs,
-                                &r->host_flops);
+        (st = measure_memcpy(z->memcpy_bytes, z->memcpy_runs, &r->memcpy_Bps)) == SW_OK &&
+        (st = measure_host_flops(pool, z->flops_n, z->flops_tokens, z->flops_runs,
+                                 &r->host_flops)) == SW_OK) {
+        r->host_decode_test_bytes = z->decode_bytes;
+        for (int i = 0; st == SW_OK && i < SW_DOCTOR_DECODE_TYPES; i++)
+            st = measure_host_decode(pool, type_decode_type(i), z->decode_bytes,
+                                     z->host_read_runs, &r->host_decode_Bps[i]);
+    }
     cpu_pool_destroy(pool);
     return st;
 }
@@ -166,6 +177,8 @@ static void measure_devices(const doctor_sizes *z, sw_doctor_report *r) {
         d->h2d_pageable_Bps = rates.h2d_pageable_Bps;
         d->device_mem_Bps = rates.device_mem_Bps;
         d->device_flops = rates.device_flops;
+        d->device_op_s = rates.device_op_s;
+        memcpy(d->decode_Bps, rates.decode_Bps, sizeof d->decode_Bps);
     }
 }
 
@@ -248,6 +261,8 @@ static void choose_rates(sw_doctor_report *r) {
         r->h2d_pageable_Bps = d->h2d_pageable_Bps;
         r->device_mem_Bps = d->device_mem_Bps;
         r->device_flops = d->device_flops;
+        r->device_op_s = d->device_op_s;
+        memcpy(r->device_decode_Bps, d->decode_Bps, sizeof r->device_decode_Bps);
         return;
     }
     if (r->devices.n_devices > 0) {
@@ -261,6 +276,7 @@ static void choose_rates(sw_doctor_report *r) {
     r->h2d_pageable_Bps = r->memcpy_Bps;
     r->device_mem_Bps = r->host_mem_Bps;
     r->device_flops = r->host_flops;
+    memcpy(r->device_decode_Bps, r->host_decode_Bps, sizeof r->device_decode_Bps);
 }
 
 sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out) {
@@ -321,6 +337,14 @@ static void write_cache_json(FILE *f, const sw_doctor_report *r) {
     put_number(f, "disk_read_Bps", r->disk_read_Bps);
     put_number(f, "host_flops", r->host_flops);
     put_number(f, "device_flops", r->device_flops);
+    put_number(f, "device_op_s", r->device_op_s);
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++) {
+        char key[48];
+        snprintf(key, sizeof key, "host_decode_%s_Bps", type_decode_key(i));
+        put_number(f, key, r->host_decode_Bps[i]);
+        snprintf(key, sizeof key, "device_decode_%s_Bps", type_decode_key(i));
+        put_number(f, key, r->device_decode_Bps[i]);
+    }
     put_number(f, "memcpy_Bps", r->memcpy_Bps);
     fprintf(f, "\"measured_at\":%lld,\"quick\":%d,\"version\":1,", (long long)r->measured_at,
             r->quick ? 1 : 0);

@@ -18,6 +18,13 @@
 /* Seconds from a monotonic clock (for differences only). */
 double measure_now_s(void);
 
+/* The decode matmul (cpu_matmul, one token, the pool's threads) over a
+ * random weight of about `bytes` of `type`, in weight bytes per second,
+ * best of n_runs after a warm-up: the rate the planner divides a host
+ * layer's bytes of that type by. Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */
+sw_status measure_host_decode(cpu_pool *pool, uint32_t type, uint64_t bytes, int n_runs,
+                              double *Bps);
+
 /* Read bandwidth over a `bytes` buffer (make it much larger than the
  * caches), all of pool's threads reading disjoint slices, best of n_runs.
  * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */

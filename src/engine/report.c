@@ -22,6 +22,7 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
         r->bytes_to_device = bs.bytes_to_device;
         r->copy_busy_s = bs.copy_busy_s;
         r->copy_stall_s = bs.wait_stall_s;
+        r->peak_device_driver_bytes = bs.driver_peak_bytes;
     }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)

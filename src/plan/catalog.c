@@ -167,8 +167,10 @@ static uint64_t matrix_bytes(uint32_t type, uint64_t ne0, uint64_t rows) {
     return row * rows;
 }
 
-/* One layer as packed, from the layer table of model/weights.h. */
-static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il) {
+/* One layer as packed, from the layer table of model/weights.h; by_type
+ * gets the bytes of each decode type (quant/types.h). */
+static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il,
+                            uint64_t *by_type) {
     size_t n = 0;
     const layer_tensor *table = model_layer_tensors(&n);
     uint64_t total = 0;
@@ -182,7 +184,10 @@ static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il
             continue;
         }
         uint32_t mt = matrix_type(type, t->role, il, c->n_layer, ne0);
-        total += plan_padded(matrix_bytes(mt, ne0, model_dim_value(c, t->ne1)));
+        uint64_t b = plan_padded(matrix_bytes(mt, ne0, model_dim_value(c, t->ne1)));
+        total += b;
+        if (type_decode_index(mt) >= 0)
+            by_type[type_decode_index(mt)] += b;
     }
     return total;
 }
@@ -199,10 +204,12 @@ sw_status plan_model_for_type(const model_config *c, const char *type, plan_mode
     memset(out, 0, sizeof *out);
     out->config = *c;
     for (uint32_t il = 0; il < c->n_layer; il++)
-        out->layer_bytes[il] = layer_bytes(c, t, il);
+        out->layer_bytes[il] = layer_bytes(c, t, il, out->layer_type_bytes[il]);
     uint32_t et = matrix_type(t, BW_COUNT, 0, c->n_layer, c->n_embd);
     out->embd_bytes = plan_padded(matrix_bytes(et, c->n_embd, c->n_vocab));
     out->output_bytes = out->embd_bytes;
+    if (type_decode_index(et) >= 0)
+        out->output_type_bytes[type_decode_index(et)] = out->output_bytes;
     out->tied = true;
     out->output_norm_bytes = plan_padded((uint64_t)c->n_embd * 4);
     char upper[16];

@@ -14,10 +14,14 @@
  * re-read from disk each token ("disk spill").
  *
  * Time (a model, not a measurement; rates from doctor or the defaults):
- *   a layer on a side costs max(bytes read / memory rate, flops / flop rate)
- *   per pass, bytes read = its weights + the KV it attends over (half the
- *   context filled); flops = tokens x (2 x matrix params + 4 x heads x
- *   head_dim x visible keys). A decode pass is n_seq tokens, a prefill
+ *   a layer on a side costs max(bytes read / rate, flops / flop rate) per
+ *   pass; bytes read = its weights + the KV it attends over (half the
+ *   context filled), the weights of each type at the rate doctor measured
+ *   for that side's decode kernels over it (the memory rate when
+ *   unmeasured), the KV at the memory rate; flops = tokens x (2 x matrix
+ *   params + 4 x heads x head_dim x visible keys). On the device a layer
+ *   costs at least its ops x the measured per-op launch and dispatch time:
+ *   small layers are bound by issuing their kernels. A decode pass is n_seq tokens, a prefill
  *   pass n_batch tokens (the LM head runs for the last token only).
  *   A streamed layer also costs bytes / link rate per pass, copied by a
  *   prefetcher into K ring slots in order, while compute proceeds; the pass
@@ -36,6 +40,11 @@
 #include "plan/plan_internal.h"
 
 #define SIM_PASSES 6    /* passes simulated; the last one's time is reported */
+/* Device ops per layer (the CUDA block entry's launches at decode) and per
+ * forward outside the layers (metadata and stream copies, the LM head's
+ * gather, norm, matmul and soft-cap, the logits' copy back). */
+#define DEVICE_OPS_PER_LAYER 9
+#define DEVICE_OPS_PER_FORWARD 9
 
 uint64_t plan_padded(uint64_t bytes) {
     return (bytes + PLAN_TENSOR_ALIGN - 1) / PLAN_TENSOR_ALIGN * PLAN_TENSOR_ALIGN;
@@ -43,15 +52,37 @@ uint64_t plan_padded(uint64_t bytes) {
 
 const char *plan_cat_name(cost_cat cat) {
     static const char *const names[CAT_COUNT] = {"compute", "device memory", "host compute",
-                                                 "host memory", "link", "disk"};
+                                                 "host memory", "link", "disk",
+                                                 "op dispatch"};
     return cat < CAT_COUNT ? names[cat] : "?";
 }
 
-/* max(bytes / mem, flops / flop rate), naming the larger. */
-static cost_term side_cost(double bytes, double flops, double mem_Bps, double flop_rate,
-                           cost_cat mem_cat, cost_cat flop_cat) {
-    double tm = bytes / mem_Bps, tf = flops / flop_rate;
-    return tm >= tf ? (cost_term){tm, mem_cat} : (cost_term){tf, flop_cat};
+/* One side's speeds: memory, the decode kernels over each decode type
+ * (NULL or 0: the memory rate), arithmetic, op dispatch. */
+typedef struct side_rates {
+    double mem_Bps;
+    const double *decode_Bps;   /* (SW_DOCTOR_DECODE_TYPES) */
+    double flops, op_s;
+    cost_cat mem_cat, flop_cat;
+} side_rates;
+
+/* max(time to stream `weights` bytes (by_type of them in each decode type,
+ * at its kernel's rate; the rest at the memory rate) and `other` bytes,
+ * flops / flop rate), naming the larger; a device side also pays for
+ * launching its ops, which the host issues while earlier ones run: a
+ * layer of small kernels is bound by that. */
+static cost_term side_cost(const side_rates *r, double weights, const uint64_t *by_type,
+                           double other, double flops, double n_ops) {
+    double tm = other / r->mem_Bps, rest = weights;
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++) {
+        double rate = r->decode_Bps != NULL ? r->decode_Bps[i] : 0;
+        tm += (double)by_type[i] / (rate > 0 ? rate : r->mem_Bps);
+        rest -= (double)by_type[i];
+    }
+    tm += rest / r->mem_Bps;
+    double tf = flops / r->flops, td = n_ops * r->op_s;
+    cost_term t = tm >= tf ? (cost_term){tm, r->mem_cat} : (cost_term){tf, r->flop_cat};
+    return td > t.s ? (cost_term){td, CAT_DISPATCH} : t;
 }
 
 /* Per-layer costs on both sides, both passes, both device rate sets. */
@@ -60,8 +91,14 @@ static void layer_costs(plan_ctx *x) {
     const plan_rates *r = x->r;
     plan_rates ref;
     plan_rates_default(&ref);
-    const double dev_mem[2] = {r->device_mem_Bps, ref.device_mem_Bps};
-    const double dev_flops[2] = {r->device_flops, ref.device_flops};
+    /* the reference set breaks ties by bandwidth alone (no kernel rates,
+     * no dispatch), as before they were modelled */
+    const side_rates dev[2] = {
+        {r->device_mem_Bps, r->device_decode_Bps, r->device_flops, r->device_op_s,
+         CAT_DEVICE_MEM, CAT_COMPUTE},
+        {ref.device_mem_Bps, NULL, ref.device_flops, 0, CAT_DEVICE_MEM, CAT_COMPUTE}};
+    const side_rates host = {r->host_mem_Bps, r->host_decode_Bps, r->host_flops, 0,
+                             CAT_HOST_MEM, CAT_HOST_COMPUTE};
     double E = c->n_embd, nq = (double)c->n_head * c->n_embd_head;
     double nkv = (double)c->n_head_kv * c->n_embd_head;
     double params = E * (nq + 2 * nkv) + nq * E + 3 * E * c->n_ff;
@@ -72,23 +109,23 @@ static void layer_costs(plan_ctx *x) {
         double kv_read = visible * 2 * nkv * kv_elem_bytes(plan_kv_tensor_type(x->w.kv_type)) *
                          x->w.n_seq;
         double per_tok = 2 * params + 4 * nq * visible;
-        double bytes = (double)x->m->layer_bytes[il] + kv_read;
+        double wb = (double)x->m->layer_bytes[il];
+        const uint64_t *bt = x->m->layer_type_bytes[il];
         for (int p = 0; p < 2; p++) {
             for (int k = 0; k < 2; k++)
-                x->dev[k][p][il] = side_cost(bytes, per_tok * tokens[p], dev_mem[k],
-                                             dev_flops[k], CAT_DEVICE_MEM, CAT_COMPUTE);
-            x->host[p][il] = side_cost(bytes, per_tok * tokens[p], r->host_mem_Bps,
-                                       r->host_flops, CAT_HOST_MEM, CAT_HOST_COMPUTE);
+                x->dev[k][p][il] = side_cost(&dev[k], wb, bt, kv_read, per_tok * tokens[p],
+                                             DEVICE_OPS_PER_LAYER);
+            x->host[p][il] = side_cost(&host, wb, bt, kv_read, per_tok * tokens[p], 0);
         }
     }
     double lm_flops = 2 * E * c->n_vocab, lm_bytes = (double)x->m->output_bytes;
+    const uint64_t *lm_types = x->m->output_type_bytes;
     double lm_tokens[2] = {x->w.n_seq, 1};
     for (int p = 0; p < 2; p++) {
         for (int k = 0; k < 2; k++)
-            x->lm_dev[k][p] = side_cost(lm_bytes, lm_flops * lm_tokens[p], dev_mem[k],
-                                        dev_flops[k], CAT_DEVICE_MEM, CAT_COMPUTE);
-        x->lm_host[p] = side_cost(lm_bytes, lm_flops * lm_tokens[p], r->host_mem_Bps,
-                                  r->host_flops, CAT_HOST_MEM, CAT_HOST_COMPUTE);
+            x->lm_dev[k][p] = side_cost(&dev[k], lm_bytes, lm_types, 0,
+                                        lm_flops * lm_tokens[p], DEVICE_OPS_PER_FORWARD);
+        x->lm_host[p] = side_cost(&host, lm_bytes, lm_types, 0, lm_flops * lm_tokens[p], 0);
     }
 }
 

@@ -21,26 +21,33 @@
 #define AS_STORED SW_TYPE_COUNT
 
 /* A matrix as the engine holds it: padded bytes after converting to
- * `convert` (AS_STORED: none); counted in m's converted/kept tallies, and
- * in *conv when it is converted. */
+ * `convert` (AS_STORED: none); counted in m's converted/kept tallies, in
+ * *conv when it is converted, and in by_type[i] when its type is decode
+ * type i (quant/types.h). */
 static uint64_t matrix_bytes(const tensor_view *v, uint32_t convert, plan_model *m,
-                             uint64_t *conv) {
-    if (convert == AS_STORED)
-        return plan_padded(v->n_bytes);
-    uint32_t t = quant_convert_type(v->type, v->ne[0], convert);
-    uint64_t row = 0;
-    if (t == v->type || !type_row_bytes(t, v->ne[0], &row)) {
-        m->n_kept++;
-        return plan_padded(v->n_bytes);
+                             uint64_t *conv, uint64_t *by_type) {
+    uint32_t t = v->type;
+    uint64_t bytes = plan_padded(v->n_bytes), row = 0;
+    if (convert != AS_STORED) {
+        uint32_t ct = quant_convert_type(v->type, v->ne[0], convert);
+        if (ct == v->type || !type_row_bytes(ct, v->ne[0], &row)) {
+            m->n_kept++;
+        } else {
+            m->n_converted++;
+            t = ct;
+            bytes = plan_padded(row * v->ne[1]);
+            *conv += bytes;
+        }
     }
-    m->n_converted++;
-    *conv += plan_padded(row * v->ne[1]);
-    return plan_padded(row * v->ne[1]);
+    int i = type_decode_index(t);
+    if (i >= 0)
+        by_type[i] += bytes;
+    return bytes;
 }
 
 /* One layer as packed (engine/pack.c), from the layer table. */
 static uint64_t layer_bytes(const model_config *c, const layer_weights *w, uint32_t convert,
-                            plan_model *m, uint64_t *conv) {
+                            plan_model *m, uint64_t *conv, uint64_t *by_type) {
     size_t n = 0;
     const layer_tensor *table = model_layer_tensors(&n);
     uint64_t total = 0;
@@ -50,21 +57,27 @@ static uint64_t layer_bytes(const model_config *c, const layer_weights *w, uint3
         if (table[i].is_norm)
             total += plan_padded(model_dim_value(c, table[i].ne0) * sizeof(float));
         else
-            total += matrix_bytes(&w->t[table[i].role], convert, m, conv);
+            total += matrix_bytes(&w->t[table[i].role], convert, m, conv, by_type);
     }
     return total;
 }
 
 static void describe(const model_config *c, const struct model_weights *w, uint32_t convert,
                      plan_model *out) {
+    uint64_t embd_types[SW_DOCTOR_DECODE_TYPES] = {0};
     for (uint32_t il = 0; il < c->n_layer; il++)
         out->layer_bytes[il] = layer_bytes(c, &w->layers[il], convert, out,
-                                           &out->layer_conv_bytes[il]);
-    out->embd_bytes = matrix_bytes(&w->tok_embd, convert, out, &out->embd_conv_bytes);
+                                           &out->layer_conv_bytes[il],
+                                           out->layer_type_bytes[il]);
+    out->embd_bytes = matrix_bytes(&w->tok_embd, convert, out, &out->embd_conv_bytes,
+                                   embd_types);
     out->tied = w->output.data == NULL || w->output.data == w->tok_embd.data;
     out->output_bytes = out->tied ? out->embd_bytes
                                   : matrix_bytes(&w->output, convert, out,
-                                                 &out->output_conv_bytes);
+                                                 &out->output_conv_bytes,
+                                                 out->output_type_bytes);
+    if (out->tied)
+        memcpy(out->output_type_bytes, embd_types, sizeof embd_types);
     out->output_norm_bytes = plan_padded((uint64_t)c->n_embd * sizeof(float));
 }
 

@@ -50,8 +50,13 @@ typedef struct plan_model {
     uint64_t layer_bytes[PLAN_MAX_LAYERS];  /* one layer's tensors as held in
                                              * memory, each padded to
                                              * PLAN_TENSOR_ALIGN, norms as f32 */
+    /* the part of layer_bytes in each decode type (quant/types.h): decode
+     * kernels stream each type at its own rate; the rest (norms, other
+     * types) at the memory rate */
+    uint64_t layer_type_bytes[PLAN_MAX_LAYERS][SW_DOCTOR_DECODE_TYPES];
     uint64_t embd_bytes;                    /* token embedding matrix */
     uint64_t output_bytes;                  /* LM head (== embd_bytes if tied) */
+    uint64_t output_type_bytes[SW_DOCTOR_DECODE_TYPES]; /* the LM head, likewise */
     bool tied;                              /* LM head is the embedding */
     uint64_t output_norm_bytes;             /* final norm (f32) */
     uint64_t file_bytes;                    /* on disk (0 for catalog models) */
@@ -87,6 +92,13 @@ typedef struct plan_rates {
     double disk_read_Bps;
     double host_flops;
     double device_flops;
+    double device_op_s;             /* least seconds per device op (launch and
+                                     * dispatch); 0 for the sim and pjrt */
+    /* What the decode matmul kernels stream weights of each decode type
+     * at (one token; type_decode_type(i) in quant/types.h). 0: not
+     * measured, the memory rate above stands in. */
+    double host_decode_Bps[SW_DOCTOR_DECODE_TYPES];
+    double device_decode_Bps[SW_DOCTOR_DECODE_TYPES];
     bool measured;                  /* false: defaults (said in the plan) */
 } plan_rates;
 

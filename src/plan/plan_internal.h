@@ -19,6 +19,7 @@ typedef enum cost_cat {
     CAT_HOST_MEM,
     CAT_LINK,           /* host-to-device copies of streamed layers */
     CAT_DISK,           /* mapped weights the host cannot cache */
+    CAT_DISPATCH,       /* launching device ops: small layers */
     CAT_COUNT
 } cost_cat;
 

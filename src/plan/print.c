@@ -298,9 +298,18 @@ static void json_inputs(FILE *out, const plan *p) {
             p->n_tok);
     fprintf(out, ",\"rates\":{\"measured\":%s,\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
             "\"host_mem_Bps\":%.6g,\"device_mem_Bps\":%.6g,\"disk_read_Bps\":%.6g,"
-            "\"host_flops\":%.6g,\"device_flops\":%.6g}", r->measured ? "true" : "false",
+            "\"host_flops\":%.6g,\"device_flops\":%.6g,\"device_op_s\":%.6g",
+            r->measured ? "true" : "false",
             r->h2d_pinned_Bps, r->h2d_pageable_Bps, r->host_mem_Bps, r->device_mem_Bps,
-            r->disk_read_Bps, r->host_flops, r->device_flops);
+            r->disk_read_Bps, r->host_flops, r->device_flops, r->device_op_s);
+    for (int side = 0; side < 2; side++) {
+        const double *v = side ? r->device_decode_Bps : r->host_decode_Bps;
+        fprintf(out, ",\"%s_decode_Bps\":{", side ? "device" : "host");
+        for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
+            fprintf(out, "%s\"%s\":%.6g", i ? "," : "", type_name(type_decode_type(i)), v[i]);
+        fputc('}', out);
+    }
+    fputc('}', out);
 }
 
 static const char *kind_name(plan_buffer_kind k) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "plan/plan_api.h"
+#include "quant/types.h"
 #include "util/error.h"
 
 #define CACHE_MAX_BYTES 65536
@@ -30,14 +31,17 @@ void plan_rates_default(plan_rates *r) {
     r->disk_read_Bps = 1e9;
     r->host_flops = 1e11;
     r->device_flops = 2e13;
+    r->device_op_s = 5e-6;
     r->measured = false;
 }
 
 void plan_rates_for_sim(plan_rates *r, double sim_link_Bps) {
     r->device_mem_Bps = r->host_mem_Bps;
+    memcpy(r->device_decode_Bps, r->host_decode_Bps, sizeof r->device_decode_Bps);
     r->device_flops = r->host_flops;
     r->h2d_pinned_Bps = sim_link_Bps > 0 ? sim_link_Bps : r->host_mem_Bps;
     r->h2d_pageable_Bps = r->h2d_pinned_Bps;
+    r->device_op_s = 0;
 }
 
 /* Stores value under `key` if it is one of ours and positive. */
@@ -50,12 +54,23 @@ static void rates_set(plan_rates *r, const char *key, size_t len, double v) {
         {"disk_read_Bps", offsetof(plan_rates, disk_read_Bps)},
         {"host_flops", offsetof(plan_rates, host_flops)},
         {"device_flops", offsetof(plan_rates, device_flops)},
+        {"device_op_s", offsetof(plan_rates, device_op_s)},
     };
     if (!(v > 0) || v > 1e18)
         return;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (strlen(fields[i].key) == len && !memcmp(fields[i].key, key, len))
             *(double *)(void *)((char *)r + fields[i].off) = v;
+    /* host_decode_<type>_Bps, device_decode_<type>_Bps (doctor.c's keys) */
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++) {
+        char host[48], dev[48];
+        snprintf(host, sizeof host, "host_decode_%s_Bps", type_decode_key(i));
+        snprintf(dev, sizeof dev, "device_decode_%s_Bps", type_decode_key(i));
+        if (strlen(host) == len && !memcmp(host, key, len))
+            r->host_decode_Bps[i] = v;
+        if (strlen(dev) == len && !memcmp(dev, key, len))
+            r->device_decode_Bps[i] = v;
+    }
 }
 
 typedef struct cursor {

@@ -46,3 +46,25 @@ bool type_row_bytes(uint32_t type, uint64_t n_elems, uint64_t *out_bytes) {
     *out_bytes = n_blocks * t->block_bytes;
     return true;
 }
+
+static const uint32_t decode_types[] = {SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q8_0, SW_TYPE_Q4_0,
+                                        SW_TYPE_Q5_0, SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
+_Static_assert(sizeof decode_types / sizeof decode_types[0] == SW_DOCTOR_DECODE_TYPES,
+               "the decode type list and SW_DOCTOR_DECODE_TYPES disagree");
+
+uint32_t type_decode_type(int i) {
+    return i >= 0 && i < SW_DOCTOR_DECODE_TYPES ? decode_types[i] : SW_TYPE_COUNT;
+}
+
+const char *type_decode_key(int i) {
+    static const char *const keys[] = {"f16", "bf16", "q8_0", "q4_0", "q5_0", "q4_k", "q5_k",
+                                       "q6_k"};
+    return i >= 0 && i < SW_DOCTOR_DECODE_TYPES ? keys[i] : "?";
+}
+
+int type_decode_index(uint32_t type) {
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
+        if (decode_types[i] == type)
+            return i;
+    return -1;
+}

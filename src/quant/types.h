@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spillway.h"
+
 /* ggml type ids as stored in GGUF tensor infos. */
 enum {
     SW_TYPE_F32 = 0, SW_TYPE_F16 = 1, SW_TYPE_Q4_0 = 2, SW_TYPE_Q4_1 = 3,
@@ -34,6 +36,16 @@ const type_traits *type_get_traits(uint32_t type);
 
 /* Name of `type`, or "unknown" — for messages. */
 const char *type_name(uint32_t type);
+
+/* The weight types whose decode-matmul rate doctor measures, in the order
+ * of SW_DOCTOR_DECODE_TYPES (spillway.h): F16 BF16 Q8_0 Q4_0 Q5_0 Q4_K Q5_K
+ * Q6_K. The planner divides a layer's bytes of each of these types by its
+ * measured rate (the memory rate for the rest: norms, rarer types). */
+uint32_t type_decode_type(int i);
+/* Index of `type` in that list, or -1. */
+int type_decode_index(uint32_t type);
+/* Entry i's name in lower case ("q4_k"), for doctor's cache keys. */
+const char *type_decode_key(int i);
 
 /* Bytes of a row of `n_elems` elements of `type` into *out_bytes. Returns
  * false if the type is unknown, n_elems is not a whole number of blocks, or

@@ -17,19 +17,6 @@
 #define MEASURE_RUNS 3
 #define MIB (1024.0 * 1024.0)
 
-/* Makes `device` current after checking it exists; *prev receives the
- * caller's device, to restore. */
-static sw_status select_device(int device, int *prev) {
-    int count = 0;
-    SW_CUDA_TRY(cudaGetDeviceCount(&count));
-    if (device < 0 || device >= count)
-        return sw_errorf(SW_ERR_NO_DEVICE, "no CUDA device visible as cuda:%d (%d visible)",
-                         device, count);
-    SW_CUDA_TRY(cudaGetDevice(prev));
-    SW_CUDA_TRY(cudaSetDevice(device));
-    return SW_OK;
-}
-
 /* Best-of-runs seconds for one cudaMemcpy of n bytes. */
 static sw_status time_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
                            cudaEvent_t e0, cudaEvent_t e1, double *best_s) {
@@ -79,7 +66,7 @@ extern "C" sw_status cuda_measure_h2d(int device, uint64_t bytes, double *pinned
     cudaEvent_t e0 = NULL, e1 = NULL;
     size_t n = 0;
     double s_pinned = 0, s_pageable = 0, s_d2d = 0;
-    sw_status st = select_device(device, &prev);
+    sw_status st = sw_cuda_select(device, &prev);
     if (st != SW_OK || (st = test_size(device, bytes, &n)) != SW_OK)
         goto fail;
     if ((st = SW_CUDA_CHECK(cudaMalloc(&d_a, n))) != SW_OK ||

@@ -1,8 +1,8 @@
 /*
  * cuda_bandwidth.h — what doctor measures on a CUDA device, as plain C (no
  * CUDA types), for backend/registry.c: link bandwidth from pinned and
- * pageable host memory, device memory bandwidth, and an f32 compute peak.
- * Implemented in cuda/bandwidth.cu and cuda/flops.cu.
+ * pageable host memory, device memory bandwidth, the prefill matmul's rate
+ * and the cost of one op. Implemented in cuda/bandwidth.cu and cuda/flops.cu.
  *
  * Only registry.c includes this, and only when the CUDA backend is built.
  * Each call selects `device`, allocates what it needs, frees it and
@@ -31,11 +31,26 @@ extern "C" {
 sw_status cuda_measure_h2d(int device, uint64_t bytes, double *pinned_Bps,
                            double *pageable_Bps, double *device_mem_Bps);
 
-/* f32 multiply-add throughput of plain kernels (CUDA cores, no tensor
- * cores) on `device`, in flop/s: a few milliseconds of independent fmaf
- * chains on every SM. *flops is 0 on failure.
- * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_DEVICE. */
+/* The rate of the backend's own prefill matmul (ck_gemm: tensor cores,
+ * TF32x3) on `device`, in flop/s: a 4096 x 4096 bf16 weight times 512
+ * tokens, best of a few. *flops is 0 on failure.
+ * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_OOM_HOST, SW_ERR_DEVICE. */
 sw_status cuda_measure_flops(int device, double *flops);
+
+/* Seconds per op of back-to-back launches of an empty kernel on one
+ * stream, host submission included (the best of a few runs): the least an
+ * op costs, which bounds a small model's decode. *op_s is 0 on failure.
+ * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_DEVICE. */
+sw_status cuda_measure_launch(int device, double *op_s);
+
+/* The backend's decode matvec (ck_matvec, one token) over about `bytes` of
+ * weights (capped at a quarter of free memory) of each decode type
+ * (type_decode_type(i)), in weight bytes per second, best of a few: the
+ * rates the planner divides a resident or streamed layer's bytes of each
+ * type by. All 0 on failure. Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE,
+ * SW_ERR_OOM_HOST, SW_ERR_DEVICE. */
+sw_status cuda_measure_decode(int device, uint64_t bytes,
+                              double Bps[SW_DOCTOR_DECODE_TYPES]);
 
 #ifdef __cplusplus
 }

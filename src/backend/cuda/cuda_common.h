@@ -52,4 +52,20 @@ static inline sw_status sw_cuda_check(cudaError_t err, const char *expr,
             return sw_cuda_st_;                                                \
     } while (0)
 
+/* Makes `device` current after checking it exists; *prev receives the
+ * caller's device, to restore (doctor's measurements borrow a device). */
+static inline sw_status sw_cuda_select(int device, int *prev) {
+    int count = 0;
+    *prev = -1;
+    sw_status st = SW_CUDA_CHECK(cudaGetDeviceCount(&count));
+    if (st != SW_OK)
+        return st;
+    if (device < 0 || device >= count)
+        return sw_errorf(SW_ERR_NO_DEVICE, "no CUDA device visible as cuda:%d (%d visible)",
+                         device, count);
+    if ((st = SW_CUDA_CHECK(cudaGetDevice(prev))) != SW_OK)
+        return st;
+    return SW_CUDA_CHECK(cudaSetDevice(device));
+}
+
 #endif

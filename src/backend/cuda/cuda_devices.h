@@ -2,7 +2,8 @@
  * cuda_devices.h — CUDA device discovery, as plain C (no CUDA types), for
  * backend/registry.c. Implemented in cuda/devices.cu.
  *
- * Only registry.c includes this, and only when the CUDA backend is built.
+ * registry.c includes this (only when the CUDA backend is built), and so
+ * does the backend itself (cuda_backend.cu) to open its device.
  */
 #ifndef SW_BACKEND_CUDA_DEVICES_H
 #define SW_BACKEND_CUDA_DEVICES_H
@@ -28,6 +29,12 @@ extern "C" {
  * first use). The contexts are left alive for the engine to reuse, and the
  * caller's current device is restored. Thread-safe (CUDA runtime is). */
 sw_status cuda_devices_query(sw_device_report *report);
+
+/* Makes device `index` current for the calling thread and writes "cuda:N
+ * NAME (sm_XY)" into name. Errors: SW_ERR_NO_DEVICE with the same causes
+ * and advice as cuda_devices_query (no driver, an old driver, the stub
+ * library, no device, CUDA_VISIBLE_DEVICES), SW_ERR_DEVICE. */
+sw_status cuda_device_open(int index, char *name, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -81,6 +81,27 @@ static sw_status query_one(int index, sw_device_info *out) {
     return SW_OK;
 }
 
+extern "C" sw_status cuda_device_open(int index, char *name, size_t cap) {
+    int n = 0, driver_version = 0, runtime_version = 0;
+    if (cudaDriverGetVersion(&driver_version) != cudaSuccess)
+        driver_version = 0;
+    if (cudaRuntimeGetVersion(&runtime_version) != cudaSuccess)
+        runtime_version = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess || n <= 0) {
+        (void)cudaGetLastError();
+        return explain_no_device(err, driver_version, runtime_version);
+    }
+    if (index < 0 || index >= n)
+        return sw_errorf(SW_ERR_NO_DEVICE, NO_DEVICE_PREFIX "cuda:%d asked for, %d visible",
+                         index, n);
+    cudaDeviceProp prop;
+    SW_CUDA_TRY(cudaGetDeviceProperties(&prop, index));
+    SW_CUDA_TRY(cudaSetDevice(index));
+    snprintf(name, cap, "cuda:%d %.100s (sm_%d%d)", index, prop.name, prop.major, prop.minor);
+    return SW_OK;
+}
+
 extern "C" sw_status cuda_devices_query(sw_device_report *report) {
     sw_status st = SW_OK;
     int n = 0, prev_device = -1;

@@ -1,0 +1,274 @@
+/*
+ * cuda_ops.cu — the CUDA backend's submit and block entries: every
+ * operand is checked before anything is queued (a live device buffer, the
+ * bytes inside it, a weight type the kernels read, shapes the kernels
+ * take), then the op's kernel is launched on the compute stream.
+ *
+ * The block entry (cuda_block) runs one Gemma layer in 9 launches at
+ * decode instead of the 17-22 of block_run_ops: Q, K and V are one matvec
+ * when they share a type; the Q/K norms, RoPE, the
+ * query scale and the KV append are one kernel; a post-norm, the residual
+ * add and the next norm are one; gate, up and GeGLU are one matvec when
+ * the two matrices share a type. Each fused kernel applies the same
+ * per-element functions in the same order as the ops it replaces, so the
+ * bits are those of the op sequence (test_cuda checks it).
+ */
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/qblock.h"
+
+extern "C" {
+#include "quant/types.h"
+}
+
+/* The device address of an operand already checked by check_operands. */
+static uint8_t *P(bmem m) { return ((cuda_buf *)(void *)m.buf)->ptr + m.off; }
+static float *F(bmem m) { return (float *)(void *)P(m); }
+static int32_t *I(bmem m) { return (int32_t *)(void *)P(m); }
+
+/* A weight the kernels can read: type, whole blocks, 8-element rows, 16-byte
+ * aligned (its memory already checked), and its bytes those of ne1 rows. */
+static sw_status check_weight(const btensor *w, const char *what) {
+    uint32_t elems = 0, bytes = 0;
+    qb_geometry(w->type, &elems, &bytes);
+    const char *name = w->name ? w->name : "?";
+    if (elems == 0)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "cuda %s: weight '%s' has type %s, which the CUDA "
+                         "kernels do not read; convert it at load (--weights q8_0 or bf16)",
+                         what, name, type_name(w->type));
+    if (w->ne0 == 0 || w->ne0 % elems != 0)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "cuda %s: weight '%s' rows of %llu elements are "
+                         "not a whole number of %u-element blocks of %s", what, name,
+                         (unsigned long long)w->ne0, elems, type_name(w->type));
+    const uint64_t row_bytes = w->ne0 / elems * bytes;
+    if ((uintptr_t)P(w->mem) % 16 != 0)
+        return sw_errorf(SW_ERR_ARG, "cuda %s: weight '%s' at device offset %llu is not 16-byte "
+                         "aligned (the kernels load whole words)", what, name,
+                         (unsigned long long)w->mem.off);
+    if (w->n_bytes != row_bytes * w->ne1)
+        return sw_errorf(SW_ERR_ARG, "cuda %s: weight '%s' has %llu bytes, %llu rows of %llu "
+                         "need %llu", what, name, (unsigned long long)w->n_bytes,
+                         (unsigned long long)w->ne1, (unsigned long long)w->ne0,
+                         (unsigned long long)(row_bytes * w->ne1));
+    return SW_OK;
+}
+
+static ck_weight weight_of(const btensor *w) {
+    uint32_t elems = 0, bytes = 0;
+    qb_geometry(w->type, &elems, &bytes);
+    return (ck_weight){.data = P(w->mem), .type = w->type, .ne0 = w->ne0, .ne1 = w->ne1,
+                       .row_bytes = w->ne0 / elems * bytes};
+}
+
+static ck_kv kv_of(const bkv *kv) {
+    return (ck_kv){.k = P(kv->k), .v = P(kv->v), .type = kv->type, .row_elems = kv->row_elems,
+                   .rows = kv->rows, .ring = kv->ring, .n_seq = kv->n_seq};
+}
+
+static sw_status check_kv(const bkv *kv, const char *what) {
+    if (kv->type != SW_TYPE_F32 && kv->type != SW_TYPE_F16 && kv->type != SW_TYPE_BF16)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "cuda %s: KV cache type %s (f32, f16 or bf16)",
+                         what, type_name(kv->type));
+    return SW_OK;
+}
+
+static sw_status check_heads(uint32_t n_head, uint32_t n_head_kv, uint32_t hd, const char *what) {
+    if (hd == 0 || hd % 2 || hd > CK_ATTN_MAX_HD || n_head_kv == 0 || n_head % n_head_kv)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "cuda %s: head_dim %u (even, at most %d), %u "
+                         "heads over %u KV heads", what, hd, CK_ATTN_MAX_HD, n_head, n_head_kv);
+    return SW_OK;
+}
+
+/* bop_for_each_mem's callback: every operand inside a live buffer. */
+static sw_status check_mem(void *user, bmem *m, uint64_t bytes, bool writes,
+                           const btensor *weight) {
+    uint8_t *ptr = NULL;
+    (void)writes;
+    if (weight != NULL && (m->buf == NULL || ((cuda_buf *)(void *)m->buf)->magic != CUDA_BUF_MAGIC))
+        return sw_errorf(SW_ERR_ARG, "cuda: weight '%s' is not in device memory; upload it "
+                         "before using it in %s", weight->name ? weight->name : "?",
+                         (const char *)user);
+    return cuda_resolve((const char *)user, *m, bytes, &ptr);
+}
+
+/* Shape and type checks beyond the operands' bounds. */
+static sw_status check_op(const bop *op) {
+    switch (op->kind) {
+    case BOP_GET_ROWS: return check_weight(&op->u.get_rows.w, "get_rows");
+    case BOP_MATMUL:
+        if ((uintptr_t)P(op->u.matmul.x) % 16 != 0)
+            return sw_errorf(SW_ERR_ARG, "cuda matmul: activations at offset %llu are not "
+                             "16-byte aligned", (unsigned long long)op->u.matmul.x.off);
+        return check_weight(&op->u.matmul.w, "matmul");
+    case BOP_RMSNORM:
+        if (op->u.rmsnorm.w.type != SW_TYPE_F32 ||
+            op->u.rmsnorm.w.n_bytes < (uint64_t)op->u.rmsnorm.n * sizeof(float))
+            return sw_errorf(SW_ERR_ARG, "cuda: norm '%s' is not %u f32 values",
+                             op->u.rmsnorm.w.name ? op->u.rmsnorm.w.name : "?",
+                             op->u.rmsnorm.n);
+        return SW_OK;
+    case BOP_ROPE: return check_heads(1, 1, op->u.rope.head_dim, "rope");
+    case BOP_KV_APPEND: return check_kv(&op->u.kv_append.cache, "kv append");
+    case BOP_ATTENTION: {
+        const bop_attention *a = &op->u.attention;
+        SW_TRY(check_kv(&a->cache, "attention"));
+        return check_heads(a->n_head, a->n_head_kv, a->head_dim, "attention");
+    }
+    default: return SW_OK;
+    }
+}
+
+static sw_status run_op(cuda_backend *c, const bop *op) {
+    cudaStream_t s = c->stream[BQ_COMPUTE];
+    switch (op->kind) {
+    case BOP_GET_ROWS: {
+        const bop_get_rows *a = &op->u.get_rows;
+        const ck_weight w = weight_of(&a->w);
+        return ck_get_rows(s, &w, I(a->ids), a->n, F(a->out));
+    }
+    case BOP_MATMUL: {
+        const bop_matmul *a = &op->u.matmul;
+        const ck_weight w = weight_of(&a->w);
+        return ck_matmul(s, &w, F(a->x), F(a->y), a->n_tokens, c->gemm_mode);
+    }
+    case BOP_RMSNORM: {
+        const bop_rmsnorm *a = &op->u.rmsnorm;
+        return ck_rmsnorm(s, F(a->x), F(a->w.mem), F(a->y), a->n, a->n_rows, a->eps);
+    }
+    case BOP_ROPE: {
+        const bop_rope *a = &op->u.rope;
+        return ck_rope(s, F(a->x), I(a->pos), a->n_tokens, a->n_heads, a->head_dim, a->base,
+                       a->freq_scale);
+    }
+    case BOP_KV_APPEND: {
+        const bop_kv_append *a = &op->u.kv_append;
+        const ck_kv kv = kv_of(&a->cache);
+        return ck_kv_append(s, &kv, F(a->k), F(a->v), I(a->pos), I(a->seq), a->n_tokens);
+    }
+    case BOP_ATTENTION: {
+        const bop_attention *a = &op->u.attention;
+        const ck_kv kv = kv_of(&a->cache);
+        return ck_attention(s, &kv, F(a->q), F(a->out), I(a->pos), I(a->seq), a->n_tokens,
+                            a->n_head, a->n_head_kv, a->head_dim, a->window, a->softcap);
+    }
+    case BOP_GEGLU:
+        return ck_geglu(s, F(op->u.geglu.gate), F(op->u.geglu.up), F(op->u.geglu.out),
+                        op->u.geglu.n);
+    case BOP_ADD: return ck_add(s, F(op->u.add.x), F(op->u.add.y), op->u.add.n);
+    case BOP_SCALE: return ck_scale(s, F(op->u.scale.x), op->u.scale.n, op->u.scale.s);
+    case BOP_SOFTCAP: return ck_softcap(s, F(op->u.softcap.x), op->u.softcap.n, op->u.softcap.cap);
+    case BOP_GATHER: {
+        const bop_gather *a = &op->u.gather;
+        return ck_gather(s, F(a->src), a->n_src, I(a->idx), a->n, a->cols, F(a->dst));
+    }
+    default: return sw_errorf(SW_ERR_ARG, "cuda: unknown op %d", (int)op->kind);
+    }
+}
+
+sw_status cuda_submit(backend *b, const bop *op) {
+    if (op == NULL || op->kind >= BOP_COUNT)
+        return sw_errorf(SW_ERR_ARG, "cuda: bad op");
+    bop checked = *op;
+    SW_TRY(bop_for_each_mem(&checked, check_mem, (void *)bop_name(op->kind)));
+    SW_TRY(check_op(op));
+    return run_op(cuda_of(b), op);
+}
+
+/* ---- the block entry ---------------------------------------------------------- */
+
+/* The block's operands and shapes, as bop_for_each_mem checks an op's. */
+static sw_status check_block(const block_args *a) {
+    const block_shape *sh = a->shape;
+    const uint64_t n = a->n_tokens, Fb = sizeof(float);
+    const uint64_t nq = (uint64_t)sh->n_head * sh->head_dim;
+    const uint64_t nkv = (uint64_t)sh->n_head_kv * sh->head_dim;
+    const uint64_t kv_half = (uint64_t)a->kv.n_seq * a->kv.rows * a->kv.row_elems *
+                             (a->kv.type == SW_TYPE_F32 ? 4 : 2);
+    const struct { bmem m; uint64_t bytes; } acts[] = {
+        {a->act.x, n * sh->n_embd * Fb}, {a->act.h, n * sh->n_embd * Fb},
+        {a->act.q, n * nq * Fb},         {a->act.att, n * nq * Fb},
+        {a->act.k, n * nkv * Fb},        {a->act.v, n * nkv * Fb},
+        {a->act.gate, n * sh->n_ff * Fb}, {a->act.up, n * sh->n_ff * Fb},
+        {a->act.pos, n * 4},             {a->act.seq, n * 4},
+        {a->kv.k, kv_half},              {a->kv.v, kv_half},
+    };
+    SW_TRY(check_kv(&a->kv, "block"));
+    SW_TRY(check_heads(sh->n_head, sh->n_head_kv, sh->head_dim, "block"));
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        bmem m = acts[i].m;
+        SW_TRY(check_mem((void *)"block", &m, acts[i].bytes, true, NULL));
+    }
+    for (int i = 0; i < BW_COUNT; i++) {
+        const btensor *w = &a->w[i];
+        if (w->n_bytes == 0)
+            continue;
+        bmem m = w->mem;
+        SW_TRY(check_mem((void *)"block", &m, w->n_bytes, false, w));
+        if (w->ne1 == 1 && w->type == SW_TYPE_F32) /* a norm */
+            continue;
+        SW_TRY(check_weight(w, "block"));
+    }
+    return SW_OK;
+}
+
+static const float *norm_or_null(const btensor *w) { return w->n_bytes ? F(w->mem) : NULL; }
+
+static sw_status block_attention(cuda_backend *c, const block_args *a) {
+    cudaStream_t s = c->stream[BQ_COMPUTE];
+    const block_shape *sh = a->shape;
+    const block_acts *t = &a->act;
+    const uint32_t n = a->n_tokens;
+    const ck_weight wq = weight_of(&a->w[BW_Q]), wk = weight_of(&a->w[BW_K]);
+    const ck_weight wv = weight_of(&a->w[BW_V]), wo = weight_of(&a->w[BW_O]);
+    const ck_kv kv = kv_of(&a->kv);
+    SW_TRY(ck_rmsnorm(s, F(t->x), F(a->w[BW_ATTN_NORM].mem), F(t->h), sh->n_embd, n,
+                      sh->norm_eps));
+    if (n <= MV_MAX_TOKENS && wq.type == wk.type && wq.type == wv.type) {
+        const ck_mv_multi qkv = {.w = {wq, wk, wv}, .y = {F(t->q), F(t->k), F(t->v)}, .n = 3};
+        SW_TRY(ck_matvec_multi(s, &qkv, F(t->h), n));
+    } else {
+        SW_TRY(ck_matmul(s, &wq, F(t->h), F(t->q), n, c->gemm_mode));
+        SW_TRY(ck_matmul(s, &wk, F(t->h), F(t->k), n, c->gemm_mode));
+        SW_TRY(ck_matmul(s, &wv, F(t->h), F(t->v), n, c->gemm_mode));
+    }
+    SW_TRY(ck_qk_prep(s, F(t->q), F(t->k), F(t->v),
+                      sh->qk_norm ? norm_or_null(&a->w[BW_Q_NORM]) : NULL,
+                      sh->qk_norm ? norm_or_null(&a->w[BW_K_NORM]) : NULL, sh->norm_eps,
+                      I(t->pos), I(t->seq), n, sh->n_head, sh->n_head_kv, sh->head_dim,
+                      a->rope_base, a->rope_scale, sh->query_scale, &kv));
+    SW_TRY(ck_attention(s, &kv, F(t->q), F(t->att), I(t->pos), I(t->seq), n, sh->n_head,
+                        sh->n_head_kv, sh->head_dim, a->window, sh->attn_softcap));
+    SW_TRY(ck_matmul(s, &wo, F(t->att), F(t->h), n, c->gemm_mode));
+    /* post-attention norm, residual, and the FFN's input norm */
+    return ck_residual(s, F(t->x), F(t->h),
+                       sh->post_norms ? norm_or_null(&a->w[BW_POST_ATTN_NORM]) : NULL,
+                       F(a->w[BW_FFN_NORM].mem), sh->n_embd, n, sh->norm_eps);
+}
+
+static sw_status block_ffn(cuda_backend *c, const block_args *a) {
+    cudaStream_t s = c->stream[BQ_COMPUTE];
+    const block_shape *sh = a->shape;
+    const block_acts *t = &a->act;
+    const uint32_t n = a->n_tokens;
+    const ck_weight wg = weight_of(&a->w[BW_GATE]), wu = weight_of(&a->w[BW_UP]);
+    const ck_weight wd = weight_of(&a->w[BW_DOWN]);
+    if (n <= MV_MAX_TOKENS && wg.type == wu.type) {
+        SW_TRY(ck_matvec_geglu(s, &wg, &wu, F(t->h), F(t->gate), n));
+    } else {
+        SW_TRY(ck_matmul(s, &wg, F(t->h), F(t->gate), n, c->gemm_mode));
+        SW_TRY(ck_matmul(s, &wu, F(t->h), F(t->up), n, c->gemm_mode));
+        SW_TRY(ck_geglu(s, F(t->gate), F(t->up), F(t->gate), (uint64_t)n * sh->n_ff));
+    }
+    SW_TRY(ck_matmul(s, &wd, F(t->gate), F(t->h), n, c->gemm_mode));
+    return ck_residual(s, F(t->x), F(t->h),
+                       sh->post_norms ? norm_or_null(&a->w[BW_POST_FFW_NORM]) : NULL, NULL,
+                       sh->n_embd, n, sh->norm_eps);
+}
+
+sw_status cuda_block(backend *b, const block_args *a) {
+    if (a == NULL || a->shape == NULL)
+        return sw_errorf(SW_ERR_ARG, "cuda: bad block");
+    SW_TRY(check_block(a));
+    SW_TRY(block_attention(cuda_of(b), a));
+    return block_ffn(cuda_of(b), a);
+}
