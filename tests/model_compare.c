@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "engine/engine_internal.h"
 #include "golden.h"
 
 int32_t mc_argmax(const float *x, uint32_t n) {
@@ -92,4 +93,23 @@ void mc_compare_forced(const mc_prompts *p, sw_engine *ref, sw_engine *dev, uint
              what, worst, tol);
     printf("  %-26s argmax agrees at %u/%u positions, max |dlogit| %.2e x max|logit| "
            "(limit %.0e)\n", what, same, positions, worst, tol);
+}
+
+void mc_check_peak(sw_engine *e, const char *name, uint64_t granule) {
+    sw_plan_summary sum;
+    backend_stats bs;
+    if (e->device == NULL || sw_plan_get_summary(sw_engine_plan(e), &sum) != SW_OK)
+        return;
+    e->device->vt->get_stats(e->device, &bs);
+    SW_CHECK(bs.peak_bytes <= sum.device_bytes, "%s: device peak %llu > plan %llu", name,
+             (unsigned long long)bs.peak_bytes, (unsigned long long)sum.device_bytes);
+    if (granule == 0)
+        return;
+    SW_CHECK(bs.driver_peak_bytes <= sum.device_bytes + bs.n_allocs * granule,
+             "%s: the driver saw %llu bytes taken, plan %llu + %llu buffers' granularity", name,
+             (unsigned long long)bs.driver_peak_bytes, (unsigned long long)sum.device_bytes,
+             (unsigned long long)bs.n_allocs);
+    printf("  %-16s device peak %.1f MiB accounted, %.1f MiB by cudaMemGetInfo, plan %.1f "
+           "MiB\n", name, (double)bs.peak_bytes / 1048576.0,
+           (double)bs.driver_peak_bytes / 1048576.0, (double)sum.device_bytes / 1048576.0);
 }

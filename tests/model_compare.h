@@ -22,6 +22,11 @@ float *mc_forced(sw_engine *e, const int32_t *ids, uint32_t n, uint32_t V);
 void mc_greedy(sw_engine *e, const int32_t *ids, uint32_t n, uint32_t V, int n_greedy,
                int32_t *out, float *logits);
 
+/* The device's peak by the backend's accounting within the engine's plan
+ * (checked); with granule > 0 also the driver's view of it within the plan
+ * plus granule bytes per buffer (checked and printed). */
+void mc_check_peak(sw_engine *e, const char *name, uint64_t granule);
+
 /* A test's prompts: token ids borrowed from golden files or the caller. */
 #define MC_MAX_PROMPTS 16
 typedef struct mc_prompts {

@@ -61,25 +61,6 @@ static sw_plan_options options(const char *be, const char *place, bool exact) {
     return o;
 }
 
-
-
-static void check_peak(sw_engine *e, const char *name) {
-    sw_plan_summary sum;
-    backend_stats bs;
-    if (e->device == NULL || sw_plan_get_summary(sw_engine_plan(e), &sum) != SW_OK)
-        return;
-    e->device->vt->get_stats(e->device, &bs);
-    SW_CHECK(bs.peak_bytes <= sum.device_bytes, "%s: device peak %llu > plan %llu", name,
-             (unsigned long long)bs.peak_bytes, (unsigned long long)sum.device_bytes);
-    SW_CHECK(bs.driver_peak_bytes <= sum.device_bytes + bs.n_allocs * (uint64_t)GRANULE,
-             "%s: the driver saw %llu bytes taken, plan %llu + %llu buffers' granularity", name,
-             (unsigned long long)bs.driver_peak_bytes, (unsigned long long)sum.device_bytes,
-             (unsigned long long)bs.n_allocs);
-    printf("  %-16s device peak %.1f MiB accounted, %.1f MiB by cudaMemGetInfo, plan %.1f "
-           "MiB\n", name, (double)bs.peak_bytes / 1048576.0,
-           (double)bs.driver_peak_bytes / 1048576.0, (double)sum.device_bytes / 1048576.0);
-}
-
 static void compare_plans(const sw_model *m, const mc_prompts *p, uint32_t V, sw_engine *cpu) {
     uint32_t n = p->len[0] > 64 ? 64 : p->len[0];
     int32_t ref[N_GREEDY], got[N_GREEDY], on_cpu[N_GREEDY];
@@ -95,7 +76,7 @@ static void compare_plans(const sw_model *m, const mc_prompts *p, uint32_t V, sw
             continue;
         memset(got, 0xff, sizeof got);
         mc_greedy(e, p->ids[0], n, V, N_GREEDY, got, i == 0 ? ref_logits : logits);
-        check_peak(e, v->name);
+        mc_check_peak(e, v->name, GRANULE);
         sw_engine_destroy(e);
         if (i == 0) {
             memcpy(ref, got, sizeof ref);

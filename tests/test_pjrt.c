@@ -58,18 +58,6 @@ static sw_plan_options options(const char *be, const char *place, uint64_t dev_m
     return o;
 }
 
-
-
-static void check_peak(sw_engine *e, const char *name) {
-    sw_plan_summary sum;
-    backend_stats bs;
-    if (e->device == NULL || sw_plan_get_summary(sw_engine_plan(e), &sum) != SW_OK)
-        return;
-    e->device->vt->get_stats(e->device, &bs);
-    SW_CHECK(bs.peak_bytes <= sum.device_bytes, "%s: device peak %llu > plan %llu", name,
-             (unsigned long long)bs.peak_bytes, (unsigned long long)sum.device_bytes);
-}
-
 /* cpu_greedy: the cpu backend's continuation of the same prompt. */
 static void compare_plans(const sw_model *m, const golden_file *g, const char *weights,
                           uint32_t V, sw_engine *cpu) {
@@ -90,7 +78,7 @@ static void compare_plans(const sw_model *m, const golden_file *g, const char *w
             continue;
         memset(got, 0xff, sizeof got);
         mc_greedy(e, ids->data, n, V, N_GREEDY, got, i == 0 ? ref_logits : logits);
-        check_peak(e, v->name);
+        mc_check_peak(e, v->name, 0);
         sw_engine_destroy(e);
         if (i == 0) {
             int32_t on_cpu[N_GREEDY];
