@@ -387,6 +387,61 @@ void sw_sampler_destroy(sw_sampler *sampler);
 /* Picks the next token from logits (n_vocab floats; not modified). */
 int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
 
+/* ---- perplexity and KL divergence ----------------------------------------
+ *
+ * llama-perplexity's measurement on an engine: the text's tokens cut into
+ * chunks of n_ctx, each evaluated from an empty cache with BOS in place of
+ * its first token, every position of the second half scored on the next
+ * token. With a base — the log-probabilities another run saved, in
+ * llama.cpp's own file format, so either tool reads the other's — also the
+ * KL divergence to it, how often the top token is the base's, and the RMS
+ * of the change in the next token's probability.
+ *
+ *   sw_perplexity_options po = sw_perplexity_options_default();
+ *   po.save_base = "f32.kld";                 (on an --cpu-dots f32 engine)
+ *   sw_perplexity(engine, model, ids, n_ids, &po, &res);
+ *   po.save_base = NULL; po.kld_base = "f32.kld";   (on the engine to judge)
+ *   sw_perplexity(engine2, model, NULL, 0, &po, &res);  (tokens from the base)
+ */
+typedef struct sw_perplexity_options {
+    uint32_t n_ctx;          /* chunk length; 0: min(engine's context, 512) */
+    uint32_t n_chunks;       /* at most this many; 0: all the text holds */
+    const char *save_base;   /* write these log-probabilities here (or NULL) */
+    const char *kld_base;    /* compare against this base; its tokens are used */
+    sw_progress_fn progress; /* after each chunk: done, total (chunks) */
+    void *progress_user;
+} sw_perplexity_options;
+
+sw_perplexity_options sw_perplexity_options_default(void);
+
+typedef struct sw_perplexity_result {
+    uint32_t n_ctx, n_chunks;
+    uint64_t n_scored;            /* positions scored */
+    double ppl, ppl_unc;          /* exp(mean negative log-likelihood) +- */
+    /* with a base */
+    int has_base;
+    double ppl_base;              /* the base's perplexity on the same tokens */
+    double ln_ratio, ln_ratio_unc;/* mean ln(PPL / PPL(base)) +- */
+    double kld_mean, kld_unc;     /* KL(base || this), mean over positions +- */
+    double kld_median, kld_p99, kld_max;
+    double same_top, same_top_unc;/* share of positions with the base's argmax */
+    double dp_rms, dp_rms_unc;    /* RMS of p(next token) - p_base(next token) */
+} sw_perplexity_result;
+
+/* Runs the measurement on `engine` (any backend and plan; it needs one free
+ * session and a context of at least the chunk length). With opt->kld_base
+ * the tokens, chunk length and chunk count come from the base and `tokens`
+ * may be NULL; otherwise the text's tokens (with BOS first, as sw_tokenize
+ * gives) must make at least two chunks. Progress after each chunk.
+ * Errors: SW_ERR_ARG (too few tokens, a base made for another vocabulary
+ * or a longer context, both save_base and kld_base: the message says what
+ * to change), SW_ERR_IO and
+ * SW_ERR_FORMAT (the base file: not one, truncated), SW_ERR_OOM_HOST, and
+ * the engine's. */
+sw_status sw_perplexity(sw_engine *engine, const sw_model *model, const int32_t *tokens,
+                        size_t n_tokens, const sw_perplexity_options *opt,
+                        sw_perplexity_result *out);
+
 /* ---- plans ---------------------------------------------------------------- */
 
 /* A plan says where every byte of a model and its workload would live

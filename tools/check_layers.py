@@ -27,7 +27,7 @@ LEVELS = {
     "backend": 2, "tokenizer": 2, "model": 2,
     "plan": 3, "synth": 3,
     "engine": 4,
-    "runtime": 5,
+    "runtime": 5, "eval": 5,
     "cli": 6,
 }
 PUBLIC = {"spillway.h"}  # include/: anyone may include it

@@ -35,6 +35,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

@@ -21,6 +21,7 @@ static const command commands[] = {
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server, -np requests batched together"},
     {"plan", cmd_plan, "show where every byte would live and how fast it would run"},
     {"verify", cmd_verify, "check a memory plan against the all-host plan on four prompts"},
+    {"perplexity", cmd_perplexity, "perplexity of a text; KL divergence against a saved base"},
     {"info", cmd_info, "describe a model file (metadata, tensors) or the devices"},
     {"fetch", cmd_fetch, "download the default model (Gemma 3 270M Q4_K_M) into the cache"},
     {"tokenize", cmd_tokenize, "show how the model's tokenizer splits a text into tokens"},
@@ -34,8 +35,8 @@ static void usage(FILE *out) {
                  "usage: spillway <command> [options]   (spillway <command> --help)\n\n"
                  "commands:\n", SW_VERSION_STRING);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
-    fprintf(out, "  %-8s %s\n", "version", "print the version");
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(out, "  %-10s %s\n", "version", "print the version");
 }
 
 int main(int argc, char **argv) {
