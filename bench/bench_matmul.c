@@ -9,8 +9,11 @@
  * GB/s divides by thread 0's CPU time times the thread count: the speed
  * while scheduled, which is what to read on a loaded machine.
  *
- *   bench_matmul [-r rows] [-c cols] [-n reps] [-k tokens] [-t max_threads] [TYPE...]
+ *   bench_matmul [-r rows] [-c cols] [-n reps] [-k tokens] [-t max_threads] [--fine]
+ *                [TYPE...]
  *   e.g. bench_matmul -t 2 Q8_0 Q4_K Q6_K Q5_0
+ * --fine times cpu_matmul_fine (the down projection's: K types over
+ * activations with a scale per 32) instead of cpu_matmul.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -28,6 +31,7 @@ typedef struct bench_opts {
     uint64_t rows, cols;
     int reps, max_threads;
     uint32_t tokens;
+    int fine;
 } bench_opts;
 
 static double now_s(void) {
@@ -99,11 +103,11 @@ static double cpu_s(void) {
  * of the calling thread (thread 0, which does 1/nth of the rows): on a
  * shared machine the second shows the speed while actually scheduled. */
 static int time_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *v, const float *x,
-                       float *y, uint32_t tokens, int reps, double *wall, double *cpu) {
+                       float *y, const bench_opts *o, double *wall, double *cpu) {
     *wall = *cpu = 1e30;
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < o->reps; r++) {
         double t0 = now_s(), c0 = cpu_s();
-        if (cpu_matmul(pool, ws, v, x, y, tokens) != SW_OK) {
+        if ((o->fine ? cpu_matmul_fine : cpu_matmul)(pool, ws, v, x, y, o->tokens) != SW_OK) {
             fprintf(stderr, "bench_matmul: %s\n", sw_last_error());
             return -1;
         }
@@ -173,7 +177,7 @@ static int bench_type(uint32_t type, const bench_opts *o, cpu_pool **pools) {
            (double)n_bytes / 1e6);
     for (int t = 0; t < o->max_threads; t++) {
         double dt, dc;
-        if (time_matmul(pools[t], ws, &v, x, y, o->tokens, o->reps, &dt, &dc) != 0)
+        if (time_matmul(pools[t], ws, &v, x, y, o, &dt, &dc) != 0)
             break;
         double gflops = 2.0 * (double)cols * (double)o->rows * o->tokens / dt / 1e9;
         printf(" | %dT %7.2f ms %6.2f GB/s (cpu %6.2f) %6.2f GFLOP/s", t + 1, dt * 1e3,
@@ -205,10 +209,11 @@ int main(int argc, char **argv) {
         else if (val && strcmp(a, "-n") == 0) o.reps = atoi(val), i++;
         else if (val && strcmp(a, "-k") == 0) o.tokens = (uint32_t)atoi(val), i++;
         else if (val && strcmp(a, "-t") == 0) o.max_threads = atoi(val), i++;
+        else if (strcmp(a, "--fine") == 0) o.fine = 1;
         else if (n_types < 32 && parse_type(a) != UINT32_MAX) types[n_types++] = parse_type(a);
         else {
             fprintf(stderr, "usage: bench_matmul [-r rows] [-c cols] [-n reps] [-k tokens] "
-                            "[-t max_threads] [TYPE...]\nunknown argument '%s'\n", a);
+                            "[-t max_threads] [--fine] [TYPE...]\nunknown argument '%s'\n", a);
             return 2;
         }
     }
@@ -227,8 +232,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_matmul: %s\n", sw_last_error());
             return 1;
         }
-    printf("matmul %llu x %llu, %u token(s), best of %d\n", (unsigned long long)o.rows,
-           (unsigned long long)o.cols, o.tokens, o.reps);
+    printf("matmul%s %llu x %llu, %u token(s), best of %d\n", o.fine ? " (fine)" : "",
+           (unsigned long long)o.rows, (unsigned long long)o.cols, o.tokens, o.reps);
     bench_read(o.rows * o.cols, o.reps);
     int rc = 0;
     for (int i = 0; i < n_types; i++)

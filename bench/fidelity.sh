@@ -60,10 +60,11 @@ ours -f "$text" -c "$ctx" --chunks "$chunks" --cpu-dots f32 --save-logits "$base
   >"$raw/base.json"
 # Rows: label, then flags for Spillway ("peer" for llama-perplexity).
 rows=("spillway --cpu-dots f32 (the base, against itself)=--cpu-dots f32"
-      "llama.cpp llama-perplexity=peer"
-      "spillway (default: 8-bit activations)="
-      "spillway --kv-type f16=--kv-type f16"
+      "llama.cpp llama-perplexity (8-bit activations, f16 KV)=peer"
+      "spillway (default: 8-bit activations, f16 KV)="
+      "spillway --kv-type f32=--kv-type f32"
       "spillway --kv-type bf16=--kv-type bf16"
+      "spillway --cpu-dots f32 --kv-type f16 (f16 KV alone)=--cpu-dots f32 --kv-type f16"
       "${also[@]}")
 i=0
 for row in "${rows[@]}"; do

@@ -131,7 +131,8 @@ for (th, test), vals in sorted(bound.items()):
 doc = f"""# CPU speed: Spillway vs llama.cpp's llama-bench (issue 12)
 
 {datetime.date.today().isoformat()}, {cpu} ({ncpu}), model {os.path.basename(model)},
-Spillway {commit} (cpu backend, KV f32, n_batch = min(prompt, 512)), peer
+Spillway {commit} (cpu backend, KV f16, 8-bit activations, the down projection's
+per 32; n_batch = min(prompt, 512)), peer
 llama-bench of the llama.cpp that llama-cpp-python {peer_ver} vendors ({build};
 built by `../shared/peer/build-llama-bench.sh`, AMX off). {rounds} rounds,
 each running llama-bench then `spillway bench` at each thread count

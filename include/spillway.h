@@ -473,7 +473,9 @@ struct sw_plan_options {
     uint32_t n_seq;            /* sequences served at once (-np); 0 = 1; KV is
                                 * planned for n_seq x n_ctx */
     int n_threads;             /* sizes host scratch; 0 = all cores */
-    const char *kv_type;       /* "f32" (default), "f16", "bf16" */
+    const char *kv_type;       /* "f16" (default: llama.cpp's, half of f32),
+                                * "bf16", "f32" (default with cpu_dots
+                                * "f32": the reference path keeps f32) */
     const char *cpu_dots;      /* host matmuls over block-quantized weights:
                                 * "q8" (default: activations rounded to 8
                                 * bits per block, integer dots, as llama.cpp)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench_cli_test.sh — `spillway bench --json` on the default model: one
 # object per test with the llama-bench figures and, for tg, the decode
-# bound, every number positive; bad flags exit 2 with a message.
+# bound, every number positive; bad flags exit 2 with a message; the KV
+# type and the host dots can be chosen.
 set -u
 bin="${1:?usage: bench_cli_test.sh SPILLWAY}"
 fail=0
@@ -44,4 +45,11 @@ expect_usage "unknown option '--frobnicate'" --frobnicate
 expect_usage "expects an integer" -p 16x
 expect_usage "expects comma-separated" -t 1,,2
 expect_usage "needs a value" -r
+expect_usage "expects one of f16, bf16, f32" --kv-type f8
+expect_usage "expects one of q8, f32" --cpu-dots f64
+if ! "$bin" bench -p 8 -n 2 -t 1 -r 1 --kv-type f32 --cpu-dots f32 >/dev/null 2>&1; then
+  echo "FAIL: spillway bench --kv-type f32 --cpu-dots f32"; fail=1
+else
+  echo "ok   0  --kv-type f32 --cpu-dots f32"
+fi
 exit $fail

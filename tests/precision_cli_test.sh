@@ -46,20 +46,25 @@ check "the plan names the conversion and the bytes saved" $?
 check "plan --json carries the conversion" $?
 
 # Every --kv-type/--weights change the planner prints, over budgets from
-# "nothing fits" to "fits with room", must run at that budget.
+# "nothing fits" to "fits with room", must run at that budget with the
+# flags it was suggested for (the default f16 KV, and an f32 KV, where the
+# planner suggests f16).
 n_tried=0
-for budget in 200K 215K 250K 302K 320K 400K; do
-    "$exe" plan -m "$model" -t 2 --backend sim --device-mem $budget >"$tmp/plan" 2>&1
-    sed -n -e 's/^  \(--kv-type [a-z0-9_]*\) (.*/\1/p' -e 's/^  \(--weights [a-z0-9_]*\) (.*/\1/p' \
-        -e 's/^better *\(--kv-type [a-z0-9_]*\) frees.*/\1/p' \
-        -e 's/^better *\(--weights [a-z0-9_]*\) frees.*/\1/p' "$tmp/plan" >"$tmp/changes"
-    while read -r change; do
+for base in "" "--kv-type f32"; do
+    for budget in 200K 215K 250K 302K 320K 400K; do
         # shellcheck disable=SC2086
-        gen --backend sim --device-mem $budget $change >/dev/null 2>"$tmp/e3"; rc=$?
-        check "suggested '$change' at $budget runs ($rc: $(tail -1 "$tmp/e3"))" $rc
-        n_tried=$((n_tried + 1))
-        echo "$change" >>"$tmp/all_changes"
-    done <"$tmp/changes"
+        "$exe" plan -m "$model" -t 2 --backend sim --device-mem $budget $base >"$tmp/plan" 2>&1
+        sed -n -e 's/^  \(--kv-type [a-z0-9_]*\) (.*/\1/p' -e 's/^  \(--weights [a-z0-9_]*\) (.*/\1/p' \
+            -e 's/^better *\(--kv-type [a-z0-9_]*\) frees.*/\1/p' \
+            -e 's/^better *\(--weights [a-z0-9_]*\) frees.*/\1/p' "$tmp/plan" >"$tmp/changes"
+        while read -r change; do
+            # shellcheck disable=SC2086
+            gen --backend sim --device-mem $budget $base $change >/dev/null 2>"$tmp/e3"; rc=$?
+            check "suggested '$change' at $budget (with '$base') runs ($rc: $(tail -1 "$tmp/e3"))" $rc
+            n_tried=$((n_tried + 1))
+            echo "$change" >>"$tmp/all_changes"
+        done <"$tmp/changes"
+    done
 done
 grep -q -- "--kv-type" "$tmp/all_changes" 2>/dev/null && grep -q -- "--weights" "$tmp/all_changes"
 check "suggestions of both kinds were tried ($n_tried)" $?

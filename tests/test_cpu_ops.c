@@ -37,10 +37,6 @@ static uint64_t test_ne0(uint32_t type) {
 
 /* ---- dequantizers and fused dots, per ISA ----------------------------- */
 
-static const char *isa_name(cpu_isa isa) {
-    return isa == CPU_ISA_AVX2 ? "avx2" : isa == CPU_ISA_GENERIC ? "generic" : "ref";
-}
-
 /* Every 16-bit pattern through the F16 and BF16 row dequantizers, NaN
  * payloads included: the branch-free f16 conversion must equal half.h. */
 static void test_half_exhaustive(cpu_isa isa) {
@@ -53,14 +49,15 @@ static void test_half_exhaustive(cpu_isa isa) {
     const uint32_t types[2] = {SW_TYPE_F16, SW_TYPE_BF16};
     for (int k = 0; k < 2; k++) {
         char what[64];
-        snprintf(what, sizeof what, "%s all 65536 %s values", isa_name(isa), type_name(types[k]));
+        snprintf(what, sizeof what, "%s all 65536 %s values", cpu_isa_name(isa),
+                 type_name(types[k]));
         SW_CHECK_OK(quant_dequantize(types[k], src, want, 65536));
         const cpu_qkernel *kern = cpu_qkernel_get(isa, types[k]);
         kern->dequant(src, got, 65536);
         check_bits(what, got, want, 65536);
         for (uint32_t i = 0; i < 65536; i++) /* the scalar (row tail) path */
             kern->dequant(src + 2 * i, got + i, 1);
-        snprintf(what, sizeof what, "%s all 65536 %s values, one by one", isa_name(isa),
+        snprintf(what, sizeof what, "%s all 65536 %s values, one by one", cpu_isa_name(isa),
                  type_name(types[k]));
         check_bits(what, got, want, 65536);
     }
@@ -76,7 +73,7 @@ static void test_dequant_kernel(cpu_isa isa, uint32_t type) {
     uint8_t *w = random_weights(type, ne0, n_rows, &n_bytes);
     float *want = xmalloc(n * sizeof(float)), *got = xmalloc(n * sizeof(float));
     char what[64];
-    snprintf(what, sizeof what, "%s dequant %s", isa_name(isa), type_name(type));
+    snprintf(what, sizeof what, "%s dequant %s", cpu_isa_name(isa), type_name(type));
     const cpu_qkernel *k = cpu_qkernel_get(isa, type);
     SW_CHECK(k != NULL, "%s: no kernel", what);
     if (k != NULL) {
@@ -107,7 +104,7 @@ static void test_fused_dot(cpu_isa isa, uint32_t type) {
         for (uint32_t t = 0; t < n_x; t++)
             want[t] = canonical_dot(deq + r * ne0, x + t * ne0, ne0);
         char what[64];
-        snprintf(what, sizeof what, "%s fused dot %s row %llu", isa_name(isa), type_name(type),
+        snprintf(what, sizeof what, "%s fused dot %s row %llu", cpu_isa_name(isa), type_name(type),
                  (unsigned long long)r);
         check_bits(what, got, want, n_x);
     }
@@ -124,7 +121,7 @@ static void test_dot_f32(cpu_isa isa) {
     for (uint64_t n = 0; n <= 70; n++) {
         float got = dot(a, b, n), want = canonical_dot(a, b, n);
         SW_CHECK(memcmp(&got, &want, sizeof got) == 0, "%s dot_f32 n=%llu: %.9g vs %.9g",
-                 isa_name(isa), (unsigned long long)n, (double)got, (double)want);
+                 cpu_isa_name(isa), (unsigned long long)n, (double)got, (double)want);
     }
 }
 
@@ -147,7 +144,7 @@ static void tile_case(cpu_isa isa, const float *w, const float *x, uint32_t n_ro
         }
     }
     SW_CHECK(n_bad == 0, "%s tile %u rows x %u x, n=%llu: %zu wrong, first y[%zu] = %.9g",
-             isa_name(isa), n_rows, n_x, (unsigned long long)n, n_bad, first,
+             cpu_isa_name(isa), n_rows, n_x, (unsigned long long)n, n_bad, first,
              n_bad ? (double)y[first] : 0.0);
 }
 
@@ -176,10 +173,12 @@ static void test_tile_kernel(cpu_isa isa) {
 }
 
 static void test_kernels_all_isas(void) {
-    const cpu_isa isas[3] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2};
-    for (int i = 0; i < 3; i++) {
+    const cpu_isa isas[CPU_ISA_COUNT] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2,
+                                         CPU_ISA_AVX512};
+    for (int i = 0; i < CPU_ISA_COUNT; i++) {
         if (!cpu_isa_supported(isas[i])) {
-            printf("test_cpu_ops: ISA %s not available here, skipped\n", isa_name(isas[i]));
+            printf("test_cpu_ops: ISA %s not available here, skipped\n",
+                   cpu_isa_name(isas[i]));
             continue;
         }
         test_half_exhaustive(isas[i]);
@@ -565,17 +564,28 @@ static void attn_reference(const attn_data *d, const int32_t *q_pos, uint32_t n_
     }
 }
 
-static void run_attention(cpu_pool *pool, const float *q, const float *k, const float *v,
-                          const int32_t *q_pos, uint32_t n_tokens, uint32_t ring,
-                          uint32_t window, float softcap, float *out) {
-    const size_t per_thread = ring ? ring : AT_NPOS;
-    float *scratch = xmalloc((size_t)cpu_pool_size(pool) * per_thread * sizeof(float));
+/* group: scratch for a KV group's scores per thread (cpu_attention then
+ * takes a unit per token and KV head where that keeps the threads busy),
+ * else the minimum (a unit per token and head). */
+static void run_attention_as(cpu_pool *pool, const float *q, const float *k, const float *v,
+                             const int32_t *q_pos, uint32_t n_tokens, uint32_t ring,
+                             uint32_t window, float softcap, float *out, bool group) {
+    const size_t per_thread = (ring ? ring : AT_NPOS) * (group ? AT_HEAD / AT_HEAD_KV : 1);
+    const size_t floats = (size_t)cpu_pool_size(pool) * per_thread;
+    float *scratch = xmalloc(floats * sizeof(float));
     cpu_attn_args a = {.q = q, .k = k, .v = v, .out = out, .q_pos = q_pos,
                        .n_tokens = n_tokens, .n_head = AT_HEAD, .n_head_kv = AT_HEAD_KV,
                        .head_dim = AT_HD, .kv_ring = ring, .window = window,
-                       .softcap = softcap, .scratch = scratch};
+                       .softcap = softcap, .scratch = scratch,
+                       .scratch_floats = group ? floats : 0};
     cpu_attention(pool, &a);
     free(scratch);
+}
+
+static void run_attention(cpu_pool *pool, const float *q, const float *k, const float *v,
+                          const int32_t *q_pos, uint32_t n_tokens, uint32_t ring,
+                          uint32_t window, float softcap, float *out) {
+    run_attention_as(pool, q, k, v, q_pos, n_tokens, ring, window, softcap, out, false);
 }
 
 /* Linear cache: causal, windowed and soft-capped, against the reference,
@@ -607,6 +617,13 @@ static void test_attention_linear(cpu_pool *pools[4], const attn_data *d) {
             snprintf(what, sizeof what, "attention case %d, %d threads vs 1", c, p + 1);
             check_bits(what, out_t, out, N);
         }
+        for (int p = 0; p < 4; p++) { /* 7 tokens x 2 KV heads: units of a group */
+            run_attention_as(pools[p], q, d->k, d->v, q_pos, T, 0, windows[c], caps[c], out_t,
+                             true);
+            snprintf(what, sizeof what, "attention case %d, KV-group units, %d threads", c,
+                     p + 1);
+            check_bits(what, out_t, out, N);
+        }
     }
 }
 
@@ -627,6 +644,8 @@ static void test_attention_ring(cpu_pool *pools[4], const attn_data *d) {
     for (int p = 0; p < 4; p++) {
         run_attention(pools[p], d->q, kr, vr, q_pos, T, AT_RING, 5, 0.0f, out_ring);
         check_bits("attention ring vs linear (window 5)", out_ring, out_lin, N);
+        run_attention_as(pools[p], d->q, kr, vr, q_pos, T, AT_RING, 5, 0.0f, out_ring, true);
+        check_bits("attention ring, KV-group units, vs linear", out_ring, out_lin, N);
     }
     check_close("attention ring", out_ring, ref, N, 1e-5, 1e-4);
     /* Decode: one query at position 20 (ring row 4), all threads. */
@@ -714,7 +733,7 @@ int main(void) {
     SW_CHECK_OK(cpu_mm_scratch_create(TEST_WS_THREADS, TEST_WS_NE0, &test_ws));
     if (test_ws == NULL)
         return sw_check_finish("test_cpu_ops");
-    printf("test_cpu_ops: kernels for %s\n", isa_name(cpu_isa_best()));
+    printf("test_cpu_ops: kernels for %s\n", cpu_isa_name(cpu_isa_best()));
     test_pool();
     test_kernels_all_isas();
     test_matmul_all(pools);

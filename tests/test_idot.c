@@ -1,9 +1,11 @@
 /*
  * test_idot.c — the integer dot path of the CPU backend: activation
  * quantization (qact.h) against its stated bounds, and every integer
- * kernel (idot.h) on every kernel set against the portable reference, bit
- * for bit, and against a double-precision dot of the dequantized weights
- * with the dequantized activations.
+ * kernel (idot.h), coarse and fine forms, on every kernel set against the
+ * portable reference, bit for bit, and against a double-precision dot of
+ * the dequantized weights with the dequantized activations; the fine
+ * form is closer to the f32 dot than the coarse one on rows whose
+ * magnitude swings (as the GeGLU product's does).
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,7 +43,8 @@ static void test_quantize(cpu_qact_fmt fmt) {
     x[2 * n + 3 * fmt + 1] = INFINITY;                      /* row 2, block 3 */
     cpu_qact_quantize(fmt, x, n, rows, q);
     const uint64_t st = cpu_qact_stride(fmt, n);
-    SW_CHECK(st % 64 == 0 && st >= n + 4 * (n / fmt), "stride %llu", (unsigned long long)st);
+    SW_CHECK(st % 64 == 0 && st >= n + 4 * (n / fmt) + 2 * (n / 16), "stride %llu",
+             (unsigned long long)st);
     size_t bad = 0, bad_sums = 0, bad_nan = 0;
     for (uint32_t r = 0; r < rows; r++) {
         const uint8_t *qr = q + r * st;
@@ -58,14 +61,12 @@ static void test_quantize(cpu_qact_fmt fmt) {
                     bad++;
             }
         }
-        if (fmt == CPU_QACT_256) {
-            const int16_t *bs = cpu_qact_bsums(qr, n);
-            for (uint64_t g = 0; g < n / 16; g++) {
-                int s = 0;
-                for (int i = 0; i < 16; i++)
-                    s += ((const int8_t *)qr)[16 * g + (uint64_t)i];
-                bad_sums += s != bs[g];
-            }
+        const int16_t *bs = cpu_qact_bsums(fmt, qr, n);
+        for (uint64_t g = 0; g < n / 16; g++) {
+            int s = 0;
+            for (int i = 0; i < 16; i++)
+                s += ((const int8_t *)qr)[16 * g + (uint64_t)i];
+            bad_sums += s != bs[g];
         }
     }
     SW_CHECK(bad == 0, "qact %d: %zu elements beyond d/2", (int)fmt, bad);
@@ -75,14 +76,14 @@ static void test_quantize(cpu_qact_fmt fmt) {
     free(q);
 }
 
-static const char *isa_label(cpu_isa isa) {
-    return isa == CPU_ISA_AVX2 ? "avx2" : isa == CPU_ISA_GENERIC ? "generic" : "ref";
-}
+typedef const cpu_idot *(*idot_get_fn)(cpu_isa isa, uint32_t type);
 
-/* One type and row length: N_ROWS rows with N_X tokens, in calls of 4 + 3
- * tokens and of 1, on every ISA. */
-static void test_kernel(uint32_t type, uint64_t ne0) {
-    const cpu_idot *ref = cpu_idot_get(CPU_ISA_REF, type);
+/* One type, row length and form (cpu_idot_get or cpu_idot_get_fine):
+ * N_ROWS rows with N_X tokens, in calls of 4 + 3 tokens and of 1, on
+ * every ISA. */
+static void test_kernel(uint32_t type, uint64_t ne0, idot_get_fn get) {
+    const char *form = get == cpu_idot_get_fine ? "fine" : "coarse";
+    const cpu_idot *ref = get(CPU_ISA_REF, type);
     SW_CHECK(ref != NULL, "%s: no integer kernel", type_name(type));
     if (ref == NULL)
         return;
@@ -97,7 +98,6 @@ static void test_kernel(uint32_t type, uint64_t ne0) {
     SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * N_ROWS));
     float want[N_X], got[N_X];
     double exact[N_X], mag[N_X];
-    const cpu_isa isas[3] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2};
     for (uint64_t r = 0; r < N_ROWS; r++) {
         const uint8_t *row = w + r * row_bytes;
         ref->dot(row, xq, st, 4, ne0, want);
@@ -114,23 +114,25 @@ static void test_kernel(uint32_t type, uint64_t ne0) {
         size_t n_far = 0;
         for (uint32_t t = 0; t < N_X; t++)
             n_far += !(fabs((double)want[t] - exact[t]) <= 1e-5 * mag[t] + 1e-30);
-        SW_CHECK(n_far == 0, "ref %s ne0 %llu row %llu: %zu of %d dots beyond 1e-5 of the "
-                 "exact sum (first: %.9g vs %.9g)", type_name(type), (unsigned long long)ne0,
-                 (unsigned long long)r, n_far, N_X, (double)want[0], exact[0]);
-        for (int i = 0; i < 3; i++) {
-            if (!cpu_isa_supported(isas[i]))
+        SW_CHECK(n_far == 0, "ref %s %s ne0 %llu row %llu: %zu of %d dots beyond 1e-5 of the "
+                 "exact sum (first: %.9g vs %.9g)", form, type_name(type),
+                 (unsigned long long)ne0, (unsigned long long)r, n_far, N_X, (double)want[0],
+                 exact[0]);
+        for (int i = 0; i < CPU_ISA_COUNT; i++) {
+            const cpu_isa isa = (cpu_isa)i;
+            if (!cpu_isa_supported(isa))
                 continue;
-            const cpu_idot *k = cpu_idot_get(isas[i], type);
+            const cpu_idot *k = get(isa, type);
             k->dot(row, xq, st, 4, ne0, got);
             k->dot(row, xq + 4 * st, st, 3, ne0, got + 4);
-            snprintf(what, sizeof what, "%s idot %s ne0 %llu row %llu, 4+3 tokens",
-                     isa_label(isas[i]), type_name(type), (unsigned long long)ne0,
+            snprintf(what, sizeof what, "%s idot %s %s ne0 %llu row %llu, 4+3 tokens",
+                     cpu_isa_name(isa), form, type_name(type), (unsigned long long)ne0,
                      (unsigned long long)r);
             check_bits(what, got, want, N_X);
             for (uint32_t t = 0; t < N_X; t++)
                 k->dot(row, xq + t * st, st, 1, ne0, got + t);
-            snprintf(what, sizeof what, "%s idot %s ne0 %llu row %llu, 1 token at a time",
-                     isa_label(isas[i]), type_name(type), (unsigned long long)ne0,
+            snprintf(what, sizeof what, "%s idot %s %s ne0 %llu row %llu, 1 token at a time",
+                     cpu_isa_name(isa), form, type_name(type), (unsigned long long)ne0,
                      (unsigned long long)r);
             check_bits(what, got, want, N_X);
             if (r == 0) { /* all rows in one call */
@@ -138,8 +140,9 @@ static void test_kernel(uint32_t type, uint64_t ne0) {
                 for (uint64_t q = 0; q < N_ROWS; q++)
                     ref->dot(w + q * row_bytes, xq, st, 1, ne0, rows_want + q);
                 k->rows(w, row_bytes, N_ROWS, xq, ne0, rows_got);
-                snprintf(what, sizeof what, "%s idot %s ne0 %llu, %d rows in one call",
-                         isa_label(isas[i]), type_name(type), (unsigned long long)ne0, N_ROWS);
+                snprintf(what, sizeof what, "%s idot %s %s ne0 %llu, %d rows in one call",
+                         cpu_isa_name(isa), form, type_name(type), (unsigned long long)ne0,
+                         N_ROWS);
                 check_bits(what, rows_got, rows_want, N_ROWS);
             }
             if (k->unpack == NULL)
@@ -148,8 +151,8 @@ static void test_kernel(uint32_t type, uint64_t ne0) {
             k->unpack(row, ne0, u);
             k->unpacked_dot(u, xq, st, 4, ne0, got);
             k->unpacked_dot(u, xq + 4 * st, st, 3, ne0, got + 4);
-            snprintf(what, sizeof what, "%s idot %s ne0 %llu row %llu, unpacked",
-                     isa_label(isas[i]), type_name(type), (unsigned long long)ne0,
+            snprintf(what, sizeof what, "%s idot %s %s ne0 %llu row %llu, unpacked",
+                     cpu_isa_name(isa), form, type_name(type), (unsigned long long)ne0,
                      (unsigned long long)r);
             check_bits(what, got, want, N_X);
             free(u);
@@ -162,8 +165,8 @@ static void test_kernel(uint32_t type, uint64_t ne0) {
 }
 
 /* A NaN in the activations comes out as NaN, as in the f32 path. */
-static void test_nan(uint32_t type) {
-    const cpu_idot *k = cpu_idot_get(cpu_isa_best(), type);
+static void test_nan(uint32_t type, idot_get_fn get) {
+    const cpu_idot *k = get(cpu_isa_best(), type);
     const uint64_t ne0 = 512;
     uint64_t n_bytes;
     uint8_t *w = random_weights(type, ne0, 1, &n_bytes);
@@ -180,22 +183,81 @@ static void test_nan(uint32_t type) {
     free(xq);
 }
 
+/* Rows like the GeGLU product: small values with one large one per 256.
+ * Against the dot of the dequantized weights with the exact activations,
+ * the fine form's error is a fraction of the coarse form's (whose step,
+ * set by the large value, rounds the small ones to 0). */
+static void test_fine_closer(uint32_t type) {
+    const uint64_t ne0 = 2048;
+    enum { ROWS = 16 };
+    uint64_t n_bytes, row_bytes;
+    uint8_t *w = random_weights(type, ne0, ROWS, &n_bytes);
+    type_row_bytes(type, ne0, &row_bytes);
+    float *deq = xmalloc(ne0 * ROWS * sizeof(float)), *x = xmalloc(ne0 * sizeof(float));
+    fill_float(x, ne0, -0.02f, 0.02f);
+    for (uint64_t i = 100; i < ne0; i += 256)
+        x[i] = 8.0f;
+    SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * ROWS));
+    const cpu_idot *coarse = cpu_idot_get(cpu_isa_best(), type);
+    const cpu_idot *fine = cpu_idot_get_fine(cpu_isa_best(), type);
+    uint8_t *xc = xmalloc(cpu_qact_stride(coarse->fmt, ne0));
+    uint8_t *xf = xmalloc(cpu_qact_stride(fine->fmt, ne0));
+    cpu_qact_quantize(coarse->fmt, x, ne0, 1, xc);
+    cpu_qact_quantize(fine->fmt, x, ne0, 1, xf);
+    double err_c = 0, err_f = 0;
+    for (uint64_t r = 0; r < ROWS; r++) {
+        double exact = 0;
+        for (uint64_t i = 0; i < ne0; i++)
+            exact += (double)deq[r * ne0 + i] * x[i];
+        float yc, yf;
+        coarse->dot(w + r * row_bytes, xc, 0, 1, ne0, &yc);
+        fine->dot(w + r * row_bytes, xf, 0, 1, ne0, &yf);
+        err_c += (yc - exact) * (yc - exact);
+        err_f += (yf - exact) * (yf - exact);
+    }
+    /* The coarse form loses every small value of a super-block, the fine
+     * one those of the large value's chunk, 1 in 8: sqrt(1/8) = 0.35 of
+     * the coarse error expected. */
+    SW_CHECK(fine->fmt == CPU_QACT_32 && 2 * sqrt(err_f) < sqrt(err_c),
+             "%s: fine form RMS error %.3g, coarse %.3g", type_name(type), sqrt(err_f / ROWS),
+             sqrt(err_c / ROWS));
+    free(w);
+    free(deq);
+    free(x);
+    free(xc);
+    free(xf);
+}
+
 int main(void) {
     test_quantize(CPU_QACT_32);
     test_quantize(CPU_QACT_256);
-    if (!cpu_isa_supported(CPU_ISA_AVX2))
-        printf("test_idot: AVX2 not available here: the portable kernels only\n");
+    for (int i = 0; i < CPU_ISA_COUNT; i++)
+        if (!cpu_isa_supported((cpu_isa)i))
+            printf("test_idot: ISA %s not available on this CPU or build: its kernels are "
+                   "compiled but not run here\n", cpu_isa_name((cpu_isa)i));
     for (int i = 0; i < N_IDOT; i++) {
         const bool k = type_get_traits(idot_types[i])->block_elems == 256;
-        /* an even and an odd number of blocks (the two accumulator sets) */
-        test_kernel(idot_types[i], k ? 512 : 768);
-        test_kernel(idot_types[i], k ? 768 : 800);
-        test_nan(idot_types[i]);
+        /* one block, an even and an odd number (the two accumulator sets;
+         * AVX-512 takes blocks or chunks in pairs) */
+        for (int f = 0; f < 2; f++) {
+            const idot_get_fn get = f ? cpu_idot_get_fine : cpu_idot_get;
+            test_kernel(idot_types[i], k ? 256 : 32, get);
+            test_kernel(idot_types[i], k ? 512 : 768, get);
+            test_kernel(idot_types[i], k ? 768 : 800, get);
+            test_nan(idot_types[i], get);
+        }
+        if (k)
+            test_fine_closer(idot_types[i]);
+        else
+            SW_CHECK(cpu_idot_get_fine(cpu_isa_best(), idot_types[i])->dot ==
+                         cpu_idot_get(cpu_isa_best(), idot_types[i])->dot,
+                     "%s: per 32 already, its own fine form", type_name(idot_types[i]));
     }
     const uint32_t none[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q4_1,
                              SW_TYPE_Q5_1, SW_TYPE_Q2_K, SW_TYPE_Q3_K, SW_TYPE_Q8_K};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
-        SW_CHECK(cpu_idot_get(cpu_isa_best(), none[i]) == NULL, "%s has no integer kernel",
-                 type_name(none[i]));
+        SW_CHECK(cpu_idot_get(cpu_isa_best(), none[i]) == NULL &&
+                     cpu_idot_get_fine(cpu_isa_best(), none[i]) == NULL,
+                 "%s has no integer kernel", type_name(none[i]));
     return sw_check_finish("test_idot");
 }

@@ -95,19 +95,24 @@ static void fill_cache(uint64_t *rng, uint32_t type, uint32_t n, float *wide, ui
     }
 }
 
-/* hd 300 exceeds the kernel's value chunk (256): both paths of the widening. */
+/* hd 4160 exceeds the kernel's value buffer (4096 floats): both paths of
+ * the widening. Each case also runs with room for a KV group's scores
+ * (a unit per group: each key and value read once for its heads), F32
+ * and typed, and must give the same bits. */
 static void test_attention_typed(cpu_pool *pool) {
-    enum { ROWS = 24, T = 5, H = 4, HKV = 2, MAX_HD = 300 };
-    static const uint32_t hds[2] = {16, MAX_HD};
+    enum { ROWS = 24, T = 5, H = 4, HKV = 2, MAX_HD = 4160, MAX_THREADS = 8 };
+    static const uint32_t hds[3] = {16, 300, MAX_HD};
     static float q[T * H * MAX_HD], kw[ROWS * HKV * MAX_HD], vw[ROWS * HKV * MAX_HD];
     static uint8_t kt[2 * ROWS * HKV * MAX_HD], vt[2 * ROWS * HKV * MAX_HD];
-    static float want[T * H * MAX_HD], got[T * H * MAX_HD], scratch[8 * ROWS];
+    static float want[T * H * MAX_HD], got[T * H * MAX_HD];
+    static float scratch[MAX_THREADS * ROWS * (H / HKV)];
     const int32_t pos[T] = {3, 9, 10, 17, 23};
     uint64_t rng = 42;
     int n = 0;
+    SW_CHECK(cpu_pool_size(pool) <= MAX_THREADS, "pool of %d threads", cpu_pool_size(pool));
     for (int ti = 0; ti < 2; ti++) {
         uint32_t type = ti ? SW_TYPE_BF16 : SW_TYPE_F16;
-        for (int hi = 0; hi < 2; hi++) {
+        for (int hi = 0; hi < 3; hi++) {
             uint32_t hd = hds[hi], nkv = ROWS * HKV * hd;
             for (uint32_t i = 0; i < T * H * hd; i++)
                 q[i] = sw_test_rng_float(&rng, -1.0f, 1.0f);
@@ -120,15 +125,20 @@ static void test_attention_typed(cpu_pool *pool) {
                                    .window = c == 1 ? 8 : 0, .softcap = c == 2 ? 1.5f : 0,
                                    .scratch = scratch};
                 cpu_attention(pool, &a);
-                a.k = kt;
-                a.v = vt;
-                a.kv_type = type;
                 a.out = got;
-                cpu_attention(pool, &a);
-                SW_CHECK(!memcmp(want, got, (size_t)T * H * hd * sizeof(float)),
-                         "%s cache, hd %u, case %d: not the f32 kernel's bits",
-                         type_name(type), hd, c);
-                n++;
+                for (int form = 0; form < 3; form++) { /* typed; typed, group; f32, group */
+                    a.k = form < 2 ? (const void *)kt : kw;
+                    a.v = form < 2 ? (const void *)vt : vw;
+                    a.kv_type = form < 2 ? type : SW_TYPE_F32;
+                    a.scratch_floats = form > 0 ? sizeof scratch / sizeof scratch[0] : 0;
+                    memset(got, 0xff, (size_t)T * H * hd * sizeof(float));
+                    cpu_attention(pool, &a);
+                    SW_CHECK(!memcmp(want, got, (size_t)T * H * hd * sizeof(float)),
+                             "%s cache, hd %u, case %d, %s: not the f32 kernel's bits",
+                             form < 2 ? type_name(type) : "F32", hd, c,
+                             form ? "a unit per KV group" : "a unit per head");
+                    n++;
+                }
             }
         }
     }

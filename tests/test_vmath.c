@@ -87,8 +87,8 @@ static void check_same(const char *what, const char *set, size_t n, const float 
 static void test_sets(void) {
     enum { NMAX = 301 };
     static float x[NMAX], u[NMAX], want[NMAX], got[NMAX], inplace[NMAX];
-    const cpu_isa isas[] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2};
-    const char *names[] = {"ref", "generic", "avx2"};
+    const cpu_isa isas[] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512};
+    const char *names[] = {"ref", "generic", "avx2", "avx512"};
     if (!cpu_isa_supported(CPU_ISA_AVX2))
         printf("test_vmath: AVX2 not available here: its set falls back\n");
     const size_t lens[] = {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, NMAX};
@@ -138,8 +138,8 @@ static void test_wsum(void) {
     fill_float(w, ROWS, 0.0f, 0.1f);
     fill_float(o0, STRIDE, -0.5f, 0.5f);
     const size_t dims[] = {1, 7, 8, 32, 33, 64, 100, 256, STRIDE};
-    const cpu_isa isas[] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2};
-    const char *names[] = {"ref", "generic", "avx2"};
+    const cpu_isa isas[] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512};
+    const char *names[] = {"ref", "generic", "avx2", "avx512"};
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         const size_t n = dims[di];
         for (size_t d = 0; d < n; d++) {

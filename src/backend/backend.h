@@ -108,7 +108,10 @@ typedef enum bop_kind {
 
 typedef struct bop_get_rows { btensor w; bmem ids, out; uint32_t n; } bop_get_rows;
 typedef struct bop_rmsnorm { bmem x; btensor w; bmem y; uint32_t n, n_rows; float eps; } bop_rmsnorm;
-typedef struct bop_matmul { btensor w; bmem x, y; uint32_t n_tokens; } bop_matmul;
+/* fine: x's magnitude swings along the row (the down projection's input,
+ * the GeGLU product); the cpu kernels then quantize it with a scale per 32
+ * (idot.h's fine form). Backends with f32 activations ignore it. */
+typedef struct bop_matmul { btensor w; bmem x, y; uint32_t n_tokens; bool fine; } bop_matmul;
 typedef struct bop_rope {
     bmem x, pos;
     uint32_t n_tokens, n_heads, head_dim;
@@ -232,6 +235,8 @@ struct backend {
 typedef struct backend_params {
     cpu_pool *pool;            /* borrowed: kernels run on it */
     uint32_t max_attn_keys;    /* cpu kernels: most keys one query sees */
+    uint32_t attn_group;       /* cpu kernels: query heads per KV head, whose
+                                * scores attention holds together; 0 = 1 */
     uint64_t max_row_elems;    /* cpu kernels: longest matrix row */
     bool exact_dots;           /* cpu kernels: f32 activations in every matmul */
     uint64_t capacity_bytes;   /* device memory budget (sim: required) */
@@ -252,10 +257,11 @@ sw_status backend_create(const char *name, const backend_params *p, backend **ou
 void backend_destroy(backend *b);
 
 /* Host bytes the cpu backend allocates for its kernels' scratch with
- * n_threads threads, queries seeing up to max_attn_keys keys and matrix
- * rows of up to max_row_elems elements (what the planner counts). */
+ * n_threads threads, queries seeing up to max_attn_keys keys in groups of
+ * attn_group heads per KV head, and matrix rows of up to max_row_elems
+ * elements (what the planner counts). */
 uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
-                                   uint64_t max_row_elems);
+                                   uint32_t attn_group, uint64_t max_row_elems);
 
 /* The cpu and sim constructors (the registry calls these). */
 sw_status backend_cpu_create(const backend_params *p, backend **out);

@@ -25,9 +25,15 @@ static sw_status norm(backend *b, bmem x, const btensor *w, bmem y, uint32_t n,
     return SW_OK;
 }
 
-static sw_status matmul(backend *b, const btensor *w, bmem x, bmem y, uint32_t n) {
-    SUBMIT(b, (bop){.kind = BOP_MATMUL, .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n}});
+static sw_status matmul_as(backend *b, const btensor *w, bmem x, bmem y, uint32_t n,
+                           bool fine) {
+    SUBMIT(b, (bop){.kind = BOP_MATMUL,
+                    .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n, .fine = fine}});
     return SW_OK;
+}
+
+static sw_status matmul(backend *b, const btensor *w, bmem x, bmem y, uint32_t n) {
+    return matmul_as(b, w, x, y, n, false);
 }
 
 static sw_status rope(backend *b, const block_args *a, bmem x, uint32_t n_heads) {
@@ -87,7 +93,8 @@ static sw_status ffn_half(backend *b, const block_args *a) {
     SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->up,
                                                    .out = t->gate,
                                                    .n = (uint64_t)n * s->n_ff}});
-    SW_TRY(matmul(b, &w[BW_DOWN], t->gate, t->h, n));
+    /* The GeGLU product spans orders of magnitude within a row. */
+    SW_TRY(matmul_as(b, &w[BW_DOWN], t->gate, t->h, n, true));
     if (s->post_norms)
         SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);

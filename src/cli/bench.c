@@ -38,17 +38,21 @@ typedef struct bench_opts {
     const char *model;               /* -m; NULL = the default model */
     bench_list n_prompt, n_gen, threads;
     long reps;                       /* -r */
+    const char *kv_type, *cpu_dots;  /* --kv-type, --cpu-dots; NULL = defaults */
     bool json;
 } bench_opts;
 
 static void usage(FILE *out) {
-    fputs("usage: spillway bench [-m MODEL] [-p N,...] [-n N,...] [-t N,...] [-r R] [--json]\n"
+    fputs("usage: spillway bench [-m MODEL] [-p N,...] [-n N,...] [-t N,...] [-r R]\n"
+          "                      [--kv-type T] [--cpu-dots D] [--json]\n"
           "  -m MODEL   model file or folder (default: the fetched Gemma 3 270M)\n"
           "  -p N,...   prompt processing tests: one pass over N tokens (default 512;\n"
           "             0 skips)\n"
           "  -n N,...   generation tests: N tokens one at a time (default 128; 0 skips)\n"
           "  -t N,...   CPU threads, one engine each (default: all cores)\n"
           "  -r R       repetitions per test, after one warm-up (default 5)\n"
+          "  --kv-type T    KV cache type: f16 (default, as llama-bench's), bf16, f32\n"
+          "  --cpu-dots D   q8 (default) or f32 (see spillway run --help)\n"
           "  --json     one JSON array, one object per test, tg objects with the\n"
           "             decode bound (bytes_per_token, read_bandwidth_Bps)\n"
           "figures as llama-bench prints them: tokens/s, mean ± stddev; cpu backend\n", out);
@@ -80,6 +84,19 @@ static int parse_list(const char *flag, const char *s, long lo, long hi, bench_l
     return 0;
 }
 
+/* --kv-type or --cpu-dots, checked here so that a typo stops before any
+ * table is printed. Returns 0 or -1 (printed). */
+static int parse_precision(bench_opts *o, const char *flag, const char *v) {
+    const bool kv = !strcmp(flag, "--kv-type");
+    if (kv ? strcmp(v, "f16") && strcmp(v, "bf16") && strcmp(v, "f32")
+           : strcmp(v, "q8") && strcmp(v, "f32")) {
+        cli_error("%s expects one of %s, got '%s'", flag, kv ? "f16, bf16, f32" : "q8, f32", v);
+        return -1;
+    }
+    *(kv ? &o->kv_type : &o->cpu_dots) = v;
+    return 0;
+}
+
 /* Returns CLI_EXIT_OK, CLI_EXIT_USAGE (printed), or -1 after --help. */
 static int parse_args(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
@@ -93,7 +110,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             continue;
         }
         bool known = !strcmp(a, "-m") || !strcmp(a, "-p") || !strcmp(a, "-n") ||
-                     !strcmp(a, "-t") || !strcmp(a, "-r");
+                     !strcmp(a, "-t") || !strcmp(a, "-r") || !strcmp(a, "--kv-type") ||
+                     !strcmp(a, "--cpu-dots");
         if (!known) {
             cli_error("bench: unknown option '%s' (see spillway bench --help)", a);
             return CLI_EXIT_USAGE;
@@ -104,7 +122,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
         const char *v = argv[i];
         int bad = 0;
-        if (a[1] == 'm')
+        if (!strcmp(a, "--kv-type") || !strcmp(a, "--cpu-dots"))
+            bad = parse_precision(o, a, v);
+        else if (a[1] == 'm')
             o->model = v;
         else if (a[1] == 'p')
             bad = parse_list(a, v, 0, BENCH_MAX_TOKENS, &o->n_prompt);
@@ -192,6 +212,8 @@ static int bench_launch(const sw_model *m, const bench_opts *o, long th, sw_engi
     po.n_ctx = (uint32_t)(max_p + max_n);
     po.n_batch = max_p > 0 && (unsigned long)max_p < BENCH_MAX_UBATCH ? (uint32_t)max_p
                                                                       : BENCH_MAX_UBATCH;
+    po.kv_type = o->kv_type;     /* checked by the planner: its message names the choices */
+    po.cpu_dots = o->cpu_dots;
     sw_status st = sw_engine_launch(m, &po, NULL, e);
     if (st != SW_OK)
         return cli_fail(st);

@@ -148,7 +148,7 @@ int cmd_verify(int argc, char **argv) {
     sw_engine_print_plan(a.engine, stdout, 0);
     if (o.plan.kv_type || o.plan.weights)
         printf("\nreference: all-host plan with the same --kv-type %s and --weights %s\n",
-               o.plan.kv_type ? o.plan.kv_type : "f32",
+               o.plan.kv_type ? o.plan.kv_type : "default",
                o.plan.weights ? o.plan.weights : "(as stored)");
     printf("\n");
     rc = compare(m, &a, &b);

@@ -248,6 +248,7 @@ static sw_status run_attention(cpu_backend *c, const bop_attention *a) {
         .seq_rows = kv->rows, .n_tokens = a->n_tokens, .n_head = a->n_head,
         .n_head_kv = a->n_head_kv, .head_dim = a->head_dim, .kv_ring = kv->ring,
         .window = a->window, .softcap = a->softcap, .scratch = c->attn_scratch,
+        .scratch_floats = c->scratch_floats,
     };
     sw_status st = check_cache_rows("attention", kv, ca.q_pos, ca.q_seq, a->n_tokens);
     if (st != SW_OK)
@@ -285,8 +286,9 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
                             cpu_ptr(op->u.get_rows.out));
     case BOP_MATMUL:
         w = view_of(&op->u.matmul.w);
-        return cpu_matmul(c->pool, c->mm_ws, &w, cpu_ptr(op->u.matmul.x),
-                          cpu_ptr(op->u.matmul.y), op->u.matmul.n_tokens);
+        return (op->u.matmul.fine ? cpu_matmul_fine : cpu_matmul)(
+            c->pool, c->mm_ws, &w, cpu_ptr(op->u.matmul.x), cpu_ptr(op->u.matmul.y),
+            op->u.matmul.n_tokens);
     case BOP_RMSNORM:
         cpu_rmsnorm_mt(c->pool, cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n,
                        n->n_rows, n->eps);
@@ -383,8 +385,8 @@ static const backend_vtable cpu_vtable = {
 };
 
 uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
-                                   uint64_t max_row_elems) {
-    return (uint64_t)n_threads * max_attn_keys * sizeof(float) +
+                                   uint32_t attn_group, uint64_t max_row_elems) {
+    return (uint64_t)n_threads * max_attn_keys * (attn_group ? attn_group : 1) * sizeof(float) +
            cpu_mm_scratch_bytes((int)n_threads, max_row_elems);
 }
 
@@ -401,7 +403,8 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
     }
     c->pool = p->pool;
     c->host = (cpu_buf){.base = NULL, .bytes = UINT64_MAX};
-    c->scratch_floats = (uint64_t)cpu_pool_size(p->pool) * p->max_attn_keys;
+    c->scratch_floats = (uint64_t)cpu_pool_size(p->pool) * p->max_attn_keys *
+                        (p->attn_group ? p->attn_group : 1);
     if (c->scratch_floats > 0 &&
         (c->attn_scratch = malloc((size_t)c->scratch_floats * sizeof(float))) == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for %llu floats of "

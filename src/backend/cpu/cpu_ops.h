@@ -66,6 +66,13 @@ uint64_t cpu_mm_scratch_bytes(int n_threads, uint64_t max_ne0);
 sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
                      float *y, uint32_t n_tokens);
 
+/* cpu_matmul for inputs whose magnitude swings along the row (the down
+ * projection's: the GeGLU product): the K types take activations with a
+ * scale per 32 instead of per 256 (idot.h's fine form); every other type
+ * and the exact workspace compute as cpu_matmul does. */
+sw_status cpu_matmul_fine(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                          const float *x, float *y, uint32_t n_tokens);
+
 /* out[t][:] = row ids[t] of W (dequantized to f32), t < n. Row length ne0.
  * Errors: SW_ERR_ARG for an id >= ne1; SW_ERR_UNSUPPORTED. */
 sw_status cpu_get_rows(const tensor_view *w, const int32_t *ids, uint32_t n, float *out);
@@ -139,6 +146,9 @@ typedef struct cpu_attn_args {
     uint32_t window;      /* 0: global attention */
     float softcap;
     float *scratch;
+    uint64_t scratch_floats; /* its size; 0: the minimum above. With room
+                              * for a KV group's scores per thread, the
+                              * group's heads read each key and value once */
 } cpu_attn_args;
 void cpu_attention(cpu_pool *pool, const cpu_attn_args *a);
 

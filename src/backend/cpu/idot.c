@@ -16,7 +16,10 @@
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define IDOT_HAVE_AVX2 1
 #include <cpuid.h>
+#include <pthread.h>
 const cpu_idot *cpu_idot_table_avx2(void);
+const cpu_idot *cpu_idot_fine_table_avx2(void);
+void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 #else
 #define IDOT_HAVE_AVX2 0
 #endif
@@ -144,38 +147,6 @@ static void unpack_q6_k(const uint8_t *b, kblock *k) {
     }
 }
 
-static void dotk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *row,
-                 const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *out) {
-    const uint64_t nb = n / 256;
-    kblock k;
-    for (uint32_t t = 0; t < n_x; t++) {
-        const int8_t *q = (const int8_t *)(xq + t * xs);
-        const float *dx = cpu_qact_scales(xq + t * xs, n);
-        const int16_t *bs = cpu_qact_bsums(xq + t * xs, n);
-        float acc[2][LANES] = {{0}};
-        for (uint64_t b = 0; b < nb; b++) {
-            unpack(row + b * block_bytes, &k);
-            const int8_t *qb = q + 256 * b;
-            const int16_t *bb = bs + 16 * b;
-            for (int l = 0; l < LANES; l++) {
-                int s = 0;
-                for (int c = 0; c < 8; c++) {
-                    int p = 0;
-                    for (int j = 0; j < 4; j++)
-                        p += k.u[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
-                    s += (k.q6 ? k.sc[2 * c + l / 4] : k.sc[c]) * p;
-                }
-                const int m =
-                    k.q6 ? 32 * (k.sc[2 * l] * bb[2 * l] + k.sc[2 * l + 1] * bb[2 * l + 1])
-                         : k.mn[l] * (bb[2 * l] + bb[2 * l + 1]);
-                acc[b % 2][l] = fmaf(k.d * dx[b], (float)s, acc[b % 2][l]);
-                acc[b % 2][l] = fmaf(-(k.dm * dx[b]), (float)m, acc[b % 2][l]);
-            }
-        }
-        out[t] = r8(acc);
-    }
-}
-
 /* ---- unpacked K rows: idot.h's CPU_IDOT_UK layout ----------------------- */
 
 static void kblock_store(const kblock *k, uint8_t *dst) {
@@ -204,40 +175,83 @@ static void unpack_rowk(unpackk_fn unpack, uint32_t block_bytes, const uint8_t *
     }
 }
 
-/* The canonical K dot read off unpacked rows. */
-static void ref_uk(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
-                   uint64_t n, float *out) {
+/* One token's activations over a row: q, scales, block sums. */
+typedef struct kx {
+    const int8_t *q;
+    const float *dx;
+    const int16_t *bs;
+} kx;
+
+static kx kx_of(cpu_qact_fmt fmt, const uint8_t *xq, uint64_t n) {
+    return (kx){(const int8_t *)xq, cpu_qact_scales(xq, n), cpu_qact_bsums(fmt, xq, n)};
+}
+
+/* Super-block b (unpacked) of idot.h's canonical K dot into acc: the
+ * coarse form into the set b % 2, the fine form (per-chunk scales) chunk
+ * c into the set c % 2 and the offset into set 0. */
+static void uk_block(const uint8_t *blk, const kx *x, uint64_t b, int fine,
+                     float acc[2][LANES]) {
+    int16_t sc[16], mw[16];
+    float d, ms;
+    memcpy(sc, blk + CPU_IDOT_UK_SC, sizeof sc);
+    memcpy(mw, blk + CPU_IDOT_UK_MW, sizeof mw);
+    memcpy(&d, blk + CPU_IDOT_UK_D, sizeof d);
+    memcpy(&ms, blk + CPU_IDOT_UK_MS, sizeof ms);
+    const int8_t *qb = x->q + 256 * b;
+    const int16_t *bb = x->bs + 16 * b;
+    for (int l = 0; l < LANES; l++) {
+        int s = 0;
+        for (int c = 0; c < 8; c++) {
+            int p = 0;
+            for (int j = 0; j < 4; j++)
+                p += blk[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
+            p *= sc[c + 8 * (l / 4)];
+            if (fine)
+                acc[c % 2][l] = fmaf(d * x->dx[8 * b + (uint64_t)c], (float)p, acc[c % 2][l]);
+            else
+                s += p;
+        }
+        const int m = mw[2 * l] * bb[2 * l] + mw[2 * l + 1] * bb[2 * l + 1];
+        if (fine) {
+            acc[0][l] = fmaf(-(ms * x->dx[8 * b + (uint64_t)l]), (float)m, acc[0][l]);
+        } else {
+            acc[b % 2][l] = fmaf(d * x->dx[b], (float)s, acc[b % 2][l]);
+            acc[b % 2][l] = fmaf(-(ms * x->dx[b]), (float)m, acc[b % 2][l]);
+        }
+    }
+}
+
+/* The canonical K dot of stored rows (unpack == NULL: unpacked rows). */
+static void dotk(unpackk_fn unpack, uint32_t block_bytes, int fine, const uint8_t *row,
+                 const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *out) {
     const uint64_t nb = n / 256;
+    const cpu_qact_fmt fmt = fine ? CPU_QACT_32 : CPU_QACT_256;
+    uint8_t blk[CPU_IDOT_UK_BYTES];
+    kblock k;
     for (uint32_t t = 0; t < n_x; t++) {
-        const int8_t *q = (const int8_t *)(xq + t * xs);
-        const float *dx = cpu_qact_scales(xq + t * xs, n);
-        const int16_t *bs = cpu_qact_bsums(xq + t * xs, n);
+        const kx x = kx_of(fmt, xq + t * xs, n);
         float acc[2][LANES] = {{0}};
         for (uint64_t b = 0; b < nb; b++) {
-            const uint8_t *blk = row + b * CPU_IDOT_UK_BYTES;
-            int16_t sc[16], mw[16];
-            float d, ms;
-            memcpy(sc, blk + CPU_IDOT_UK_SC, sizeof sc);
-            memcpy(mw, blk + CPU_IDOT_UK_MW, sizeof mw);
-            memcpy(&d, blk + CPU_IDOT_UK_D, sizeof d);
-            memcpy(&ms, blk + CPU_IDOT_UK_MS, sizeof ms);
-            const int8_t *qb = q + 256 * b;
-            for (int l = 0; l < LANES; l++) {
-                int s = 0;
-                for (int c = 0; c < 8; c++) {
-                    int p = 0;
-                    for (int j = 0; j < 4; j++)
-                        p += blk[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
-                    s += sc[c + 8 * (l / 4)] * p;
-                }
-                const int16_t *bb = bs + 16 * b;
-                const int m = mw[2 * l] * bb[2 * l] + mw[2 * l + 1] * bb[2 * l + 1];
-                acc[b % 2][l] = fmaf(d * dx[b], (float)s, acc[b % 2][l]);
-                acc[b % 2][l] = fmaf(-(ms * dx[b]), (float)m, acc[b % 2][l]);
+            const uint8_t *ub = row + b * CPU_IDOT_UK_BYTES;
+            if (unpack != NULL) {
+                unpack(row + b * block_bytes, &k);
+                kblock_store(&k, blk);
+                ub = blk;
             }
+            uk_block(ub, &x, b, fine, acc);
         }
         out[t] = r8(acc);
     }
+}
+
+static void ref_uk(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
+                   uint64_t n, float *out) {
+    dotk(NULL, 0, 0, row, xq, xs, n_x, n, out);
+}
+
+static void ref_uk_fine(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
+                        uint64_t n, float *out) {
+    dotk(NULL, 0, 1, row, xq, xs, n_x, n, out);
 }
 
 #define REF32(name, bytes)                                                            \
@@ -256,12 +270,21 @@ static void ref_uk(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t 
 #define REFK(name, bytes)                                                             \
     static void ref_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,       \
                            uint32_t n_x, uint64_t n, float *out) {                   \
-        dotk(unpack_##name, bytes, row, xq, xs, n_x, n, out);                        \
+        dotk(unpack_##name, bytes, 0, row, xq, xs, n_x, n, out);                     \
+    }                                                                                 \
+    static void ref_fine_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,  \
+                                uint32_t n_x, uint64_t n, float *out) {              \
+        dotk(unpack_##name, bytes, 1, row, xq, xs, n_x, n, out);                     \
     }                                                                                 \
     static void ref_rows_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows,   \
                                 const uint8_t *xq, uint64_t n, float *out) {         \
         for (uint64_t r = 0; r < n_rows; r++)                                        \
-            dotk(unpack_##name, bytes, rows + r * rb, xq, 0, 1, n, out + r);         \
+            dotk(unpack_##name, bytes, 0, rows + r * rb, xq, 0, 1, n, out + r);      \
+    }                                                                                 \
+    static void ref_rows_fine_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows, \
+                                     const uint8_t *xq, uint64_t n, float *out) {    \
+        for (uint64_t r = 0; r < n_rows; r++)                                        \
+            dotk(unpack_##name, bytes, 1, rows + r * rb, xq, 0, 1, n, out + r);      \
     }                                                                                 \
     static void ref_unpack_##name(const uint8_t *row, uint64_t n, uint8_t *dst) {    \
         unpack_rowk(unpack_##name, bytes, row, n, dst);                              \
@@ -286,10 +309,21 @@ REFK(q6_k, 210)
     {.fmt = CPU_QACT_256, .dot = ref_##name, .rows = ref_rows_##name,                 \
      .unpack = ref_unpack_##name, .unpacked_dot = ref_uk, .unpack_elems = 256,        \
      .unpack_bytes = CPU_IDOT_UK_BYTES}
+#define REF_ENTRYK_FINE(name)                                                         \
+    {.fmt = CPU_QACT_32, .dot = ref_fine_##name, .rows = ref_rows_fine_##name,        \
+     .unpack = ref_unpack_##name, .unpacked_dot = ref_uk_fine, .unpack_elems = 256,   \
+     .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ref_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q4_0] = REF_ENTRY32(q4_0), [SW_TYPE_Q5_0] = REF_ENTRY32(q5_0),
     [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_K] = REF_ENTRYK(q4_k),
     [SW_TYPE_Q5_K] = REF_ENTRYK(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK(q6_k),
+};
+/* The fine forms: the K types over CPU_QACT_32; a 32-element type is its
+ * own (its activations are per 32 already). */
+static const cpu_idot ref_fine_table[SW_TYPE_COUNT] = {
+    [SW_TYPE_Q4_0] = REF_ENTRY32(q4_0), [SW_TYPE_Q5_0] = REF_ENTRY32(q5_0),
+    [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_K] = REF_ENTRYK_FINE(q4_k),
+    [SW_TYPE_Q5_K] = REF_ENTRYK_FINE(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK_FINE(q6_k),
 };
 
 /* AVX2 kernels also need FMA (the canonical fmaf) and F16C (scales).
@@ -315,16 +349,40 @@ static int idot_avx2_ok(void) {
     return v;
 }
 
-const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type) {
-    if (type >= SW_TYPE_COUNT || ref_table[type].dot == NULL)
+#if IDOT_HAVE_AVX2
+/* The AVX-512 sets: AVX2's, with the kernels idot_avx512.c has in place
+ * of AVX2's. Built once, on first use. */
+static cpu_idot avx512_table[SW_TYPE_COUNT], avx512_fine_table[SW_TYPE_COUNT];
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
+
+static void avx512_build(void) {
+    memcpy(avx512_table, cpu_idot_table_avx2(), sizeof avx512_table);
+    memcpy(avx512_fine_table, cpu_idot_fine_table_avx2(), sizeof avx512_fine_table);
+    cpu_idot_avx512_patch(avx512_table, 0);
+    cpu_idot_avx512_patch(avx512_fine_table, 1);
+}
+#endif
+
+/* The kernel of `type` for `isa` from the per-ISA tables (ref, then AVX2
+ * and AVX-512 where built), falling back to the best lesser set the CPU
+ * runs. */
+static const cpu_idot *idot_pick(int fine, cpu_isa isa, uint32_t type) {
+    const cpu_idot *ref = fine ? ref_fine_table : ref_table;
+    if (type >= SW_TYPE_COUNT || ref[type].dot == NULL)
         return NULL;
 #if IDOT_HAVE_AVX2
-    if (isa == CPU_ISA_AVX2 && idot_avx2_ok()) {
-        const cpu_idot *k = &cpu_idot_table_avx2()[type];
-        if (k->dot != NULL)
-            return k;
+    if (isa >= CPU_ISA_AVX512 && cpu_isa_supported(CPU_ISA_AVX512)) {
+        (void)pthread_once(&avx512_once, avx512_build);
+        return fine ? &avx512_fine_table[type] : &avx512_table[type];
     }
+    const cpu_idot *avx2 = fine ? cpu_idot_fine_table_avx2() : cpu_idot_table_avx2();
+    if (isa >= CPU_ISA_AVX2 && idot_avx2_ok() && avx2[type].dot != NULL)
+        return &avx2[type];
 #endif
     (void)isa;
-    return &ref_table[type];
+    return &ref[type];
 }
+
+const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type) { return idot_pick(0, isa, type); }
+
+const cpu_idot *cpu_idot_get_fine(cpu_isa isa, uint32_t type) { return idot_pick(1, isa, type); }

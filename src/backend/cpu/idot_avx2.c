@@ -6,7 +6,8 @@
  * |w| <= 128 and |q| <= 127, or u <= 63), and the pairs summed to 8 int32
  * lanes by madd (with 1, or with the sub-block scale). Those lanes are the
  * canonical lanes of idot.h; floats enter once per block through one FMA
- * (two for the K types: the step and the offset step), so results equal
+ * (two for the K types: the step and the offset step; the K types' fine
+ * form one per chunk of 32, each with its own scale), so results equal
  * the portable kernels (idot.c) bit for bit. Each weight block is
  * unpacked once for up to CPU_IDOT_MAX_X activation rows; for prefill,
  * rows are unpacked once per row block into idot.h's unpacked layouts.
@@ -23,6 +24,7 @@
 #include "quant/types.h"
 
 const cpu_idot *cpu_idot_table_avx2(void);
+const cpu_idot *cpu_idot_fine_table_avx2(void);
 
 #ifdef __clang__
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
@@ -31,100 +33,13 @@ const cpu_idot *cpu_idot_table_avx2(void);
 #pragma GCC target("avx2,fma,f16c")
 #endif
 
-#define IA_INLINE static inline __attribute__((always_inline))
-
-/* Token loops are unrolled fully (nx is a constant after inlining) so
- * that every accumulator stays in a register. */
-#if defined(__clang__)
-#define IA_UNROLL _Pragma("clang loop unroll(full)")
-#define IA_UNROLL8 _Pragma("clang loop unroll(full)")
-#else
-#define IA_UNROLL _Pragma("GCC unroll 4")
-#define IA_UNROLL8 _Pragma("GCC unroll 8")
-#endif
-
-IA_INLINE float ia_f16(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
+#include "backend/cpu/idot_x86.h"
 
 /* Pins v to a register at this point. The integer sums of the K kernels
  * are exact in any order, so the compiler may regroup a running sum into
  * a tree whose operands it then spills to the stack; pinning each step
  * keeps the sums running in registers. */
 #define IA_PIN(v) __asm__("" : "+x"(v))
-
-IA_INLINE __m256i ia_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-/* dw * dx[b] in all lanes (dwv: dw in all lanes), as a vector product of
- * two broadcasts: the same bits as the scalar product, and the token's
- * scale is broadcast straight from memory, a shuffle fewer per block. */
-IA_INLINE __m256 ia_scale(__m256 dwv, const float *dxb) {
-    return _mm256_mul_ps(dwv, _mm256_broadcast_ss(dxb));
-}
-
-/* acc + d * s, the canonical step */
-IA_INLINE __m256 ia_step(__m256 acc, __m256 d, __m256i s) {
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
-}
-
-/* acc - p * m, the offset step of the K types (p = ms * dx[b]);
- * m = madd(mw, bsum) */
-IA_INLINE __m256 ia_offset_step(__m256 acc, __m256 p, __m256i mw, const int16_t *bs) {
-    const __m256i m = _mm256_madd_epi16(mw, ia_load(bs));
-    return _mm256_fnmadd_ps(p, _mm256_cvtepi32_ps(m), acc);
-}
-
-/* R8(a + b) of idot.h */
-IA_INLINE float ia_r8(__m256 a, __m256 b) {
-    const __m256 s = _mm256_add_ps(a, b);
-    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
-}
-
-/* ---- 32-element types --------------------------------------------------- */
-
-IA_INLINE __m256i ia_nibbles(const uint8_t *qs) {
-    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)qs);
-    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-    return _mm256_and_si256(v, _mm256_set1_epi8(15));
-}
-
-IA_INLINE __m256i ia_w_q4_0(const uint8_t *b) {
-    return _mm256_sub_epi8(ia_nibbles(b + 2), _mm256_set1_epi8(8));
-}
-
-/* bit j of the 32-bit qh as 0x10 in byte j */
-IA_INLINE __m256i ia_q5_high(const uint8_t *qh4) {
-    uint32_t qh;
-    memcpy(&qh, qh4, sizeof qh);
-    const __m256i sh = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
-                                         0x0101010101010101LL, 0x0000000000000000LL);
-    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), sh);
-    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
-}
-
-IA_INLINE __m256i ia_w_q5_0(const uint8_t *b) {
-    const __m256i v = _mm256_or_si256(ia_nibbles(b + 6), ia_q5_high(b + 2));
-    return _mm256_sub_epi8(v, _mm256_set1_epi8(16));
-}
-
-IA_INLINE __m256i ia_w_q8_0(const uint8_t *b) { return ia_load(b + 2); }
-
-/* the unpacked layout of idot.h: f32 scale, then 32 int8 */
-IA_INLINE __m256i ia_w_u32(const uint8_t *b) { return ia_load(b + 4); }
-IA_INLINE float ia_s_u32(const uint8_t *b) {
-    float d;
-    memcpy(&d, b, sizeof d);
-    return d;
-}
-
-typedef __m256i (*ia_w32_fn)(const uint8_t *b);
-typedef float (*ia_s32_fn)(const uint8_t *b);
 
 /* One block b of a 32-element type into the accumulator set acc. */
 IA_INLINE void ia_block32(ia_w32_fn wfn, ia_s32_fn sfn, const uint8_t *blk, uint64_t b, int nx,
@@ -167,14 +82,55 @@ IA_INLINE void ia_dot32(ia_w32_fn wfn, ia_s32_fn sfn, uint32_t bb, int nx, const
 
 /* ---- K types ------------------------------------------------------------ */
 
-typedef struct ia_xk {
-    const int8_t *q[CPU_IDOT_MAX_X];
-    const float *dx[CPU_IDOT_MAX_X];
-    const int16_t *bs[CPU_IDOT_MAX_X];
-} ia_xk;
-
 IA_INLINE __m256i ia_mac(__m256i sum, __m256i u, const int8_t *x, __m256i sc) {
     return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u, ia_load(x)), sc));
+}
+
+/* One token's state over a super-block: the integer sum (coarse form), or
+ * the products d * dx[8b+c] of the chunks' scales (fine form). */
+typedef struct ia_ksum {
+    __m256i s;
+    _Alignas(32) float dd[8];
+} ia_ksum;
+
+IA_INLINE void ia_kstart(int fine, ia_ksum *k, int nx, __m256 d, const ia_xk *x, uint64_t b) {
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        if (fine)
+            _mm256_store_ps(k[t].dd, _mm256_mul_ps(d, _mm256_loadu_ps(x->dx[t] + 8 * b)));
+        else
+            k[t].s = _mm256_setzero_si256();
+    }
+}
+
+/* Chunk c of super-block b for token t: into the integer sum (coarse), or
+ * a0/a1 (the sets c % 2) through the chunk's own scale (fine). */
+IA_INLINE void ia_kchunk(int fine, ia_ksum *k, __m256i u, const ia_xk *x, int t, uint64_t b,
+                         int c, __m256i sc, __m256 *a0, __m256 *a1) {
+    const int8_t *xb = x->q[t] + 256 * b + 32 * (uint64_t)c;
+    if (fine) {
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u, ia_load(xb)), sc);
+        const __m256 ddc = _mm256_broadcast_ss(&k->dd[c]);
+        __m256 *acc = c % 2 ? &a1[t] : &a0[t];
+        *acc = _mm256_fmadd_ps(ddc, _mm256_cvtepi32_ps(p), *acc);
+        IA_PIN(*acc);
+    } else {
+        k->s = ia_mac(k->s, u, xb, sc);
+        IA_PIN(k->s);
+    }
+}
+
+/* The end of super-block b for token t: the coarse form's step (scale d)
+ * and offset step (scale ms) into a0, or the fine form's offset step. */
+IA_INLINE void ia_kend(int fine, __m256 *a0, const ia_ksum *k, __m256 d, __m256 ms, __m256i mw,
+                       const ia_xk *x, int t, uint64_t b) {
+    if (fine) {
+        const __m256 p = _mm256_mul_ps(ms, _mm256_loadu_ps(x->dx[t] + 8 * b));
+        a0[t] = ia_offset_step(a0[t], p, mw, x->bs[t] + 16 * b);
+        return;
+    }
+    a0[t] = ia_step(a0[t], ia_scale(d, x->dx[t] + b), k->s);
+    a0[t] = ia_offset_step(a0[t], ia_scale(ms, x->dx[t] + b), mw, x->bs[t] + 16 * b);
 }
 
 /* The 8 scales and 8 mins of a Q4_K/Q5_K block (quant/dequant_k.c's layout)
@@ -209,8 +165,8 @@ IA_INLINE __m256i ia_bcast16(__m256i sc, int j) {
 }
 
 /* Q4_K (qh NULL) and Q5_K super-block b. */
-IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t *qs, uint64_t b,
-                           int nx, const ia_xk *x, __m256 *acc) {
+IA_INLINE void ia_block_k4(int fine, const uint8_t *blk, const uint8_t *qh, const uint8_t *qs,
+                           uint64_t b, int nx, const ia_xk *x, __m256 *a0, __m256 *a1) {
     __m128i sc8, mn8;
     ia_k4_scales(blk + 4, &sc8, &mn8);
     const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
@@ -218,10 +174,8 @@ IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t 
     const __m256 d = _mm256_set1_ps(ia_f16(blk)), dmin = _mm256_set1_ps(ia_f16(blk + 2));
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     __m256i hv = qh != NULL ? ia_load(qh) : _mm256_setzero_si256();
-    __m256i sum[CPU_IDOT_MAX_X];
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        sum[t] = _mm256_setzero_si256();
+    ia_ksum sum[CPU_IDOT_MAX_X];
+    ia_kstart(fine, sum, nx, d, x, b);
     IA_UNROLL
     for (int j = 0; j < 4; j++) {
         const __m256i v = ia_load(qs + 32 * j);
@@ -236,16 +190,13 @@ IA_INLINE void ia_block_k4(const uint8_t *blk, const uint8_t *qh, const uint8_t 
         const __m256i s_lo = ia_bcast16(sc, 2 * j), s_hi = ia_bcast16(sc, 2 * j + 1);
         IA_UNROLL
         for (int t = 0; t < nx; t++) {
-            const int8_t *xb = x->q[t] + 256 * b + 64 * j;
-            sum[t] = ia_mac(ia_mac(sum[t], lo, xb, s_lo), hi, xb + 32, s_hi);
-            IA_PIN(sum[t]);
+            ia_kchunk(fine, &sum[t], lo, x, t, b, 2 * j, s_lo, a0, a1);
+            ia_kchunk(fine, &sum[t], hi, x, t, b, 2 * j + 1, s_hi, a0, a1);
         }
     }
     IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        acc[t] = ia_step(acc[t], ia_scale(d, x->dx[t] + b), sum[t]);
-        acc[t] = ia_offset_step(acc[t], ia_scale(dmin, x->dx[t] + b), mw, x->bs[t] + 16 * b);
-    }
+    for (int t = 0; t < nx; t++)
+        ia_kend(fine, a0, &sum[t], d, dmin, mw, x, t, b);
 }
 
 /* The unsigned values of chunks 4h .. 4h+3 of a Q6_K super-block: low
@@ -268,103 +219,91 @@ IA_INLINE void ia_q6_values(const uint8_t *blk, int h, __m256i u[4]) {
 }
 
 /* Q6_K super-block b. */
-IA_INLINE void ia_block_q6_k(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                             __m256 *acc) {
+IA_INLINE void ia_block_q6_k(int fine, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                             __m256 *a0, __m256 *a1) {
     const int8_t *scb = (const int8_t *)(blk + 192);
     const __m256 d = _mm256_set1_ps(ia_f16(blk + 208));
-    __m256i sum[CPU_IDOT_MAX_X];
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        sum[t] = _mm256_setzero_si256();
+    ia_ksum sum[CPU_IDOT_MAX_X];
+    ia_kstart(fine, sum, nx, d, x, b);
+    IA_UNROLL /* c constant: the fine form's set c % 2 a register */
     for (int h = 0; h < 2; h++) {
         __m256i u[4];
         ia_q6_values(blk, h, u);
+        IA_UNROLL
         for (int c4 = 0; c4 < 4; c4++) {
             const int c = 4 * h + c4;
             const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(scb[2 * c + 1]),
                                                  _mm_set1_epi16(scb[2 * c]));
             IA_UNROLL
-            for (int t = 0; t < nx; t++) {
-                sum[t] = ia_mac(sum[t], u[c4], x->q[t] + 256 * b + 32 * c, scv);
-                IA_PIN(sum[t]);
-            }
+            for (int t = 0; t < nx; t++)
+                ia_kchunk(fine, &sum[t], u[c4], x, t, b, c, scv, a0, a1);
         }
     }
     const __m256i mw = ia_q6_mw(scb);
     IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        const __m256 p = ia_scale(d, x->dx[t] + b);
-        acc[t] = ia_step(acc[t], p, sum[t]);
-        acc[t] = ia_offset_step(acc[t], p, mw, x->bs[t] + 16 * b);
-    }
+    for (int t = 0; t < nx; t++)
+        ia_kend(fine, a0, &sum[t], d, d, mw, x, t, b);
 }
 
 /* ---- unpacked K rows (idot.h's CPU_IDOT_UK layout) -------------------- */
 
 /* Unpacked super-block b into acc: per chunk one load of 32 values and one
- * shuffle for the scales, then three operations per token. */
-IA_INLINE void ia_block_uk(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                           __m256 *acc) {
+ * shuffle for the scales, then three operations per token (four in the
+ * fine form: the convert and FMA replace the integer add). */
+IA_INLINE void ia_block_uk(int fine, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                           __m256 *a0, __m256 *a1) {
     const __m256i scv = ia_load(blk + CPU_IDOT_UK_SC);
     const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
     const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
-    __m256i sum[CPU_IDOT_MAX_X];
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        sum[t] = _mm256_setzero_si256();
+    ia_ksum sum[CPU_IDOT_MAX_X];
+    ia_kstart(fine, sum, nx, d, x, b);
     IA_UNROLL8 /* c constant: each shuffle mask a constant */
     for (int c = 0; c < 8; c++) {
         const __m256i u = ia_load(blk + 32 * c);
         const __m256i sc = ia_bcast16(scv, c);
         IA_UNROLL
-        for (int t = 0; t < nx; t++) {
-            sum[t] = ia_mac(sum[t], u, x->q[t] + 256 * b + 32 * c, sc);
-            IA_PIN(sum[t]);
-        }
+        for (int t = 0; t < nx; t++)
+            ia_kchunk(fine, &sum[t], u, x, t, b, c, sc, a0, a1);
     }
     const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
     IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        acc[t] = ia_step(acc[t], ia_scale(d, x->dx[t] + b), sum[t]);
-        acc[t] = ia_offset_step(acc[t], ia_scale(ms, x->dx[t] + b), mw, x->bs[t] + 16 * b);
-    }
+    for (int t = 0; t < nx; t++)
+        ia_kend(fine, a0, &sum[t], d, ms, mw, x, t, b);
 }
 
 /* The stored K types, and IA_UK: a row of any of them unpacked. */
 enum { IA_Q4_K, IA_Q5_K, IA_Q6_K, IA_UK };
 
-IA_INLINE void ia_blockk(int kind, const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                         __m256 *acc) {
+/* The coarse form takes a0 (the caller alternates the sets by
+ * super-block); the fine form both (by chunk). */
+IA_INLINE void ia_blockk(int kind, int fine, const uint8_t *blk, uint64_t b, int nx,
+                         const ia_xk *x, __m256 *a0, __m256 *a1) {
     if (kind == IA_Q4_K)
-        ia_block_k4(blk, NULL, blk + 16, b, nx, x, acc);
+        ia_block_k4(fine, blk, NULL, blk + 16, b, nx, x, a0, a1);
     else if (kind == IA_Q5_K)
-        ia_block_k4(blk, blk + 16, blk + 48, b, nx, x, acc);
+        ia_block_k4(fine, blk, blk + 16, blk + 48, b, nx, x, a0, a1);
     else if (kind == IA_Q6_K)
-        ia_block_q6_k(blk, b, nx, x, acc);
+        ia_block_q6_k(fine, blk, b, nx, x, a0, a1);
     else
-        ia_block_uk(blk, b, nx, x, acc);
+        ia_block_uk(fine, blk, b, nx, x, a0, a1);
 }
 
-IA_INLINE void ia_dotk(int kind, uint32_t bb, int nx, const uint8_t *row, const uint8_t *xq,
-                       uint64_t xs, uint64_t n, float *out) {
-    ia_xk x;
+IA_INLINE void ia_dotk(int kind, int fine, uint32_t bb, int nx, const uint8_t *row,
+                       const uint8_t *xq, uint64_t xs, uint64_t n, float *out) {
+    const ia_xk x = ia_xk_of(fine, nx, xq, xs, n);
     __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
     IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        const uint8_t *r = xq + (uint64_t)t * xs;
-        x.q[t] = (const int8_t *)r;
-        x.dx[t] = cpu_qact_scales(r, n);
-        x.bs[t] = cpu_qact_bsums(r, n);
+    for (int t = 0; t < nx; t++)
         a0[t] = a1[t] = _mm256_setzero_ps();
-    }
     const uint64_t nb = n / 256;
     uint64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
-        ia_blockk(kind, row + (b + 1) * bb, b + 1, nx, &x, a1);
+        ia_blockk(kind, fine, row + b * bb, b, nx, &x, a0, a1);
+        ia_blockk(kind, fine, row + (b + 1) * bb, b + 1, nx, &x, fine ? a0 : a1,
+                  fine ? a1 : a0);
     }
     if (b < nb)
-        ia_blockk(kind, row + b * bb, b, nx, &x, a0);
+        ia_blockk(kind, fine, row + b * bb, b, nx, &x, a0, a1);
     IA_UNROLL
     for (int t = 0; t < nx; t++)
         out[t] = ia_r8(a0[t], a1[t]);
@@ -435,43 +374,32 @@ static void ia_unpack_q6_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
 
 /* ---- one entry point per type, each with the token count a constant ---- */
 
-#define IA_ENTRY_DOT(name, call)                                                        \
-    static void ia_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,           \
-                          uint32_t n_x, uint64_t n, float *out) {                       \
-        switch (n_x) {                                                                  \
-        case 1: call(1); break;                                                         \
-        case 2: call(2); break;                                                         \
-        case 3: call(3); break;                                                         \
-        default: call(4); break;                                                        \
-        }                                                                               \
-    }
-#define IA_ENTRY(name, call)                                                            \
-    IA_ENTRY_DOT(name, call)                                                            \
-    static void ia_rows_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows,       \
-                               const uint8_t *xq, uint64_t n, float *outs) {            \
-        const uint64_t xs = 0;                                                          \
-        for (uint64_t r_ = 0; r_ < n_rows; r_++) {                                      \
-            const uint8_t *row = rows + r_ * rb;                                        \
-            float *out = outs + r_;                                                     \
-            call(1);                                                                    \
-        }                                                                               \
-    }
+#define IA_ENTRY_DOT(name, call) IX_ENTRY_DOT(ia_##name, call)
+#define IA_ENTRY(name, call) IX_ENTRY(ia_##name, ia_rows_##name, call)
 #define IA_Q4_0_(NX_) ia_dot32(ia_w_q4_0, ia_f16, 18, NX_, row, xq, xs, n, out)
 #define IA_Q5_0_(NX_) ia_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
 #define IA_Q8_0_(NX_) ia_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
 #define IA_U32_(NX_) ia_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
-#define IA_UK_(NX_) ia_dotk(IA_UK, CPU_IDOT_UK_BYTES, NX_, row, xq, xs, n, out)
-#define IA_Q4_K_(NX_) ia_dotk(IA_Q4_K, 144, NX_, row, xq, xs, n, out)
-#define IA_Q5_K_(NX_) ia_dotk(IA_Q5_K, 176, NX_, row, xq, xs, n, out)
-#define IA_Q6_K_(NX_) ia_dotk(IA_Q6_K, 210, NX_, row, xq, xs, n, out)
+#define IA_UK_(NX_) ia_dotk(IA_UK, 0, CPU_IDOT_UK_BYTES, NX_, row, xq, xs, n, out)
+#define IA_Q4_K_(NX_) ia_dotk(IA_Q4_K, 0, 144, NX_, row, xq, xs, n, out)
+#define IA_Q5_K_(NX_) ia_dotk(IA_Q5_K, 0, 176, NX_, row, xq, xs, n, out)
+#define IA_Q6_K_(NX_) ia_dotk(IA_Q6_K, 0, 210, NX_, row, xq, xs, n, out)
+#define IA_UK_FINE_(NX_) ia_dotk(IA_UK, 1, CPU_IDOT_UK_BYTES, NX_, row, xq, xs, n, out)
+#define IA_Q4_K_FINE_(NX_) ia_dotk(IA_Q4_K, 1, 144, NX_, row, xq, xs, n, out)
+#define IA_Q5_K_FINE_(NX_) ia_dotk(IA_Q5_K, 1, 176, NX_, row, xq, xs, n, out)
+#define IA_Q6_K_FINE_(NX_) ia_dotk(IA_Q6_K, 1, 210, NX_, row, xq, xs, n, out)
 IA_ENTRY_DOT(u32, IA_U32_)
 IA_ENTRY_DOT(uk, IA_UK_)
+IA_ENTRY_DOT(uk_fine, IA_UK_FINE_)
 IA_ENTRY(q4_0, IA_Q4_0_)
 IA_ENTRY(q5_0, IA_Q5_0_)
 IA_ENTRY(q8_0, IA_Q8_0_)
 IA_ENTRY(q4_k, IA_Q4_K_)
 IA_ENTRY(q5_k, IA_Q5_K_)
 IA_ENTRY(q6_k, IA_Q6_K_)
+IA_ENTRY(q4_k_fine, IA_Q4_K_FINE_)
+IA_ENTRY(q5_k_fine, IA_Q5_K_FINE_)
+IA_ENTRY(q6_k_fine, IA_Q6_K_FINE_)
 
 /* Stored row -> unpacked blocks (f32 scale, 32 int8). */
 IA_INLINE void ia_unpack32(ia_w32_fn wfn, uint32_t bb, const uint8_t *row, uint64_t n,
@@ -500,13 +428,23 @@ static void ia_unpack_q8_0(const uint8_t *row, uint64_t n, uint8_t *dst) {
     {.fmt = CPU_QACT_256, .dot = ia_##name, .rows = ia_rows_##name,                   \
      .unpack = ia_unpack_##name, .unpacked_dot = ia_uk, .unpack_elems = 256,          \
      .unpack_bytes = CPU_IDOT_UK_BYTES}
+#define IA_TABLEK_FINE(name)                                                          \
+    {.fmt = CPU_QACT_32, .dot = ia_##name##_fine, .rows = ia_rows_##name##_fine,      \
+     .unpack = ia_unpack_##name, .unpacked_dot = ia_uk_fine, .unpack_elems = 256,     \
+     .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ia_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q4_0] = IA_TABLE32(q4_0), [SW_TYPE_Q5_0] = IA_TABLE32(q5_0),
     [SW_TYPE_Q8_0] = IA_TABLE32(q8_0), [SW_TYPE_Q4_K] = IA_TABLEK(q4_k),
     [SW_TYPE_Q5_K] = IA_TABLEK(q5_k), [SW_TYPE_Q6_K] = IA_TABLEK(q6_k),
 };
+static const cpu_idot ia_fine_table[SW_TYPE_COUNT] = {
+    [SW_TYPE_Q4_0] = IA_TABLE32(q4_0), [SW_TYPE_Q5_0] = IA_TABLE32(q5_0),
+    [SW_TYPE_Q8_0] = IA_TABLE32(q8_0), [SW_TYPE_Q4_K] = IA_TABLEK_FINE(q4_k),
+    [SW_TYPE_Q5_K] = IA_TABLEK_FINE(q5_k), [SW_TYPE_Q6_K] = IA_TABLEK_FINE(q6_k),
+};
 
 const cpu_idot *cpu_idot_table_avx2(void) { return ia_table; }
+const cpu_idot *cpu_idot_fine_table_avx2(void) { return ia_fine_table; }
 
 #ifdef __clang__
 #pragma clang attribute pop

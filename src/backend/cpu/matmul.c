@@ -60,8 +60,8 @@ struct cpu_mm_scratch {
 };
 
 /* Bytes of one quantized activation row of up to max_ne0 elements, either
- * format (CPU_QACT_256 is the larger). */
-static uint64_t mm_act_stride(uint64_t max_ne0) { return cpu_qact_stride(CPU_QACT_256, max_ne0); }
+ * format (CPU_QACT_32, a scale per 32, is the larger). */
+static uint64_t mm_act_stride(uint64_t max_ne0) { return cpu_qact_stride(CPU_QACT_32, max_ne0); }
 
 /* Rows per tile for rows of ne0 elements: about MM_TILE_BYTES of f32, in
  * whole blocks of MM_TILE_ROW_UNIT where that fits (the tile kernel's
@@ -343,8 +343,8 @@ static sw_status mm_check_scratch(const cpu_mm_scratch *ws, const cpu_pool *pool
     return SW_OK;
 }
 
-sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
-                     float *y, uint32_t n_tokens) {
+static sw_status mm_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                           const float *x, float *y, uint32_t n_tokens, bool fine) {
     const cpu_qkernel *k = NULL;
     uint64_t row_bytes = 0;
     sw_status st = mm_check_weight(w, "cpu_matmul", &k, &row_bytes);
@@ -354,8 +354,9 @@ sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, c
         return SW_OK;
     if (x == NULL || y == NULL)
         return sw_errorf(SW_ERR_ARG, "cpu_matmul: NULL %s", x == NULL ? "x" : "y");
-    const cpu_idot *ik =
-        ws != NULL && ws->exact ? NULL : cpu_idot_get(cpu_isa_best(), w->type);
+    const cpu_idot *ik = ws != NULL && ws->exact ? NULL
+                         : fine ? cpu_idot_get_fine(cpu_isa_best(), w->type)
+                                : cpu_idot_get(cpu_isa_best(), w->type);
     if (ik != NULL) {
         if (ws != NULL && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
             return st;
@@ -374,6 +375,16 @@ sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, c
     else
         cpu_pool_run(pool, mm_task, &job);
     return SW_OK;
+}
+
+sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
+                     float *y, uint32_t n_tokens) {
+    return mm_matmul(pool, ws, w, x, y, n_tokens, false);
+}
+
+sw_status cpu_matmul_fine(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                          const float *x, float *y, uint32_t n_tokens) {
+    return mm_matmul(pool, ws, w, x, y, n_tokens, true);
 }
 
 sw_status cpu_get_rows(const tensor_view *w, const int32_t *ids, uint32_t n, float *out) {

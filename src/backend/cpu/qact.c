@@ -9,9 +9,7 @@
 #include <string.h>
 
 uint64_t cpu_qact_stride(cpu_qact_fmt fmt, uint64_t n) {
-    uint64_t b = n + 4 * (n / (uint64_t)fmt);
-    if (fmt == CPU_QACT_256)
-        b += 2 * (n / 16);
+    const uint64_t b = n + 4 * (n / (uint64_t)fmt) + 2 * (n / 16);
     return (b + 63) / 64 * 64;
 }
 
@@ -55,14 +53,12 @@ void cpu_qact_quantize(cpu_qact_fmt fmt, const float *x, uint64_t n, uint32_t n_
         float *d = (float *)(void *)(dst + n);
         for (uint64_t b = 0; b < nb; b++)
             d[b] = qact_block(x + b * (uint64_t)fmt, (uint32_t)fmt, q + b * (uint64_t)fmt);
-        if (fmt == CPU_QACT_256) {
-            int16_t *bs = (int16_t *)(void *)(dst + n + 4 * nb);
-            for (uint64_t g = 0; g < n / 16; g++) {
-                int s = 0;
-                for (int i = 0; i < 16; i++)
-                    s += q[16 * g + (uint64_t)i];
-                bs[g] = (int16_t)s;
-            }
+        int16_t *bs = (int16_t *)(void *)(dst + n + 4 * nb);
+        for (uint64_t g = 0; g < n / 16; g++) {
+            int s = 0;
+            for (int i = 0; i < 16; i++)
+                s += q[16 * g + (uint64_t)i];
+            bs[g] = (int16_t)s;
         }
     }
 }

@@ -2,15 +2,16 @@
  * qact.h — activations quantized to 8 bits per block, the input side of
  * the integer dot products of idot.h (internal to backend/cpu).
  *
- * Two formats, chosen by the weight type of the matmul:
+ * Two formats, by block length; both carry the int16 sum of each 16 q's
+ * (the K-quant dots fold a weight block's mins or offset into them):
  *   CPU_QACT_32   blocks of 32: int8 q[32] with one f32 scale each. Pairs
- *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0).
- *   CPU_QACT_256  blocks of 256: int8 q[256] with one f32 scale, and the
- *                 int16 sum of each 16 q's (the K-quant dots fold a weight
- *                 block's mins or offset into these sums). Pairs with
- *                 Q4_K, Q5_K and Q6_K.
+ *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0), and
+ *                 with the K types where the activations need a finer
+ *                 scale (idot.h's fine form: the down projection's input).
+ *   CPU_QACT_256  blocks of 256: int8 q[256] with one f32 scale. Pairs
+ *                 with Q4_K, Q5_K and Q6_K.
  * A quantized row of n elements is laid out as
- *     int8 q[n] | f32 d[n / B] | int16 bsum[n / 16] (CPU_QACT_256 only)
+ *     int8 q[n] | f32 d[n / B] | int16 bsum[n / 16]
  * and rows are cpu_qact_stride() bytes apart (a multiple of 64).
  *
  * Quantization (both formats, the same bits on every ISA): per block,
@@ -38,8 +39,8 @@ void cpu_qact_quantize(cpu_qact_fmt fmt, const float *x, uint64_t n, uint32_t n_
 static inline const float *cpu_qact_scales(const uint8_t *row, uint64_t n) {
     return (const float *)(const void *)(row + n);
 }
-static inline const int16_t *cpu_qact_bsums(const uint8_t *row, uint64_t n) {
-    return (const int16_t *)(const void *)(row + n + 4 * (n / 256));
+static inline const int16_t *cpu_qact_bsums(cpu_qact_fmt fmt, const uint8_t *row, uint64_t n) {
+    return (const int16_t *)(const void *)(row + n + 4 * (n / (uint64_t)fmt));
 }
 
 #endif

@@ -6,6 +6,9 @@
  */
 #include "backend/cpu/qdot.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "quant/dequant.h"
 #include "quant/types.h"
 
@@ -20,6 +23,7 @@ const cpu_qkernel *cpu_qkernel_table_generic(cpu_dot_f32_fn *dot_f32, cpu_tile_f
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define QDOT_HAVE_AVX2 1
+#include <cpuid.h>
 const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 #else
 #define QDOT_HAVE_AVX2 0
@@ -114,14 +118,52 @@ static const cpu_qkernel ref_table[SW_TYPE_COUNT] = {
 
 /* ---- choosing a set ----------------------------------------------------- */
 
+#if QDOT_HAVE_AVX2
+/* AVX2 and F16C (CPUID.1:ECX bit 29; clang's __builtin_cpu_supports knows
+ * no "f16c"). Asked once: CPUID traps to the hypervisor on virtual
+ * machines, and every matmul asks. */
+static int qdot_avx2_ok(void) {
+    static _Atomic int known = -1;
+    int v = known;
+    if (v < 0) {
+        __builtin_cpu_init();
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+        known = v = __builtin_cpu_supports("avx2") && f16c;
+    }
+    return v;
+}
+#endif
+
+#if QDOT_HAVE_AVX2
+/* AVX-512 F/BW/VL/DQ with VNNI, on top of AVX2 + F16C (and FMA, which
+ * the integer dots use). The compiler's runtime sets these only when the
+ * OS saves the 512-bit state (XCR0). AMX is never asked for. */
+static int qdot_avx512_ok(void) {
+    static _Atomic int known = -1;
+    int v = known;
+    if (v < 0)
+        known = v = qdot_avx2_ok() && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                    __builtin_cpu_supports("avx512vnni");
+    return v;
+}
+#endif
+
 int cpu_isa_supported(cpu_isa isa) {
     switch (isa) {
     case CPU_ISA_REF: return 1;
     case CPU_ISA_GENERIC: return QDOT_HAVE_VECTOR;
     case CPU_ISA_AVX2:
 #if QDOT_HAVE_AVX2
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") ? 1 : 0;
+        return qdot_avx2_ok();
+#else
+        return 0;
+#endif
+    case CPU_ISA_AVX512:
+#if QDOT_HAVE_AVX2
+        return qdot_avx512_ok();
 #else
         return 0;
 #endif
@@ -129,16 +171,39 @@ int cpu_isa_supported(cpu_isa isa) {
     return 0;
 }
 
+const char *cpu_isa_name(cpu_isa isa) {
+    static const char *const names[CPU_ISA_COUNT] = {"ref", "generic", "avx2", "avx512"};
+    return (unsigned)isa < CPU_ISA_COUNT ? names[isa] : "?";
+}
+
+/* SPILLWAY_CPU_ISA as a cap; CPU_ISA_AVX512 (no cap) when unset or not a
+ * set's name. Read once. */
+static cpu_isa isa_cap(void) {
+    static _Atomic int known = -1;
+    int v = known;
+    if (v < 0) {
+        const char *env = getenv("SPILLWAY_CPU_ISA");
+        v = CPU_ISA_AVX512;
+        for (int i = 0; env != NULL && i < CPU_ISA_COUNT; i++)
+            if (strcmp(env, cpu_isa_name((cpu_isa)i)) == 0)
+                v = i;
+        known = v;
+    }
+    return (cpu_isa)v;
+}
+
 cpu_isa cpu_isa_best(void) {
-    if (cpu_isa_supported(CPU_ISA_AVX2))
-        return CPU_ISA_AVX2;
-    return QDOT_HAVE_VECTOR ? CPU_ISA_GENERIC : CPU_ISA_REF;
+    const cpu_isa cap = isa_cap();
+    for (int i = CPU_ISA_AVX512; i > CPU_ISA_REF; i--)
+        if (i <= (int)cap && cpu_isa_supported((cpu_isa)i))
+            return (cpu_isa)i;
+    return CPU_ISA_REF;
 }
 
 static const cpu_qkernel *qdot_table(cpu_isa isa, cpu_dot_f32_fn *dot_f32,
                                      cpu_tile_f32_fn *tile_f32) {
 #if QDOT_HAVE_AVX2
-    if (isa == CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
+    if (isa >= CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
         return cpu_qkernel_table_avx2(dot_f32, tile_f32);
 #endif
 #if QDOT_HAVE_VECTOR

@@ -17,7 +17,8 @@
  * Kernel sets (cpu_isa): REF is the portable reference — quant_dequantize()
  * a chunk, then the loop above, in plain C — kept for debugging and as the
  * fallback for compilers without GNU vector extensions. GENERIC (baseline
- * ISA) and AVX2 are the fast kernels of qdot_body.h. All three give the
+ * ISA) and AVX2 are the fast kernels of qdot_body.h (AVX512 uses AVX2's
+ * here; its own kernels are the integer dots of idot.h). All give the
  * same bits; tests/test_cpu_ops.c checks every type on every set, and the
  * f32 tile kernel (cpu_tile_f32_fn) on every set for every block shape.
  */
@@ -57,11 +58,22 @@ typedef struct cpu_qkernel {
     cpu_qdot_fn dot;
 } cpu_qkernel;
 
-typedef enum cpu_isa { CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2 } cpu_isa;
+/* Ordered: each set's CPU also runs the ones before it. AVX512 is
+ * AVX-512 F, BW, VL, DQ and VNNI (with AVX2, FMA and F16C); where it has
+ * no kernel of its own for something, the AVX2 one runs (same bits). */
+typedef enum cpu_isa {
+    CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2, CPU_ISA_AVX512 = 3
+} cpu_isa;
+enum { CPU_ISA_COUNT = 4 };
 
 /* The best ISA this build and this CPU support (cheap: callers may ask on
- * every call). */
+ * every call), capped by the environment variable SPILLWAY_CPU_ISA (ref,
+ * generic, avx2 or avx512) when it is set: for measuring one set against
+ * another on the same machine. */
 cpu_isa cpu_isa_best(void);
+
+/* "ref", "generic", "avx2", "avx512". */
+const char *cpu_isa_name(cpu_isa isa);
 
 /* Kernels of `type` for `isa`, or NULL if the type has none. An isa this
  * build or CPU lacks (cpu_isa_supported) falls back to the best lesser one

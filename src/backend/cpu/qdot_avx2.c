@@ -1,8 +1,9 @@
 /*
  * qdot_avx2.c — qdot_body.h compiled for AVX2 (x86-64 with GCC or clang).
- * Only the vector width changes: no FMA is enabled (and the build passes
- * -ffp-contract=off), so results equal the baseline kernels bit for bit.
- * qdot.c calls in here only when the CPU reports AVX2.
+ * Only the vector width changes (and f16 widens through F16C, exact): no
+ * FMA is enabled (and the build passes -ffp-contract=off), so results
+ * equal the baseline kernels bit for bit. qdot.c calls in here only when
+ * the CPU reports AVX2 and F16C.
  */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -15,14 +16,15 @@
 const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 
 #ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2")
+#pragma GCC target("avx2,f16c")
 #endif
 
 /* clang's attribute push does not define __AVX2__: say so ourselves. */
 #define QDOT_AVX2 1
+#define QDOT_F16C 1
 #define QDOT_TABLE_FN cpu_qkernel_table_avx2
 #include "backend/cpu/qdot_body.h"
 

@@ -16,8 +16,9 @@
  * dequantizers and fused dots, the body holds the f32 tile kernel of
  * cpu_matmul's multi-token path (cpu_tile_f32_fn), register-blocked over
  * rows and tokens, each lane's sum still canonical. The includer defines
- * QDOT_TABLE_FN, the name of the one function this body exports, and
- * QDOT_AVX2 when it compiles the body for AVX2.
+ * QDOT_TABLE_FN, the name of the one function this body exports,
+ * QDOT_AVX2 when it compiles the body for AVX2, and QDOT_F16C when F16C's
+ * conversion may be used (8 lanes).
  */
 #include <stdint.h>
 #include <string.h>
@@ -143,7 +144,7 @@ static inline float qk_f16_at(const uint8_t *p) {
 }
 
 /* The same conversion on QV lanes (comparisons give all-ones masks). */
-static inline qk_vf qk_f16v(const uint8_t *p) {
+static inline qk_vf qk_f16v_exact(const uint8_t *p) {
     const qk_vu h = qk_u16v(p);
     qk_vu o = (h & 0x7fffu) << 13;
     const qk_vu e = o & 0x0f800000u;
@@ -153,6 +154,20 @@ static inline qk_vf qk_f16v(const uint8_t *p) {
     const qk_vu is_sub = (qk_vu)(e == 0u);
     return (qk_vf)((is_sub & (qk_vu)sub) | (~is_sub & o) | (h & 0x8000u) << 16);
 }
+
+#if defined(QDOT_F16C)
+/* F16C's conversion is exact but for NaNs, whose signalling ones it
+ * quiets: a group holding a NaN takes the bit-exact path above, so the
+ * result keeps every payload (rare; one compare and a branch otherwise). */
+static inline qk_vf qk_f16v(const uint8_t *p) {
+    const __m256 r = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(r, r, _CMP_UNORD_Q)) != 0)
+        return qk_f16v_exact(p);
+    return (qk_vf)r;
+}
+#else
+static inline qk_vf qk_f16v(const uint8_t *p) { return qk_f16v_exact(p); }
+#endif
 
 /* ---- blocks: a prep per block, then groups of QV elements ---------------
  * qk_prep(src, &c) decodes a block's scales into c; then qk_grp_<type>(src,

@@ -104,7 +104,7 @@ static const cpu_vmath ref_set = {ref_tanh, ref_geglu, ref_softcap, ref_wsum};
 
 const cpu_vmath *cpu_vmath_get(cpu_isa isa) {
 #if VMATH_HAVE_AVX2
-    if (isa == CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
+    if (isa >= CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
         return cpu_vmath_table_avx2();
 #endif
 #if VMATH_HAVE_VECTOR

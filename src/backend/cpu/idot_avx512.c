@@ -1,0 +1,276 @@
+/*
+ * idot_avx512.c — idot.h's integer dots with AVX-512 (F, BW, VL, DQ) and
+ * VNNI, for the kernels where the wider registers and the fused integer
+ * multiply-adds pay: the 32-element types (stored rows and unpacked ones)
+ * and the unpacked K rows of prefill, in both forms. The stored K rows of
+ * decode, which wait on memory, and the unpacking keep the AVX2 kernels:
+ * idot.c starts this set from AVX2's table and replaces the entries
+ * below (cpu_idot_avx512_patch).
+ *
+ * A 512-bit register holds two of idot.h's 8-lane sets side by side, so
+ * every lane still performs the canonical operations in the canonical
+ * order and the results equal the portable kernels bit for bit:
+ *   32-element types: blocks b and b+1 (b even) fill the low and the high
+ *     half; the halves are the sets acc[0] and acc[1]. vpdpbusd sums the
+ *     four u8 x s8 products of each lane at once, exactly (the signed
+ *     weights enter as |w| with the activations negated where w < 0).
+ *   K types, coarse form: chunks 2p and 2p+1 of a super-block fill the
+ *     halves; the integer sums of the halves are added (exact in any order)
+ *     before the block's two float steps, which run on 8 lanes as in AVX2.
+ *   K types, fine form: chunks 2p and 2p+1 are the sets c % 2 = 0 and 1,
+ *     each with its own scale; the offset step touches the low half only.
+ * The K values (at most 63) meet the activations through vpmaddubsw, whose
+ * pairs cannot saturate (2 * 63 * 127 < 32767), then vpdpwssd with the
+ * sub-block scales, which adds the products into the running sum.
+ */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/idot.h"
+#include "quant/types.h"
+
+void cpu_idot_avx512_patch(cpu_idot table[], int fine);
+
+#ifdef __clang__
+#pragma clang attribute push(                                                              \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))),   \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#endif
+
+#include "backend/cpu/idot_x86.h"
+
+/* lo in the low 256 bits, hi in the high ones */
+IA_INLINE __m512i iz_join(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+IA_INLINE __m512 iz_joinf(float lo, float hi) {
+    return _mm512_insertf32x8(_mm512_set1_ps(lo), _mm256_set1_ps(hi), 1);
+}
+
+/* p[0] in lanes 0..7, p[1] in lanes 8..15 */
+IA_INLINE __m512 iz_pair_bcast(const float *p) {
+    const __m128 v = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
+}
+
+/* The low and high halves as the sets acc[0] and acc[1]: R8 of idot.h. */
+IA_INLINE float iz_r8(__m512 acc) {
+    return ia_r8(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+}
+
+/* ---- 32-element types ------------------------------------------------ */
+
+/* Blocks b, b+1 (values w, scales dw as halves) into acc, for nx tokens. */
+IA_INLINE void iz_pair32(__m512i w, __m512 dw, uint64_t b, int nx, const int8_t *const *q,
+                         const float *const *dx, __m512 *acc) {
+    const __m512i aw = _mm512_abs_epi8(w);
+    const __mmask64 neg = _mm512_movepi8_mask(w);
+    const __m512i zero = _mm512_setzero_si512();
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const __m512i x = _mm512_loadu_si512(q[t] + 32 * b);
+        const __m512i s = _mm512_dpbusd_epi32(zero, aw, _mm512_mask_sub_epi8(x, neg, zero, x));
+        const __m512 d = _mm512_mul_ps(dw, iz_pair_bcast(dx[t] + b));
+        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[t]);
+    }
+}
+
+/* Block b alone (the last of an odd count) into the low half. */
+IA_INLINE void iz_last32(__m256i w, float dw, uint64_t b, int nx, const int8_t *const *q,
+                         const float *const *dx, __m512 *acc) {
+    const __m256i aw = _mm256_abs_epi8(w);
+    const __mmask32 neg = _mm256_movepi8_mask(w);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256 dwv = _mm256_set1_ps(dw);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const __m256i x = ia_load(q[t] + 32 * b);
+        const __m256i s = _mm256_dpbusd_epi32(zero, aw, _mm256_mask_sub_epi8(x, neg, zero, x));
+        const __m256 a0 = ia_step(_mm512_castps512_ps256(acc[t]), ia_scale(dwv, dx[t] + b), s);
+        acc[t] = _mm512_insertf32x8(acc[t], a0, 0);
+    }
+}
+
+IA_INLINE void iz_dot32(ia_w32_fn wfn, ia_s32_fn sfn, uint32_t bb, int nx, const uint8_t *row,
+                        const uint8_t *xq, uint64_t xs, uint64_t n, float *out) {
+    const int8_t *q[CPU_IDOT_MAX_X];
+    const float *dx[CPU_IDOT_MAX_X];
+    __m512 acc[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        q[t] = (const int8_t *)(xq + (uint64_t)t * xs);
+        dx[t] = cpu_qact_scales(xq + (uint64_t)t * xs, n);
+        acc[t] = _mm512_setzero_ps();
+    }
+    const uint64_t nb = n / 32;
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        const uint8_t *b0 = row + b * bb, *b1 = b0 + bb;
+        iz_pair32(iz_join(wfn(b0), wfn(b1)), iz_joinf(sfn(b0), sfn(b1)), b, nx, q, dx, acc);
+    }
+    if (b < nb)
+        iz_last32(wfn(row + b * bb), sfn(row + b * bb), b, nx, q, dx, acc);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        out[t] = iz_r8(acc[t]);
+}
+
+/* ---- unpacked K rows (idot.h's CPU_IDOT_UK layout) -------------------- */
+
+/* The scales of chunks 2p (low half) and 2p+1 (high half) per int16 lane,
+ * from the row's 16 scales in both 256-bit halves of scz: sc[c] in the
+ * first 128 bits of a chunk, sc[8 + c] in the second (idot.h's layout). */
+IA_INLINE __m512i iz_chunk_scales(__m512i scz, int p) {
+    const int c = 2 * p;
+    const __m256i lo = _mm256_set1_epi16((short)((2 * c) | (2 * c + 1) << 8));
+    const __m256i hi = _mm256_set1_epi16((short)((2 * c + 2) | (2 * c + 3) << 8));
+    return _mm512_shuffle_epi8(scz, iz_join(lo, hi));
+}
+
+/* Coarse form, super-block b into the set acc (the caller alternates). */
+IA_INLINE void iz_uk_block(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                            __m256 *acc) {
+    const __m512i scz = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_SC));
+    const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
+    const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
+    __m512i s[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        s[t] = _mm512_setzero_si512();
+    IA_UNROLL /* p constant: each scale shuffle's control a constant */
+    for (int p = 0; p < 4; p++) {
+        const __m512i u = _mm512_loadu_si512(blk + 64 * p);
+        const __m512i sc = iz_chunk_scales(scz, p);
+        IA_UNROLL
+        for (int t = 0; t < nx; t++) {
+            const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
+            s[t] = _mm512_dpwssd_epi32(s[t], _mm512_maddubs_epi16(u, xv), sc);
+        }
+    }
+    const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const __m256i s8 =
+            _mm256_add_epi32(_mm512_castsi512_si256(s[t]), _mm512_extracti64x4_epi64(s[t], 1));
+        acc[t] = ia_step(acc[t], ia_scale(d, x->dx[t] + b), s8);
+        acc[t] = ia_offset_step(acc[t], ia_scale(ms, x->dx[t] + b), mw, x->bs[t] + 16 * b);
+    }
+}
+
+/* Fine form, super-block b into acc (halves: the sets c % 2). */
+IA_INLINE void iz_uk_fine_block(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
+                                 __m512 *acc) {
+    const __m512i scz = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_SC));
+    const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
+    const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
+    __m512 dd[CPU_IDOT_MAX_X]; /* d * dx[8b + c] in lane c */
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        dd[t] = _mm512_zextps256_ps512(_mm256_mul_ps(d, _mm256_loadu_ps(x->dx[t] + 8 * b)));
+    IA_UNROLL
+    for (int p = 0; p < 4; p++) {
+        const __m512i u = _mm512_loadu_si512(blk + 64 * p);
+        const __m512i sc = iz_chunk_scales(scz, p);
+        const __m512i idx = iz_join(_mm256_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1));
+        IA_UNROLL
+        for (int t = 0; t < nx; t++) {
+            const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
+            const __m512i pc = _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv), sc);
+            acc[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx, dd[t]), _mm512_cvtepi32_ps(pc),
+                                     acc[t]);
+        }
+    }
+    const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const __m256 pm = _mm256_mul_ps(ms, _mm256_loadu_ps(x->dx[t] + 8 * b));
+        const __m256i m = _mm256_madd_epi16(mw, ia_load(x->bs[t] + 16 * b));
+        acc[t] = _mm512_mask3_fnmadd_ps(_mm512_zextps256_ps512(pm),
+                                        _mm512_zextps256_ps512(_mm256_cvtepi32_ps(m)), acc[t],
+                                        (__mmask16)0x00ff);
+    }
+}
+
+IA_INLINE void iz_dot_uk(int fine, int nx, const uint8_t *row, const uint8_t *xq, uint64_t xs,
+                         uint64_t n, float *out) {
+    const ia_xk x = ia_xk_of(fine, nx, xq, xs, n);
+    __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
+    __m512 az[CPU_IDOT_MAX_X];
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        a0[t] = a1[t] = _mm256_setzero_ps();
+        az[t] = _mm512_setzero_ps();
+    }
+    const uint64_t nb = n / 256;
+    if (fine) {
+        for (uint64_t b = 0; b < nb; b++)
+            iz_uk_fine_block(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, az);
+        IA_UNROLL
+        for (int t = 0; t < nx; t++)
+            out[t] = iz_r8(az[t]);
+        return;
+    }
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        iz_uk_block(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
+        iz_uk_block(row + (b + 1) * CPU_IDOT_UK_BYTES, b + 1, nx, &x, a1);
+    }
+    if (b < nb)
+        iz_uk_block(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
+    IA_UNROLL
+    for (int t = 0; t < nx; t++)
+        out[t] = ia_r8(a0[t], a1[t]);
+}
+
+/* ---- entry points, each with the token count a constant ---------------- */
+
+#define IZ_ENTRY_DOT(name, call) IX_ENTRY_DOT(iz_##name, call)
+#define IZ_ENTRY(name, call) IX_ENTRY(iz_##name, iz_rows_##name, call)
+#define IZ_Q4_0_(NX_) iz_dot32(ia_w_q4_0, ia_f16, 18, NX_, row, xq, xs, n, out)
+#define IZ_Q5_0_(NX_) iz_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
+#define IZ_Q8_0_(NX_) iz_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
+#define IZ_U32_(NX_) iz_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
+#define IZ_UK_(NX_) iz_dot_uk(0, NX_, row, xq, xs, n, out)
+#define IZ_UK_FINE_(NX_) iz_dot_uk(1, NX_, row, xq, xs, n, out)
+IZ_ENTRY(q4_0, IZ_Q4_0_)
+IZ_ENTRY(q5_0, IZ_Q5_0_)
+IZ_ENTRY(q8_0, IZ_Q8_0_)
+IZ_ENTRY_DOT(u32, IZ_U32_)
+IZ_ENTRY_DOT(uk, IZ_UK_)
+IZ_ENTRY_DOT(uk_fine, IZ_UK_FINE_)
+
+/* Replaces, in a copy of AVX2's table (the fine one when `fine`), the
+ * kernels this set has: same bits, same unpacked layouts. */
+void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
+    static const struct {
+        uint32_t type;
+        cpu_idot_fn dot;
+        cpu_idot_rows_fn rows;
+    } t32[] = {{SW_TYPE_Q4_0, iz_q4_0, iz_rows_q4_0},
+               {SW_TYPE_Q5_0, iz_q5_0, iz_rows_q5_0},
+               {SW_TYPE_Q8_0, iz_q8_0, iz_rows_q8_0}};
+    for (size_t i = 0; i < sizeof t32 / sizeof t32[0]; i++) {
+        table[t32[i].type].dot = t32[i].dot;
+        table[t32[i].type].rows = t32[i].rows;
+        table[t32[i].type].unpacked_dot = iz_u32;
+    }
+    const uint32_t tk[] = {SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++)
+        table[tk[i]].unpacked_dot = fine ? iz_uk_fine : iz_uk;
+}
+
+#ifdef __clang__
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int idot_avx512_unavailable;
+#endif

@@ -1,0 +1,153 @@
+/*
+ * idot_x86.h — the pieces of idot.h's x86 kernels that the AVX2 and the
+ * AVX-512 sets share (internal to backend/cpu): loads, the canonical
+ * float steps on one 8-lane set, the horizontal sum R8, and the 32-element
+ * types' weight unpacking into 32 bytes. Included by idot_avx2.c and
+ * idot_avx512.c inside their target pragmas, so each compiles it for its
+ * own instruction set; everything here is always inlined.
+ */
+#ifndef SW_BACKEND_CPU_IDOT_X86_H
+#define SW_BACKEND_CPU_IDOT_X86_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/idot.h"
+
+#define IA_INLINE static inline __attribute__((always_inline))
+
+/* Token loops are unrolled fully (nx is a constant after inlining) so
+ * that every accumulator stays in a register. */
+#if defined(__clang__)
+#define IA_UNROLL _Pragma("clang loop unroll(full)")
+#define IA_UNROLL8 _Pragma("clang loop unroll(full)")
+#else
+#define IA_UNROLL _Pragma("GCC unroll 4")
+#define IA_UNROLL8 _Pragma("GCC unroll 8")
+#endif
+
+IA_INLINE float ia_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+IA_INLINE __m256i ia_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* dw * dx[b] in all lanes (dwv: dw in all lanes), as a vector product of
+ * two broadcasts: the same bits as the scalar product, and the token's
+ * scale is broadcast straight from memory, a shuffle fewer per block. */
+IA_INLINE __m256 ia_scale(__m256 dwv, const float *dxb) {
+    return _mm256_mul_ps(dwv, _mm256_broadcast_ss(dxb));
+}
+
+/* acc + d * s, the canonical step */
+IA_INLINE __m256 ia_step(__m256 acc, __m256 d, __m256i s) {
+    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc);
+}
+
+/* acc - p * m, the offset step of the K types (p = ms * dx[b]);
+ * m = madd(mw, bsum) */
+IA_INLINE __m256 ia_offset_step(__m256 acc, __m256 p, __m256i mw, const int16_t *bs) {
+    const __m256i m = _mm256_madd_epi16(mw, ia_load(bs));
+    return _mm256_fnmadd_ps(p, _mm256_cvtepi32_ps(m), acc);
+}
+
+/* R8(a + b) of idot.h */
+IA_INLINE float ia_r8(__m256 a, __m256 b) {
+    const __m256 s = _mm256_add_ps(a, b);
+    const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    return _mm_cvtss_f32(_mm_add_ss(u, _mm_shuffle_ps(u, u, 1)));
+}
+
+/* ---- 32-element types --------------------------------------------------- */
+
+IA_INLINE __m256i ia_nibbles(const uint8_t *qs) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)qs);
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return _mm256_and_si256(v, _mm256_set1_epi8(15));
+}
+
+IA_INLINE __m256i ia_w_q4_0(const uint8_t *b) {
+    return _mm256_sub_epi8(ia_nibbles(b + 2), _mm256_set1_epi8(8));
+}
+
+/* bit j of the 32-bit qh as 0x10 in byte j */
+IA_INLINE __m256i ia_q5_high(const uint8_t *qh4) {
+    uint32_t qh;
+    memcpy(&qh, qh4, sizeof qh);
+    const __m256i sh = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL,
+                                         0x0101010101010101LL, 0x0000000000000000LL);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), sh);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+IA_INLINE __m256i ia_w_q5_0(const uint8_t *b) {
+    const __m256i v = _mm256_or_si256(ia_nibbles(b + 6), ia_q5_high(b + 2));
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(16));
+}
+
+IA_INLINE __m256i ia_w_q8_0(const uint8_t *b) { return ia_load(b + 2); }
+
+/* the unpacked layout of idot.h: f32 scale, then 32 int8 */
+IA_INLINE __m256i ia_w_u32(const uint8_t *b) { return ia_load(b + 4); }
+IA_INLINE float ia_s_u32(const uint8_t *b) {
+    float d;
+    memcpy(&d, b, sizeof d);
+    return d;
+}
+
+typedef __m256i (*ia_w32_fn)(const uint8_t *b);
+typedef float (*ia_s32_fn)(const uint8_t *b);
+
+/* A kernel entry point `fname` for 1 to CPU_IDOT_MAX_X tokens, each
+ * count a constant in its own instance of call(NX_); IX_ENTRY adds the
+ * decode form `rows_fname` (one token, many rows). */
+#define IX_ENTRY_DOT(fname, call)                                                       \
+    static void fname(const uint8_t *row, const uint8_t *xq, uint64_t xs,               \
+                      uint32_t n_x, uint64_t n, float *out) {                       \
+        switch (n_x) {                                                                  \
+        case 1: call(1); break;                                                         \
+        case 2: call(2); break;                                                         \
+        case 3: call(3); break;                                                         \
+        default: call(4); break;                                                        \
+        }                                                                               \
+    }
+#define IX_ENTRY(fname, rows_fname, call)                                               \
+    IX_ENTRY_DOT(fname, call)                                                           \
+    static void rows_fname(const uint8_t *rows, uint64_t rb, uint64_t n_rows,           \
+                           const uint8_t *xq, uint64_t n, float *outs) {            \
+        const uint64_t xs = 0;                                                          \
+        for (uint64_t r_ = 0; r_ < n_rows; r_++) {                                      \
+            const uint8_t *row = rows + r_ * rb;                                        \
+            float *out = outs + r_;                                                     \
+            call(1);                                                                    \
+        }                                                                               \
+    }
+
+/* One to CPU_IDOT_MAX_X tokens' activations over a row. */
+typedef struct ia_xk {
+    const int8_t *q[CPU_IDOT_MAX_X];
+    const float *dx[CPU_IDOT_MAX_X];
+    const int16_t *bs[CPU_IDOT_MAX_X];
+} ia_xk;
+
+/* The nx rows of quantized activations from xq, xs bytes apart (fine:
+ * CPU_QACT_32's block sums, else CPU_QACT_256's). */
+IA_INLINE ia_xk ia_xk_of(int fine, int nx, const uint8_t *xq, uint64_t xs, uint64_t n) {
+    ia_xk x;
+    IA_UNROLL
+    for (int t = 0; t < nx; t++) {
+        const uint8_t *r = xq + (uint64_t)t * xs;
+        x.q[t] = (const int8_t *)r;
+        x.dx[t] = cpu_qact_scales(r, n);
+        x.bs[t] = cpu_qact_bsums(fine ? CPU_QACT_32 : CPU_QACT_256, r, n);
+    }
+    return x;
+}
+
+#endif
