@@ -69,6 +69,20 @@ static void test_quantize(cpu_qact_fmt fmt) {
             bad_sums += s != bs[g];
         }
     }
+    /* every kernel set gives the plain C's bytes */
+    uint8_t *q2 = xmalloc(st * rows);
+    cpu_qact_quantize_isa(CPU_ISA_REF, fmt, x, n, rows, q);
+    for (int i = 0; i < CPU_ISA_COUNT; i++) {
+        if (!cpu_isa_supported((cpu_isa)i))
+            continue;
+        cpu_qact_quantize_isa((cpu_isa)i, fmt, x, n, rows, q2);
+        size_t differ = 0;
+        for (uint32_t r = 0; r < rows; r++)
+            differ += memcmp(q + r * st, q2 + r * st, n + 4 * (n / fmt) + 2 * (n / 16)) != 0;
+        SW_CHECK(differ == 0, "qact %d on %s: %zu rows differ from plain C's", (int)fmt,
+                 cpu_isa_name((cpu_isa)i), differ);
+    }
+    free(q2);
     SW_CHECK(bad == 0, "qact %d: %zu elements beyond d/2", (int)fmt, bad);
     SW_CHECK(bad_sums == 0, "qact %d: %zu wrong block sums", (int)fmt, bad_sums);
     SW_CHECK(bad_nan == 0, "qact %d: non-finite blocks must get a NaN scale", (int)fmt);
@@ -77,6 +91,49 @@ static void test_quantize(cpu_qact_fmt fmt) {
 }
 
 typedef const cpu_idot *(*idot_get_fn)(cpu_isa isa, uint32_t type);
+
+/* The unpacked tile kernels (where a set has one): all N_ROWS rows with
+ * all N_X tokens in one call, and each smaller shape, against the
+ * reference's dots bit for bit. */
+static void test_tile(uint32_t type, uint64_t ne0, idot_get_fn get, const uint8_t *w,
+                      uint64_t row_bytes, const uint8_t *xq, uint64_t st) {
+    const cpu_idot *ref = get(CPU_ISA_REF, type);
+    float want[N_ROWS * N_X], got[N_ROWS * N_X];
+    for (uint64_t r = 0; r < N_ROWS; r++)
+        for (uint32_t t = 0; t < N_X; t++)
+            ref->dot(w + r * row_bytes, xq + t * st, st, 1, ne0, want + t * N_ROWS + r);
+    for (int i = 0; i < CPU_ISA_COUNT; i++) {
+        const cpu_isa isa = (cpu_isa)i;
+        const cpu_idot *k = get(isa, type);
+        if (!cpu_isa_supported(isa) || k->unpacked_tile == NULL)
+            continue;
+        const uint64_t ub = ne0 / k->unpack_elems * k->unpack_bytes;
+        uint8_t *u = xmalloc(ub * N_ROWS);
+        for (uint64_t r = 0; r < N_ROWS; r++)
+            k->unpack(w + r * row_bytes, ne0, u + r * ub);
+        for (uint32_t nr = 1; nr <= N_ROWS; nr++)
+            for (uint32_t nx = 1; nx <= N_X; nx++) {
+                for (size_t j = 0; j < N_ROWS * N_X; j++)
+                    got[j] = -1.0f;
+                k->unpacked_tile(u, ub, nr, xq, st, nx, ne0, got, N_ROWS);
+                size_t bad = 0, wrote = 0;
+                for (uint32_t t = 0; t < N_X; t++)
+                    for (uint32_t r = 0; r < N_ROWS; r++) {
+                        const size_t j = t * N_ROWS + r;
+                        if (r < nr && t < nx)
+                            bad += memcmp(&got[j], &want[j], sizeof got[j]) != 0;
+                        else
+                            wrote += got[j] != -1.0f;
+                    }
+                SW_CHECK(bad == 0 && wrote == 0,
+                         "%s idot %s %s ne0 %llu, tile %u rows x %u tokens: %zu dots differ "
+                         "from the reference, %zu written outside", cpu_isa_name(isa),
+                         get == cpu_idot_get_fine ? "fine" : "coarse", type_name(type),
+                         (unsigned long long)ne0, nr, nx, bad, wrote);
+            }
+        free(u);
+    }
+}
 
 /* One type, row length and form (cpu_idot_get or cpu_idot_get_fine):
  * N_ROWS rows with N_X tokens, in calls of 4 + 3 tokens and of 1, on
@@ -158,6 +215,7 @@ static void test_kernel(uint32_t type, uint64_t ne0, idot_get_fn get) {
             free(u);
         }
     }
+    test_tile(type, ne0, get, w, row_bytes, xq, st);
     free(w);
     free(deq);
     free(x);

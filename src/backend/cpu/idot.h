@@ -95,12 +95,23 @@ typedef void (*cpu_idot_unpack_fn)(const uint8_t *row, uint64_t n, uint8_t *dst)
 typedef void (*cpu_idot_rows_fn)(const uint8_t *rows, uint64_t row_bytes, uint64_t n_rows,
                                  const uint8_t *xq, uint64_t n, float *out);
 
+/* y[t*y_stride + r] = unpacked_dot of the unpacked row rows + r*row_bytes
+ * with the activation row xq + t*xq_stride, for r < n_rows, t < n_x (any
+ * counts): prefill's row block against all its tokens in one call, so a
+ * kernel can hold several rows and tokens in registers at once (each
+ * value loaded serves several dots) and sum them together. Same bits as
+ * unpacked_dot. */
+typedef void (*cpu_idot_tile_fn)(const uint8_t *rows, uint64_t row_bytes, uint32_t n_rows,
+                                 const uint8_t *xq, uint64_t xq_stride, uint32_t n_x,
+                                 uint64_t n, float *y, uint64_t y_stride);
+
 typedef struct cpu_idot {
     cpu_qact_fmt fmt; /* the activations it takes */
     cpu_idot_fn dot;
     cpu_idot_rows_fn rows;
     cpu_idot_unpack_fn unpack;  /* stored row -> unpacked row */
     cpu_idot_fn unpacked_dot;   /* takes unpack's rows */
+    cpu_idot_tile_fn unpacked_tile; /* the same over a tile; NULL: none */
     uint32_t unpack_elems;      /* elements per unpacked block: 32 or 256 */
     uint32_t unpack_bytes;      /* its bytes: CPU_IDOT_U32_BYTES or _UK_BYTES */
 } cpu_idot;

@@ -121,6 +121,140 @@ IA_INLINE void iz_dot32(ia_w32_fn wfn, ia_s32_fn sfn, uint32_t bb, int nx, const
         out[t] = iz_r8(acc[t]);
 }
 
+/* ---- unpacked 32-element rows, a tile at a time ----------------------- */
+
+/* R8 of idot.h for four tokens at once, from their 8-lane sums s = acc[0]
+ * + acc[1] (tokens 0, 1 in s01's halves, 2, 3 in s23's): the same
+ * additions of the same values as ia_r8, lane-parallel across the tokens
+ * (IEEE addition is commutative, so a + b and b + a agree). */
+IA_INLINE __m128 iz_r8_s4(__m512 s01, __m512 s23) {
+    /* t_j = s_j + s_{j+4}: token k's four in 128-bit lane k */
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88),
+                                   _mm512_shuffle_f32x4(s01, s23, 0xdd));
+    /* (t0 + t2) and (t1 + t3), then their sum, in lane 0 of each */
+    const __m512 u = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4e));
+    const __m512 r = _mm512_add_ps(u, _mm512_permute_ps(u, 0xb1));
+    const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, r));
+}
+
+/* The halves of a and b side by side: [a.lo + a.hi | b.lo + b.hi]. */
+IA_INLINE __m512 iz_fold2(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+}
+IA_INLINE __m512i iz_fold2i(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xee));
+}
+
+/* R8 of four tokens' accumulators, each [acc[0] | acc[1]]. */
+IA_INLINE __m128 iz_r8x4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    return iz_r8_s4(iz_fold2(a0, a1), iz_fold2(a2, a3));
+}
+
+/* The activations of up to 4 tokens over a row: q and scales. */
+typedef struct iz_x32 {
+    const int8_t *q[4];
+    const float *dx[4];
+} iz_x32;
+
+/* Blocks b, b+1 of nr rows (or block b alone when `last`: the high half
+ * loads nothing, masked, and its float step writes the low half only)
+ * into the nr x nt accumulators. */
+IA_INLINE void iz_tile32_step(const uint8_t *rows, uint64_t rbytes, int nr, const iz_x32 *x,
+                              int nt, uint64_t b, int last, __m512 acc[2][4]) {
+    const __m512i bias = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+    const __mmask64 km = last ? 0xffffffffu : ~(__mmask64)0;
+    const __mmask16 kf = last ? 0x00ff : 0xffff;
+    __m512i w[2], nc[2];
+    __m512 dw[2];
+    IA_UNROLL
+    for (int r = 0; r < nr; r++) {
+        const uint8_t *blk = rows + (uint64_t)r * rbytes + b * CPU_IDOT_U32_BYTES;
+        if (last) {
+            w[r] = _mm512_maskz_loadu_epi8(km, blk + 4);
+            dw[r] = _mm512_set1_ps(ia_s_u32(blk));
+        } else {
+            w[r] = iz_join(ia_load(blk + 4), ia_load(blk + 4 + CPU_IDOT_U32_BYTES));
+            dw[r] = iz_joinf(ia_s_u32(blk), ia_s_u32(blk + CPU_IDOT_U32_BYTES));
+        }
+        nc[r] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, w[r]));
+    }
+    IA_UNROLL
+    for (int t = 0; t < nt; t++) {
+        const __m512i xb = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, x->q[t] + 32 * b), bias);
+        const __m512 dxv = last ? _mm512_set1_ps(x->dx[t][b]) : iz_pair_bcast(x->dx[t] + b);
+        IA_UNROLL
+        for (int r = 0; r < nr; r++) {
+            const __m512 d = _mm512_mul_ps(dw[r], dxv);
+            const __m512 s = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nc[r], xb, w[r]));
+            acc[r][t] = last ? _mm512_mask3_fmadd_ps(d, s, acc[r][t], kf)
+                             : _mm512_fmadd_ps(d, s, acc[r][t]);
+        }
+    }
+}
+
+/* NR rows x NT tokens of unpacked 32-element rows (idot.h's u32 layout),
+ * two blocks per register as in iz_dot32. The activations enter biased
+ * (x + 128, unsigned: one XOR per token, shared by the rows) and the
+ * weights as they are, signed; the bias's share 128 * sum(w) per lane
+ * starts each sum negated, computed once per row and shared by the
+ * tokens. So a dot costs vpdpbusd, the convert and the two float steps,
+ * and every sum is exactly the canonical one. */
+IA_INLINE void iz_tile32(const uint8_t *rows, uint64_t rbytes, int nr, const uint8_t *xq,
+                         uint64_t xs, int nt, uint64_t n, float *y, uint64_t ys) {
+    iz_x32 x;
+    __m512 acc[2][4];
+    IA_UNROLL
+    for (int t = 0; t < 4; t++) {
+        x.q[t] = (const int8_t *)(xq + (uint64_t)(t < nt ? t : 0) * xs);
+        x.dx[t] = cpu_qact_scales((const uint8_t *)x.q[t], n);
+        acc[0][t] = acc[1][t] = _mm512_setzero_ps();
+    }
+    const uint64_t nb = n / 32;
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2)
+        iz_tile32_step(rows, rbytes, nr, &x, nt, b, 0, acc);
+    if (b < nb)
+        iz_tile32_step(rows, rbytes, nr, &x, nt, b, 1, acc);
+    IA_UNROLL
+    for (int r = 0; r < nr; r++) {
+        float o[4];
+        _mm_storeu_ps(o, iz_r8x4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+        IA_UNROLL
+        for (int t = 0; t < nt; t++)
+            y[(uint64_t)t * ys + (uint64_t)r] = o[t];
+    }
+}
+
+/* A cpu_idot_tile_fn `name` from a tile function part(rows, rbytes, NR,
+ * xq, xs, NT, n, y, ys): tiles of 2 rows x 4 tokens, each smaller shape
+ * at the edges a constant instance of its own. */
+#define IZ_TILE_DRIVER(name, part)                                                      \
+    static void name(const uint8_t *rows, uint64_t rbytes, uint32_t n_rows,             \
+                     const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *y, \
+                     uint64_t ys) {                                                     \
+        for (uint32_t t0 = 0; t0 < n_x; t0 += 4) {                                      \
+            const uint32_t nt = n_x - t0 < 4 ? n_x - t0 : 4;                            \
+            const uint8_t *xt = xq + (uint64_t)t0 * xs;                                 \
+            float *yt = y + (uint64_t)t0 * ys;                                          \
+            for (uint32_t r0 = 0; r0 < n_rows; r0 += 2) {                               \
+                const uint8_t *rr = rows + (uint64_t)r0 * rbytes;                       \
+                const int nr = n_rows - r0 < 2 ? 1 : 2;                                 \
+                switch (nr * 4 + (int)nt) {                                             \
+                case 5: part(rr, rbytes, 1, xt, xs, 1, n, yt + r0, ys); break;          \
+                case 6: part(rr, rbytes, 1, xt, xs, 2, n, yt + r0, ys); break;          \
+                case 7: part(rr, rbytes, 1, xt, xs, 3, n, yt + r0, ys); break;          \
+                case 8: part(rr, rbytes, 1, xt, xs, 4, n, yt + r0, ys); break;          \
+                case 9: part(rr, rbytes, 2, xt, xs, 1, n, yt + r0, ys); break;          \
+                case 10: part(rr, rbytes, 2, xt, xs, 2, n, yt + r0, ys); break;         \
+                case 11: part(rr, rbytes, 2, xt, xs, 3, n, yt + r0, ys); break;         \
+                default: part(rr, rbytes, 2, xt, xs, 4, n, yt + r0, ys); break;         \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
+    }
+IZ_TILE_DRIVER(iz_tile_u32, iz_tile32)
+
 /* ---- unpacked K rows (idot.h's CPU_IDOT_UK layout) -------------------- */
 
 /* The scales of chunks 2p (low half) and 2p+1 (high half) per int16 lane,
@@ -131,6 +265,93 @@ IA_INLINE __m512i iz_chunk_scales(__m512i scz, int p) {
     const __m256i lo = _mm256_set1_epi16((short)((2 * c) | (2 * c + 1) << 8));
     const __m256i hi = _mm256_set1_epi16((short)((2 * c + 2) | (2 * c + 3) << 8));
     return _mm512_shuffle_epi8(scz, iz_join(lo, hi));
+}
+
+/* Coarse form over a tile: NR rows x 4 tokens (2 pairs) of unpacked K
+ * rows. The integer sums run per (row, token) as in iz_uk_block, sharing
+ * each activation load between the rows; at a super-block's end each
+ * pair of tokens shares one register, [token 2j | token 2j+1], for the
+ * fold of the halves and the two float steps, so those run once for two
+ * tokens. acc[r][j][set]: the sets acc[b % 2] of idot.h, pair j. */
+IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, const ia_xk *x,
+                                uint64_t b, __m512 acc[2][2][2]) {
+    __m512i s[2][4], scz[2];
+    IA_UNROLL
+    for (int r = 0; r < nr; r++) {
+        scz[r] = _mm512_broadcast_i64x4(
+            ia_load(rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES + CPU_IDOT_UK_SC));
+        IA_UNROLL
+        for (int t = 0; t < 4; t++)
+            s[r][t] = _mm512_setzero_si512();
+    }
+    IA_UNROLL
+    for (int p = 0; p < 4; p++) {
+        __m512i u[2], sc[2];
+        IA_UNROLL
+        for (int r = 0; r < nr; r++) {
+            u[r] = _mm512_loadu_si512(rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES +
+                                      64 * (uint64_t)p);
+            sc[r] = iz_chunk_scales(scz[r], p);
+        }
+        IA_UNROLL
+        for (int t = 0; t < 4; t++) {
+            const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
+            IA_UNROLL
+            for (int r = 0; r < nr; r++)
+                s[r][t] = _mm512_dpwssd_epi32(s[r][t], _mm512_maddubs_epi16(u[r], xv), sc[r]);
+        }
+    }
+    IA_UNROLL
+    for (int j = 0; j < 2; j++) {
+        const float *d0 = x->dx[2 * j] + b, *d1 = x->dx[2 * j + 1] + b;
+        const __m512 dxp = _mm512_insertf32x8(_mm512_set1_ps(*d0), _mm256_set1_ps(*d1), 1);
+        const __m512i bsp = iz_join(ia_load(x->bs[2 * j] + 16 * b),
+                                    ia_load(x->bs[2 * j + 1] + 16 * b));
+        IA_UNROLL
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *blk = rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES;
+            const __m512 d = _mm512_set1_ps(ia_s_u32(blk + CPU_IDOT_UK_D));
+            const __m512 ms = _mm512_set1_ps(ia_s_u32(blk + CPU_IDOT_UK_MS));
+            const __m512i mw = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_MW));
+            const __m512i sj = iz_fold2i(s[r][2 * j], s[r][2 * j + 1]);
+            __m512 *a = &acc[r][j][b % 2];
+            *a = _mm512_fmadd_ps(_mm512_mul_ps(d, dxp), _mm512_cvtepi32_ps(sj), *a);
+            const __m512i m = _mm512_madd_epi16(mw, bsp);
+            *a = _mm512_fnmadd_ps(_mm512_mul_ps(ms, dxp), _mm512_cvtepi32_ps(m), *a);
+        }
+    }
+}
+
+/* NR rows x NT tokens (NT <= 4; the missing ones computed on token 0's
+ * activations and dropped). */
+IA_INLINE void iz_tile_uk_part(const uint8_t *rows, uint64_t rbytes, int nr, const uint8_t *xq,
+                               uint64_t xs, int nt, uint64_t n, float *y, uint64_t ys) {
+    const ia_xk x = ia_xk_of(0, 4, xq, 0, n);
+    ia_xk xt = x;
+    IA_UNROLL
+    for (int t = 1; t < nt; t++) {
+        const ia_xk xr = ia_xk_of(0, 1, xq + (uint64_t)t * xs, 0, n);
+        xt.q[t] = xr.q[0];
+        xt.dx[t] = xr.dx[0];
+        xt.bs[t] = xr.bs[0];
+    }
+    __m512 acc[2][2][2];
+    IA_UNROLL
+    for (int r = 0; r < 2; r++)
+        IA_UNROLL
+        for (int j = 0; j < 2; j++)
+            acc[r][j][0] = acc[r][j][1] = _mm512_setzero_ps();
+    for (uint64_t b = 0; b < n / 256; b++)
+        iz_tile_uk_block(rows, rbytes, nr, &xt, b, acc);
+    IA_UNROLL
+    for (int r = 0; r < nr; r++) {
+        float o[4];
+        _mm_storeu_ps(o, iz_r8_s4(_mm512_add_ps(acc[r][0][0], acc[r][0][1]),
+                                  _mm512_add_ps(acc[r][1][0], acc[r][1][1])));
+        IA_UNROLL
+        for (int t = 0; t < nt; t++)
+            y[(uint64_t)t * ys + (uint64_t)r] = o[t];
+    }
 }
 
 /* Coarse form, super-block b into the set acc (the caller alternates). */
@@ -244,6 +465,7 @@ IZ_ENTRY(q8_0, IZ_Q8_0_)
 IZ_ENTRY_DOT(u32, IZ_U32_)
 IZ_ENTRY_DOT(uk, IZ_UK_)
 IZ_ENTRY_DOT(uk_fine, IZ_UK_FINE_)
+IZ_TILE_DRIVER(iz_tile_uk, iz_tile_uk_part)
 
 /* Replaces, in a copy of AVX2's table (the fine one when `fine`), the
  * kernels this set has: same bits, same unpacked layouts. */
@@ -259,10 +481,13 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
         table[t32[i].type].dot = t32[i].dot;
         table[t32[i].type].rows = t32[i].rows;
         table[t32[i].type].unpacked_dot = iz_u32;
+        table[t32[i].type].unpacked_tile = iz_tile_u32;
     }
     const uint32_t tk[] = {SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
-    for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++)
+    for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++) {
         table[tk[i]].unpacked_dot = fine ? iz_uk_fine : iz_uk;
+        table[tk[i]].unpacked_tile = fine ? NULL : iz_tile_uk;
+    }
 }
 
 #ifdef __clang__

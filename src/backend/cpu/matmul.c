@@ -218,6 +218,11 @@ static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
                 j->k->unpack(j->w + r * j->row_bytes, j->ne0, s + (r - rs) * rbytes);
             base = s;
         }
+        if (unpack && j->k->unpacked_tile != NULL) {
+            j->k->unpacked_tile(base, rbytes, (uint32_t)(re - rs), j->xq, j->xq_stride,
+                                j->n_tokens, j->ne0, j->y + rs, j->n_rows);
+            continue;
+        }
         for (uint32_t t0 = 0; t0 < j->n_tokens; t0 += CPU_IDOT_MAX_X) {
             uint32_t nt = j->n_tokens - t0;
             nt = nt < CPU_IDOT_MAX_X ? nt : CPU_IDOT_MAX_X;

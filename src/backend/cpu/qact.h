@@ -14,7 +14,7 @@
  *     int8 q[n] | f32 d[n / B] | int16 bsum[n / 16]
  * and rows are cpu_qact_stride() bytes apart (a multiple of 64).
  *
- * Quantization (both formats, the same bits on every ISA): per block,
+ * Quantization (both formats, the same bytes on every ISA): per block,
  * amax = max |x|, d = amax / 127, and q = nearbyint(x * (127 / amax))
  * (0 where amax is 0), so |q| <= 127 and |x - d*q| <= d/2 up to f32
  * rounding of the factor.
@@ -23,6 +23,8 @@
 #define SW_BACKEND_CPU_QACT_H
 
 #include <stdint.h>
+
+#include "backend/cpu/qdot.h"
 
 typedef enum cpu_qact_fmt { CPU_QACT_32 = 32, CPU_QACT_256 = 256 } cpu_qact_fmt;
 
@@ -34,6 +36,11 @@ uint64_t cpu_qact_stride(cpu_qact_fmt fmt, uint64_t n);
  * (rows cpu_qact_stride apart). n must be a multiple of the block. */
 void cpu_qact_quantize(cpu_qact_fmt fmt, const float *x, uint64_t n, uint32_t n_rows,
                        uint8_t *dst);
+
+/* The same with the kernel set chosen (cpu_isa of qdot.h; one the CPU
+ * lacks falls back to plain C): every set gives the same bytes. */
+void cpu_qact_quantize_isa(cpu_isa isa, cpu_qact_fmt fmt, const float *x, uint64_t n,
+                           uint32_t n_rows, uint8_t *dst);
 
 /* The parts of a quantized row. */
 static inline const float *cpu_qact_scales(const uint8_t *row, uint64_t n) {

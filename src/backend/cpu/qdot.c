@@ -25,6 +25,8 @@ const cpu_qkernel *cpu_qkernel_table_generic(cpu_dot_f32_fn *dot_f32, cpu_tile_f
 #define QDOT_HAVE_AVX2 1
 #include <cpuid.h>
 const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
+const cpu_qkernel *cpu_qkernel_table_avx512(cpu_dot_f32_fn *dot_f32,
+                                            cpu_tile_f32_fn *tile_f32);
 #else
 #define QDOT_HAVE_AVX2 0
 #endif
@@ -203,6 +205,8 @@ cpu_isa cpu_isa_best(void) {
 static const cpu_qkernel *qdot_table(cpu_isa isa, cpu_dot_f32_fn *dot_f32,
                                      cpu_tile_f32_fn *tile_f32) {
 #if QDOT_HAVE_AVX2
+    if (isa >= CPU_ISA_AVX512 && cpu_isa_supported(CPU_ISA_AVX512))
+        return cpu_qkernel_table_avx512(dot_f32, tile_f32);
     if (isa >= CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
         return cpu_qkernel_table_avx2(dot_f32, tile_f32);
 #endif

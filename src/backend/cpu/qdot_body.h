@@ -2,8 +2,9 @@
  * qdot_body.h — the fast per-type block dequantizers and dot kernels,
  * written once with GNU C vector extensions (GCC >= 9, clang) and compiled
  * once per instruction set: qdot.c includes it for the baseline ISA and
- * qdot_avx2.c under `#pragma GCC target("avx2")`. A vector holds QV f32
- * lanes (8 with AVX2, else 4); the canonical 16 accumulators of qdot.h are
+ * qdot_avx2.c under `#pragma GCC target("avx2")`, qdot_avx512.c for
+ * AVX-512. A vector holds QV f32 lanes (16 with AVX-512, 8 with AVX2,
+ * else 4); the canonical 16 accumulators of qdot.h are
  * 16/QV such vectors, so each lane performs exactly the canonical
  * operations in the canonical order and every result equals the reference
  * (qdot.c, CPU_ISA_REF) bit for bit; tests/test_cpu_ops.c checks that for
@@ -17,8 +18,8 @@
  * cpu_matmul's multi-token path (cpu_tile_f32_fn), register-blocked over
  * rows and tokens, each lane's sum still canonical. The includer defines
  * QDOT_TABLE_FN, the name of the one function this body exports,
- * QDOT_AVX2 when it compiles the body for AVX2, and QDOT_F16C when F16C's
- * conversion may be used (8 lanes).
+ * QDOT_AVX2 or QDOT_AVX512 when it compiles the body for that ISA, and
+ * QDOT_F16C when F16C's conversion may be used.
  */
 #include <stdint.h>
 #include <string.h>
@@ -43,7 +44,9 @@
 
 /* ---- vectors of QV lanes, and the ISA-specific loads ------------------- */
 
-#if defined(__AVX2__) || defined(QDOT_AVX2)
+#if defined(QDOT_AVX512)
+#define QV 16
+#elif defined(__AVX2__) || defined(QDOT_AVX2)
 #define QV 8
 #else
 #define QV 4
@@ -63,7 +66,16 @@ static inline qk_vf qk_ldf(const void *p) {
 /* QV bytes (unsigned, signed) or u16s -> QV int32 lanes. GCC 12 lowers
  * __builtin_convertvector from such short vectors through general
  * registers, so x86 builds use the widening instructions directly. */
-#if defined(__AVX2__) || defined(QDOT_AVX2)
+#if defined(QDOT_AVX512)
+static inline __m128i qk_ld16b(const uint8_t *p) {
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+static inline qk_vi qk_u8v(const uint8_t *p) { return (qk_vi)_mm512_cvtepu8_epi32(qk_ld16b(p)); }
+static inline qk_vi qk_s8v(const uint8_t *p) { return (qk_vi)_mm512_cvtepi8_epi32(qk_ld16b(p)); }
+static inline qk_vu qk_u16v(const uint8_t *p) {
+    return (qk_vu)_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+}
+#elif defined(__AVX2__) || defined(QDOT_AVX2)
 static inline __m128i qk_ld8b(const uint8_t *p) {
     return _mm_loadl_epi64((const __m128i *)(const void *)p);
 }
@@ -155,7 +167,15 @@ static inline qk_vf qk_f16v_exact(const uint8_t *p) {
     return (qk_vf)((is_sub & (qk_vu)sub) | (~is_sub & o) | (h & 0x8000u) << 16);
 }
 
-#if defined(QDOT_F16C)
+#if defined(QDOT_F16C) && QV == 16
+/* As below, 16 lanes. */
+static inline qk_vf qk_f16v(const uint8_t *p) {
+    const __m512 r = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    if (_mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q) != 0)
+        return qk_f16v_exact(p);
+    return (qk_vf)r;
+}
+#elif defined(QDOT_F16C)
 /* F16C's conversion is exact but for NaNs, whose signalling ones it
  * quiets: a group holding a NaN takes the bit-exact path above, so the
  * result keeps every payload (rare; one compare and a branch otherwise). */
@@ -225,12 +245,15 @@ static inline qk_vf qk_grp_q4_1(const uint8_t *s, const qk_ctx *c, int e) {
 /* Q5: bit e+lane of the 32-bit qh becomes bit 4 of the value; tested with
  * a lane mask, since baseline SSE2 has no per-lane shift. */
 static inline qk_vi qk_q5(const uint8_t *qh, const uint8_t *qs, int e) {
-#if QV == 8
+#if QV == 16
+    const qk_vi lane_bit = {1,   2,   4,   8,    16,   32,   64,    128,
+                            256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+#elif QV == 8
     const qk_vi lane_bit = {1, 2, 4, 8, 16, 32, 64, 128};
 #else
     const qk_vi lane_bit = {1, 2, 4, 8};
 #endif
-    const qk_vi hb = (qk_vi){0} + (int32_t)((qk_u32(qh) >> e) & 255u);
+    const qk_vi hb = (qk_vi){0} + (int32_t)((qk_u32(qh) >> e) & 65535u);
     return qk_nibbles(qs, e) | (((hb & lane_bit) != 0) & 16);
 }
 
@@ -371,7 +394,14 @@ static inline float qk_reduce(const qk_vf acc[QACC]) {
 typedef float qk_v4f __attribute__((vector_size(16)));
 
 static inline float qk_reduce_vec(const qk_vf acc[QACC]) {
-#if QV == 8
+#if QV == 16
+    typedef float qk_v8f __attribute__((vector_size(32)));
+    qk_v8f lo, hi;
+    memcpy(&lo, &acc[0], sizeof lo);
+    memcpy(&hi, (const float *)&acc[0] + 8, sizeof hi);
+    const qk_v8f t = lo + hi;
+    const qk_v4f u = (qk_v4f){t[0], t[1], t[2], t[3]} + (qk_v4f){t[4], t[5], t[6], t[7]};
+#elif QV == 8
     const qk_vf t = acc[0] + acc[1];
     const qk_v4f u = (qk_v4f){t[0], t[1], t[2], t[3]} + (qk_v4f){t[4], t[5], t[6], t[7]};
 #else
@@ -614,8 +644,13 @@ QK_TYPE(q8_k, qk_prep_q8_k, 256, 292, qk_one_none, 0)
  * same treatment measured no faster for Q8_0 and Q4_K, whose group
  * functions are already a load and an extension or two.) */
 
-/* QB bytes in a vector register (32 with AVX2, else 16). */
+/* QB bytes in a vector register (32 with AVX2 and AVX-512: Q6_K's runs
+ * are 32 bytes long; else 16). */
+#if QV == 16
+#define QB 32
+#else
 #define QB (4 * QV)
+#endif
 typedef uint8_t qk_vb __attribute__((vector_size(QB)));
 
 static inline qk_vb qk_ldb(const uint8_t *p) {
@@ -625,7 +660,13 @@ static inline qk_vb qk_ldb(const uint8_t *p) {
 }
 
 /* Bytes e..e+QV-1 of v (e a multiple of QV), sign-extended. */
-#if defined(__AVX2__) || defined(QDOT_AVX2)
+#if QV == 16
+static inline qk_vi qk_vb_s8v(qk_vb v, int e) {
+    const __m256i b = (__m256i)v;
+    const __m128i h = e < 16 ? _mm256_castsi256_si128(b) : _mm256_extracti128_si256(b, 1);
+    return (qk_vi)_mm512_cvtepi8_epi32(h);
+}
+#elif defined(__AVX2__) || defined(QDOT_AVX2)
 static inline __m128i qk_vb_half8(qk_vb v, int e) {
     const __m256i b = (__m256i)v;
     const __m128i h = e < 16 ? _mm256_castsi256_si128(b) : _mm256_extracti128_si256(b, 1);

@@ -1,7 +1,8 @@
 /*
  * vmath.c — vmath.h's scalar definition (cpu_tanhf and the REF set built
  * on it), the baseline instance of vmath_body.h, and the choice of set.
- * The AVX2 instance lives in vmath_avx2.c; all give the same bits.
+ * The AVX2 and AVX-512 instances live in vmath_avx2.c and vmath_avx512.c;
+ * all give the same bits.
  */
 #include "backend/cpu/vmath.h"
 
@@ -20,6 +21,7 @@
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define VMATH_HAVE_AVX2 1
 const cpu_vmath *cpu_vmath_table_avx2(void);
+const cpu_vmath *cpu_vmath_table_avx512(void);
 #else
 #define VMATH_HAVE_AVX2 0
 #endif
@@ -104,6 +106,8 @@ static const cpu_vmath ref_set = {ref_tanh, ref_geglu, ref_softcap, ref_wsum};
 
 const cpu_vmath *cpu_vmath_get(cpu_isa isa) {
 #if VMATH_HAVE_AVX2
+    if (isa >= CPU_ISA_AVX512 && cpu_isa_supported(CPU_ISA_AVX512))
+        return cpu_vmath_table_avx512();
     if (isa >= CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2))
         return cpu_vmath_table_avx2();
 #endif

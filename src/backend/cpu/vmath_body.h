@@ -1,7 +1,7 @@
 /*
  * vmath_body.h — the vector instance of vmath.h, written once with GNU
  * vector extensions and compiled for the baseline ISA (vmath.c)
- * and for AVX2 (vmath_avx2.c). Every lane performs the operations of
+ * and for AVX2 (vmath_avx2.c) and AVX-512 (vmath_avx512.c). Every lane performs the operations of
  * cpu_tanhf in the same order, so both instances give its bits. Tails
  * run through the same vector code on a zero-padded copy.
  *
@@ -12,10 +12,12 @@
 #include "backend/cpu/vmath.h"
 #include "backend/cpu/vmath_consts.h"
 
-/* 8 lanes where the includer enables AVX2, else the baseline's 4 (wider
- * vectors there would change the calling convention). Lanes are
- * independent, so the width changes no bits. */
-#if defined(VMATH_AVX2)
+/* 16 lanes where the includer enables AVX-512, 8 with AVX2, else the
+ * baseline's 4 (wider vectors there would change the calling
+ * convention). Lanes are independent, so the width changes no bits. */
+#if defined(VMATH_AVX512)
+#define VM_W 16
+#elif defined(VMATH_AVX2)
 #define VM_W 8
 #else
 #define VM_W 4
