@@ -21,7 +21,11 @@
  *     each with its own scale; the offset step touches the low half only.
  * The K values (at most 63) meet the activations through vpmaddubsw, whose
  * pairs cannot saturate (2 * 63 * 127 < 32767), then vpdpwssd with the
- * sub-block scales, which adds the products into the running sum.
+ * sub-block scales, which adds the products into the running sum; the
+ * prefill tile instead sums each lane's four products with vpdpbusd (at
+ * most 4 * 63 * 127 = 32004: an int16), pairs two chunk pairs' lanes as
+ * int16 and applies both scales with one vpdpwssd. Integer sums are exact
+ * in any grouping, so every form gives the canonical s[l].
  */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -267,14 +271,31 @@ IA_INLINE __m512i iz_chunk_scales(__m512i scz, int p) {
     return _mm512_shuffle_epi8(scz, iz_join(lo, hi));
 }
 
+/* For chunks 4h .. 4h+3: int16 slot 2L + e (lane L of a 512-bit sum,
+ * e = 0: chunk pair 2h, e = 1: pair 2h+1) takes the scale of lane L % 8 of
+ * chunk 4h + 2e + L / 8, an index into the 16 int16 scales of idot.h's
+ * layout (sc[c] for lanes 0..3, sc[8 + c] for lanes 4..7). */
+static const _Alignas(64) int16_t iz_quad_scale_idx[2][32] = {
+#define IZ_QS(h, L, e) (int16_t)(4 * (h) + 2 * (e) + (L) / 8 + 8 * ((L) % 8 >= 4))
+#define IZ_QS2(h, L) IZ_QS(h, L, 0), IZ_QS(h, L, 1)
+#define IZ_QS8(h, L0) IZ_QS2(h, L0), IZ_QS2(h, L0 + 1), IZ_QS2(h, L0 + 2), IZ_QS2(h, L0 + 3)
+    {IZ_QS8(0, 0), IZ_QS8(0, 4), IZ_QS8(0, 8), IZ_QS8(0, 12)},
+    {IZ_QS8(1, 0), IZ_QS8(1, 4), IZ_QS8(1, 8), IZ_QS8(1, 12)},
+#undef IZ_QS8
+#undef IZ_QS2
+#undef IZ_QS
+};
+
 /* Coarse form over a tile: NR rows x 4 tokens (2 pairs) of unpacked K
- * rows. The integer sums run per (row, token) as in iz_uk_block, sharing
- * each activation load between the rows; at a super-block's end each
+ * rows. The integer sums run per (row, token), sharing each activation
+ * load between the rows: per 128 elements two vpdpbusd (each lane's four
+ * products), their lanes interleaved as int16 pairs, and one vpdpwssd with
+ * the two chunks' scales (iz_quad_scale_idx); at a super-block's end each
  * pair of tokens shares one register, [token 2j | token 2j+1], for the
  * fold of the halves and the two float steps, so those run once for two
  * tokens. acc[r][j][set]: the sets acc[b % 2] of idot.h, pair j. */
 IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, const ia_xk *x,
-                                uint64_t b, __m512 acc[2][2][2]) {
+                                uint64_t b, int set, __m512 acc[2][2][2]) {
     __m512i s[2][4], scz[2];
     IA_UNROLL
     for (int r = 0; r < nr; r++) {
@@ -285,20 +306,28 @@ IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, co
             s[r][t] = _mm512_setzero_si512();
     }
     IA_UNROLL
-    for (int p = 0; p < 4; p++) {
-        __m512i u[2], sc[2];
+    for (int h = 0; h < 2; h++) { /* chunks 4h .. 4h+3: pairs 2h and 2h+1 */
+        __m512i u0[2], u1[2], sc[2];
         IA_UNROLL
         for (int r = 0; r < nr; r++) {
-            u[r] = _mm512_loadu_si512(rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES +
-                                      64 * (uint64_t)p);
-            sc[r] = iz_chunk_scales(scz[r], p);
+            const uint8_t *ub = rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES;
+            u0[r] = _mm512_loadu_si512(ub + 128 * h);
+            u1[r] = _mm512_loadu_si512(ub + 128 * h + 64);
+            sc[r] = _mm512_permutexvar_epi16(_mm512_loadu_si512(iz_quad_scale_idx[h]), scz[r]);
         }
         IA_UNROLL
         for (int t = 0; t < 4; t++) {
-            const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
+            const int8_t *xb = x->q[t] + 256 * b + 128 * (uint64_t)h;
+            const __m512i x0 = _mm512_loadu_si512(xb), x1 = _mm512_loadu_si512(xb + 64);
             IA_UNROLL
-            for (int r = 0; r < nr; r++)
-                s[r][t] = _mm512_dpwssd_epi32(s[r][t], _mm512_maddubs_epi16(u[r], xv), sc[r]);
+            for (int r = 0; r < nr; r++) {
+                const __m512i zero = _mm512_setzero_si512();
+                const __m512i p0 = _mm512_dpbusd_epi32(zero, u0[r], x0);
+                const __m512i p1 = _mm512_dpbusd_epi32(zero, u1[r], x1);
+                const __m512i q = _mm512_mask_blend_epi16(0xaaaaaaaau, p0,
+                                                          _mm512_slli_epi32(p1, 16));
+                s[r][t] = _mm512_dpwssd_epi32(s[r][t], q, sc[r]);
+            }
         }
     }
     IA_UNROLL
@@ -314,7 +343,7 @@ IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, co
             const __m512 ms = _mm512_set1_ps(ia_s_u32(blk + CPU_IDOT_UK_MS));
             const __m512i mw = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_MW));
             const __m512i sj = iz_fold2i(s[r][2 * j], s[r][2 * j + 1]);
-            __m512 *a = &acc[r][j][b % 2];
+            __m512 *a = &acc[r][j][set]; /* set == b % 2, a constant */
             *a = _mm512_fmadd_ps(_mm512_mul_ps(d, dxp), _mm512_cvtepi32_ps(sj), *a);
             const __m512i m = _mm512_madd_epi16(mw, bsp);
             *a = _mm512_fnmadd_ps(_mm512_mul_ps(ms, dxp), _mm512_cvtepi32_ps(m), *a);
@@ -341,8 +370,14 @@ IA_INLINE void iz_tile_uk_part(const uint8_t *rows, uint64_t rbytes, int nr, con
         IA_UNROLL
         for (int j = 0; j < 2; j++)
             acc[r][j][0] = acc[r][j][1] = _mm512_setzero_ps();
-    for (uint64_t b = 0; b < n / 256; b++)
-        iz_tile_uk_block(rows, rbytes, nr, &xt, b, acc);
+    const uint64_t nb = n / 256;
+    uint64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        iz_tile_uk_block(rows, rbytes, nr, &xt, b, 0, acc);
+        iz_tile_uk_block(rows, rbytes, nr, &xt, b + 1, 1, acc);
+    }
+    if (b < nb)
+        iz_tile_uk_block(rows, rbytes, nr, &xt, b, 0, acc);
     IA_UNROLL
     for (int r = 0; r < nr; r++) {
         float o[4];

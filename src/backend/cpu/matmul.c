@@ -43,6 +43,7 @@ enum {
     MM_MIN_PARALLEL_MACS = 1 << 16, /* smaller jobs run on the caller alone */
     MM_QCHUNK_TOKENS = 64,        /* tokens quantized per round of the integer path */
     MM_QROW_BLOCK_BYTES = 16 * 1024, /* weight rows dotted with a group of tokens */
+    MM_QTILE_TOKENS = 16,         /* tokens per tile call, between prefetches */
     MM_QPAR_QUANT_ELEMS = 1 << 15, /* quantize on all threads from this many elements */
     MM_STACK_QROW_BYTES = 16 * 1024 /* one token without a workspace: on the stack */
 };
@@ -192,6 +193,55 @@ typedef struct mm_qjob {
     cpu_mm_scratch *ws;        /* slices for unpacked rows; NULL: none */
 } mm_qjob;
 
+/* Prefetches bytes [a, b) of p into the caches, a line at a time. */
+static void mm_prefetch(const uint8_t *p, uint64_t a, uint64_t b) {
+    for (uint64_t i = a; i < b; i += 64)
+        __builtin_prefetch(p + i, 0, 2);
+}
+
+/* y for rows [rs, re) (at base, rbytes apart) and tokens [t0, t0 + nt):
+ * the kernel's tile where it has one, else its dot per row and group of
+ * up to CPU_IDOT_MAX_X tokens. */
+static void mm_qdots(const mm_qjob *j, cpu_idot_fn dot, cpu_idot_tile_fn tile,
+                     const uint8_t *base, uint64_t rbytes, uint64_t rs, uint64_t re,
+                     uint32_t t0, uint32_t nt) {
+    const uint8_t *xq = j->xq + (uint64_t)t0 * j->xq_stride;
+    if (tile != NULL) {
+        tile(base, rbytes, (uint32_t)(re - rs), xq, j->xq_stride, nt, j->ne0,
+             j->y + (uint64_t)t0 * j->n_rows + rs, j->n_rows);
+        return;
+    }
+    float o[CPU_IDOT_MAX_X];
+    for (uint32_t g = 0; g < nt; g += CPU_IDOT_MAX_X) {
+        const uint32_t ng = nt - g < CPU_IDOT_MAX_X ? nt - g : CPU_IDOT_MAX_X;
+        for (uint64_t r = rs; r < re; r++) {
+            dot(base + (r - rs) * rbytes, xq + (uint64_t)g * j->xq_stride, j->xq_stride, ng,
+                j->ne0, o);
+            for (uint32_t t = 0; t < ng; t++)
+                j->y[(uint64_t)(t0 + g + t) * j->n_rows + r] = o[t];
+        }
+    }
+}
+
+/* Rows [rs, re) with all tokens, MM_QTILE_TOKENS at a time; between
+ * those, a share of the next row block's stored bytes (up to r1) is
+ * prefetched, so its unpacking finds them in cache rather than waiting on
+ * memory (the weights stream from RAM once per token chunk, and the
+ * unpacking would otherwise stall on every line). */
+static void mm_qblock(const mm_qjob *j, cpu_idot_fn dot, cpu_idot_tile_fn tile,
+                      const uint8_t *base, uint64_t rbytes, uint64_t rs, uint64_t re,
+                      uint64_t r1) {
+    const uint8_t *next = j->w + re * j->row_bytes;
+    const uint64_t rb = re - rs, nn = (r1 - re < rb ? r1 - re : rb) * j->row_bytes;
+    const uint32_t parts = (j->n_tokens + MM_QTILE_TOKENS - 1) / MM_QTILE_TOKENS;
+    for (uint32_t i = 0, t0 = 0; t0 < j->n_tokens; i++, t0 += MM_QTILE_TOKENS) {
+        const uint32_t nt = j->n_tokens - t0 < MM_QTILE_TOKENS ? j->n_tokens - t0
+                                                                : MM_QTILE_TOKENS;
+        mm_qdots(j, dot, tile, base, rbytes, rs, re, t0, nt);
+        mm_prefetch(next, nn * i / parts, nn * (i + 1) / parts);
+    }
+}
+
 /* Rows [r0, r1) with all tokens of the job: a block of rows at a time
  * (small enough to stay in L1 while every group of up to
  * CPU_IDOT_MAX_X tokens passes over it). With more tokens than one group
@@ -203,13 +253,13 @@ static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
         j->k->rows(j->w + r0 * j->row_bytes, j->row_bytes, r1 - r0, j->xq, j->ne0, j->y + r0);
         return;
     }
-    float o[CPU_IDOT_MAX_X];
     const bool unpack = s != NULL && j->k->unpack != NULL && j->n_tokens > CPU_IDOT_MAX_X;
     const uint64_t rbytes =
         unpack ? j->ne0 / j->k->unpack_elems * j->k->unpack_bytes : j->row_bytes;
     uint64_t rb = MM_QROW_BLOCK_BYTES / rbytes;
     rb = j->n_tokens <= CPU_IDOT_MAX_X || rb == 0 ? 1 : rb;
     const cpu_idot_fn dot = unpack ? j->k->unpacked_dot : j->k->dot;
+    const cpu_idot_tile_fn tile = unpack ? j->k->unpacked_tile : NULL;
     for (uint64_t rs = r0; rs < r1; rs += rb) {
         const uint64_t re = r1 - rs < rb ? r1 : rs + rb;
         const uint8_t *base = j->w + rs * j->row_bytes;
@@ -218,21 +268,7 @@ static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
                 j->k->unpack(j->w + r * j->row_bytes, j->ne0, s + (r - rs) * rbytes);
             base = s;
         }
-        if (unpack && j->k->unpacked_tile != NULL) {
-            j->k->unpacked_tile(base, rbytes, (uint32_t)(re - rs), j->xq, j->xq_stride,
-                                j->n_tokens, j->ne0, j->y + rs, j->n_rows);
-            continue;
-        }
-        for (uint32_t t0 = 0; t0 < j->n_tokens; t0 += CPU_IDOT_MAX_X) {
-            uint32_t nt = j->n_tokens - t0;
-            nt = nt < CPU_IDOT_MAX_X ? nt : CPU_IDOT_MAX_X;
-            const uint8_t *xq = j->xq + (uint64_t)t0 * j->xq_stride;
-            for (uint64_t r = rs; r < re; r++) {
-                dot(base + (r - rs) * rbytes, xq, j->xq_stride, nt, j->ne0, o);
-                for (uint32_t t = 0; t < nt; t++)
-                    j->y[(uint64_t)(t0 + t) * j->n_rows + r] = o[t];
-            }
-        }
+        mm_qblock(j, dot, tile, base, rbytes, rs, re, r1);
     }
 }
 
