@@ -6,7 +6,8 @@
  * Masked keys are never visited, which is exactly a -inf mask. Scores use
  * the canonical dot of qdot.h (the cache type's dot of the kernel set:
  * F16/BF16 keys are widened exactly, so the bits are the f32 dot's over
- * the widened keys); the softmax subtracts the max, exponentiates in f32
+ * the widened keys), soft-capped as x = tanh(x / cap) * cap with vmath.h's
+ * tanh (a row at a time, vectorized); the softmax subtracts the max, exponentiates in f32
  * (expf), sums in double and divides in f32 as torch does; the
  * probabilities are normalised in place, and the output accumulates p·v
  * over keys in position order in f32 through vmath.h's wsum (same bits in
@@ -100,13 +101,15 @@ static void attn_scores(const attn_job *j, const float *q, uint32_t kvh, uint64_
     for (int64_t i = 0; i < n; i++) {
         uint64_t row = attn_cache_row(a, base, (uint64_t)(lo + i));
         j->kd->dot(attn_row(j, a->k, row, kvh), q, hd, j->ng, hd, v);
-        for (uint32_t h = 0; h < j->ng; h++) {
-            float x = v[h];
-            if (a->softcap != 0.0f)
-                x = tanhf(x / a->softcap) * a->softcap;
-            s[h * S + (uint64_t)i] = x;
-            mx[h] = x > mx[h] ? x : mx[h];
-        }
+        for (uint32_t h = 0; h < j->ng; h++)
+            s[h * S + (uint64_t)i] = v[h];
+    }
+    for (uint32_t h = 0; h < j->ng; h++) {
+        float *sh = s + h * S;
+        if (a->softcap != 0.0f)
+            j->vm->softcap(sh, (uint64_t)n, a->softcap);
+        for (int64_t i = 0; i < n; i++)
+            mx[h] = sh[i] > mx[h] ? sh[i] : mx[h];
     }
 }
 

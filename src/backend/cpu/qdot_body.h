@@ -585,16 +585,20 @@ static void qk_tile_f32(const float *w, uint64_t ws, uint32_t n_rows, const floa
             out[t] = qk_reduce(acc[t]);                                              \
     }
 
-/* QK_DOTS: the x1 and x4 dots and the multi-x driver of one type. TAIL:
+/* QK_DOTS: the x1, x2 and x4 dots and the multi-x driver of one type (two
+ * query heads per KV head, as Gemma 2 2B has, take x2). TAIL:
  * 1 for plain types (rows of any length). */
 #define QK_DOTS(name, PREP, BE, BB, ONE, TAIL)                                        \
     QK_DOT_NX(name, PREP, BE, BB, 1, ONE, TAIL)                                      \
+    QK_DOT_NX(name, PREP, BE, BB, 2, ONE, TAIL)                                      \
     QK_DOT_NX(name, PREP, BE, BB, 4, ONE, TAIL)                                      \
     static void qk_dot_##name(const uint8_t *row, const float *x, uint64_t xs,       \
                               uint32_t n_x, uint64_t n, float *out) {                \
         uint32_t t = 0;                                                              \
         for (; t + 4 <= n_x; t += 4)                                                 \
             qk_dot_##name##_x4(row, x + (uint64_t)t * xs, xs, n, out + t);           \
+        for (; t + 2 <= n_x; t += 2)                                                 \
+            qk_dot_##name##_x2(row, x + (uint64_t)t * xs, xs, n, out + t);           \
         for (; t < n_x; t++)                                                         \
             qk_dot_##name##_x1(row, x + (uint64_t)t * xs, xs, n, out + t);           \
     }
