@@ -207,13 +207,13 @@ static void uk_block(const uint8_t *blk, const kx *x, uint64_t b, int fine,
                 p += blk[32 * c + 4 * l + j] * qb[32 * c + 4 * l + j];
             p *= sc[c + 8 * (l / 4)];
             if (fine)
-                acc[c % 2][l] = fmaf(d * x->dx[4 * b + (uint64_t)c / 2], (float)p, acc[c % 2][l]);
+                acc[c % 2][l] = fmaf(d * x->dx[8 * b + (uint64_t)c], (float)p, acc[c % 2][l]);
             else
                 s += p;
         }
         const int m = mw[2 * l] * bb[2 * l] + mw[2 * l + 1] * bb[2 * l + 1];
         if (fine) {
-            acc[0][l] = fmaf(-(ms * x->dx[4 * b + (uint64_t)l / 2]), (float)m, acc[0][l]);
+            acc[0][l] = fmaf(-(ms * x->dx[8 * b + (uint64_t)l]), (float)m, acc[0][l]);
         } else {
             acc[b % 2][l] = fmaf(d * x->dx[b], (float)s, acc[b % 2][l]);
             acc[b % 2][l] = fmaf(-(ms * x->dx[b]), (float)m, acc[b % 2][l]);
@@ -225,7 +225,7 @@ static void uk_block(const uint8_t *blk, const kx *x, uint64_t b, int fine,
 static void dotk(unpackk_fn unpack, uint32_t block_bytes, int fine, const uint8_t *row,
                  const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *out) {
     const uint64_t nb = n / 256;
-    const cpu_qact_fmt fmt = fine ? CPU_QACT_64 : CPU_QACT_256;
+    const cpu_qact_fmt fmt = fine ? CPU_QACT_32 : CPU_QACT_256;
     uint8_t blk[CPU_IDOT_UK_BYTES];
     kblock k;
     for (uint32_t t = 0; t < n_x; t++) {
@@ -310,7 +310,7 @@ REFK(q6_k, 210)
      .unpack = ref_unpack_##name, .unpacked_dot = ref_uk, .unpack_elems = 256,        \
      .unpack_bytes = CPU_IDOT_UK_BYTES}
 #define REF_ENTRYK_FINE(name)                                                         \
-    {.fmt = CPU_QACT_64, .dot = ref_fine_##name, .rows = ref_rows_fine_##name,        \
+    {.fmt = CPU_QACT_32, .dot = ref_fine_##name, .rows = ref_rows_fine_##name,        \
      .unpack = ref_unpack_##name, .unpacked_dot = ref_uk_fine, .unpack_elems = 256,   \
      .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ref_table[SW_TYPE_COUNT] = {
@@ -318,7 +318,7 @@ static const cpu_idot ref_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_K] = REF_ENTRYK(q4_k),
     [SW_TYPE_Q5_K] = REF_ENTRYK(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK(q6_k),
 };
-/* The fine forms: the K types over CPU_QACT_64; a 32-element type is its
+/* The fine forms: the K types over CPU_QACT_32; a 32-element type is its
  * own (its activations are per 32 already). */
 static const cpu_idot ref_fine_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q4_0] = REF_ENTRY32(q4_0), [SW_TYPE_Q5_0] = REF_ENTRY32(q5_0),

@@ -28,21 +28,18 @@
  *   where sc(c,l) is the scale of the sub-block holding element 32c+4l
  *   (sc[c] for Q4_K/Q5_K, sc[2c + l/4] for Q6_K).
  *
- *   K types, fine form (activations CPU_QACT_64: a scale per chunk pair,
- *   dx[4b + c/2] for chunk c), for inputs whose magnitude swings along
- *   the row — the down projection's, the GeGLU product, where one scale
- *   per 256 rounds the many small values next to a large one to a few
- *   levels (on the default model that rounding was half of the 8-bit
- *   path's KL divergence from f32; a scale per 64 takes back nearly all
- *   of it, per 32 little more, bench/results/fidelity_2026-12-04.md). With
- *   p_c[l] = sc(c,l) * sum_{k<4} u[32c+4l+k] * q[256b+32c+4l+k], for
- *   c = 0..7 in order:
- *       acc[c%2][l] = fmaf(d * dx[4b + c/2], (float)p_c[l], acc[c%2][l])
- *   then acc[0][l] = fmaf(-(ms * dx[4b + l/2]), (float)m[l], acc[0][l])
+ *   K types, fine form (activations CPU_QACT_32: a scale per chunk c,
+ *   dx[8b+c]), for inputs whose magnitude swings along the row — the
+ *   down projection's, the GeGLU product, where one scale per 256 rounds
+ *   the many small values next to a large one to a few levels (on the
+ *   default model that rounding was half of the 8-bit path's KL
+ *   divergence from f32). With p_c[l] = sc(c,l) * sum_{k<4}
+ *   u[32c+4l+k] * q[256b+32c+4l+k], for c = 0..7 in order:
+ *       acc[c%2][l] = fmaf(d * dx[8b+c], (float)p_c[l], acc[c%2][l])
+ *   then acc[0][l] = fmaf(-(ms * dx[8b+l]), (float)m[l], acc[0][l])
  *       result = R8(acc[0] + acc[1])
- *   (sub-block l's elements lie in chunk l, so its offset takes that
- *   chunk's scale; the sets split by chunk so that a 512-bit register
- *   holds a chunk pair, which shares one scale).
+ *   (chunk l holds sub-block l's elements, so its offset takes dx[8b+l];
+ *   the sets split by chunk so that a 512-bit register holds a chunk pair).
  *
  *   R8(a) = (t0 + t2) + (t1 + t3) with t_j = a[j] + a[j+4]: the order of
  *   an AVX register's horizontal sum.
@@ -125,10 +122,9 @@ typedef struct cpu_idot {
  * portable kernels (same bits, only slower). */
 const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type);
 
-/* The kernel for inputs that need finer scales: the fine form above
- * (CPU_QACT_64) for the K types, the 32-element types' own kernel (their
- * activations are per 32 already); NULL where cpu_idot_get is. Same
- * unpacked layouts. */
+/* The kernel over CPU_QACT_32 activations: the fine form above for the K
+ * types, the 32-element types' own kernel (their activations are per 32
+ * already); NULL where cpu_idot_get is. Same unpacked layouts. */
 const cpu_idot *cpu_idot_get_fine(cpu_isa isa, uint32_t type);
 
 #endif

@@ -97,7 +97,7 @@ IA_INLINE void ia_kstart(int fine, ia_ksum *k, int nx, __m256 d, const ia_xk *x,
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
         if (fine)
-            _mm256_store_ps(k[t].dd, _mm256_mul_ps(d, ia_dx_fine(x->dx[t], b)));
+            _mm256_store_ps(k[t].dd, _mm256_mul_ps(d, _mm256_loadu_ps(x->dx[t] + 8 * b)));
         else
             k[t].s = _mm256_setzero_si256();
     }
@@ -125,7 +125,7 @@ IA_INLINE void ia_kchunk(int fine, ia_ksum *k, __m256i u, const ia_xk *x, int t,
 IA_INLINE void ia_kend(int fine, __m256 *a0, const ia_ksum *k, __m256 d, __m256 ms, __m256i mw,
                        const ia_xk *x, int t, uint64_t b) {
     if (fine) {
-        const __m256 p = _mm256_mul_ps(ms, ia_dx_fine(x->dx[t], b));
+        const __m256 p = _mm256_mul_ps(ms, _mm256_loadu_ps(x->dx[t] + 8 * b));
         a0[t] = ia_offset_step(a0[t], p, mw, x->bs[t] + 16 * b);
         return;
     }
@@ -429,7 +429,7 @@ static void ia_unpack_q8_0(const uint8_t *row, uint64_t n, uint8_t *dst) {
      .unpack = ia_unpack_##name, .unpacked_dot = ia_uk, .unpack_elems = 256,          \
      .unpack_bytes = CPU_IDOT_UK_BYTES}
 #define IA_TABLEK_FINE(name)                                                          \
-    {.fmt = CPU_QACT_64, .dot = ia_##name##_fine, .rows = ia_rows_##name##_fine,      \
+    {.fmt = CPU_QACT_32, .dot = ia_##name##_fine, .rows = ia_rows_##name##_fine,      \
      .unpack = ia_unpack_##name, .unpacked_dot = ia_uk_fine, .unpack_elems = 256,     \
      .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ia_table[SW_TYPE_COUNT] = {

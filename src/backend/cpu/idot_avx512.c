@@ -18,7 +18,7 @@
  *     halves; the integer sums of the halves are added (exact in any order)
  *     before the block's two float steps, which run on 8 lanes as in AVX2.
  *   K types, fine form: chunks 2p and 2p+1 are the sets c % 2 = 0 and 1,
- *     under their one scale; the offset step touches the low half only.
+ *     each with its own scale; the offset step touches the low half only.
  * The K values (at most 63) meet the activations through vpmaddubsw, whose
  * pairs cannot saturate (2 * 63 * 127 < 32767), then vpdpwssd with the
  * sub-block scales, which adds the products into the running sum; the
@@ -48,18 +48,18 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 
 #include "backend/cpu/idot_x86.h"
 
-/* The scale products are stored, then read by each FMA as a broadcast
- * memory operand (no shuffle); this barrier keeps the compiler from
- * forwarding them through registers, which costs a shuffle and a
- * broadcast per use. */
-#define IZ_FROM_MEMORY(buf) __asm__ volatile("" : : "r"(buf) : "memory")
-
 /* lo in the low 256 bits, hi in the high ones */
 IA_INLINE __m512i iz_join(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 IA_INLINE __m512 iz_joinf(float lo, float hi) {
     return _mm512_insertf32x8(_mm512_set1_ps(lo), _mm256_set1_ps(hi), 1);
+}
+
+/* The permutation that puts lane 2p in lanes 0..7 and lane 2p+1 in
+ * lanes 8..15: chunk pair p's two scales. */
+IA_INLINE __m512i iz_pair_idx(int p) {
+    return iz_join(_mm256_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1));
 }
 
 /* p[0] in lanes 0..7, p[1] in lanes 8..15 */
@@ -437,13 +437,10 @@ IA_INLINE void iz_uk_fine_block(const uint8_t *blk, uint64_t b, int nx, const ia
     const __m512i scz = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_SC));
     const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
     const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
-    /* d * dx[4b + p] of chunk pair p, one scale for the whole register:
-     * broadcast from memory into the FMA */
-    _Alignas(16) float dd[CPU_IDOT_MAX_X][4];
+    __m512 dd[CPU_IDOT_MAX_X]; /* d * dx[8b + c] in lane c */
     IA_UNROLL
     for (int t = 0; t < nx; t++)
-        _mm_store_ps(dd[t], _mm_mul_ps(_mm256_castps256_ps128(d), _mm_loadu_ps(x->dx[t] + 4 * b)));
-    IZ_FROM_MEMORY(dd);
+        dd[t] = _mm512_zextps256_ps512(_mm256_mul_ps(d, _mm256_loadu_ps(x->dx[t] + 8 * b)));
     IA_UNROLL
     for (int p = 0; p < 4; p++) {
         const __m512i u = _mm512_loadu_si512(blk + 64 * p);
@@ -452,13 +449,14 @@ IA_INLINE void iz_uk_fine_block(const uint8_t *blk, uint64_t b, int nx, const ia
         for (int t = 0; t < nx; t++) {
             const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
             const __m512i pc = _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv), sc);
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(dd[t][p]), _mm512_cvtepi32_ps(pc), acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(iz_pair_idx(p), dd[t]),
+                                     _mm512_cvtepi32_ps(pc), acc[t]);
         }
     }
     const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
     IA_UNROLL
     for (int t = 0; t < nx; t++) {
-        const __m256 pm = _mm256_mul_ps(ms, ia_dx_fine(x->dx[t], b));
+        const __m256 pm = _mm256_mul_ps(ms, _mm256_loadu_ps(x->dx[t] + 8 * b));
         const __m256i m = _mm256_madd_epi16(mw, ia_load(x->bs[t] + 16 * b));
         acc[t] = _mm512_mask3_fnmadd_ps(_mm512_zextps256_ps512(pm),
                                         _mm512_zextps256_ps512(_mm256_cvtepi32_ps(m)), acc[t],
@@ -468,24 +466,23 @@ IA_INLINE void iz_uk_fine_block(const uint8_t *blk, uint64_t b, int nx, const ia
 
 /* Fine form over a tile: NR rows x 4 tokens, the 8 accumulators [set 0 |
  * set 1] independent chains (one row's 4 tokens alone wait on the FMA's
- * latency: each lane's steps are sequential by definition), activation
- * loads and the scale products d * dx shared where they can be. */
+ * latency: each lane's steps are sequential by definition), each
+ * activation load and block-sum load shared by the rows. */
 IA_INLINE void iz_tile_uk_fine_block(const uint8_t *rows, uint64_t rbytes, int nr,
                                      const ia_xk *x, uint64_t b, __m512 acc[2][4]) {
     __m512i scz[2];
     __m256 ms[2];
-    _Alignas(16) float dd[2][4][4]; /* d * dx[4b + p]: [row][token][pair] */
+    __m512 dd[2][4]; /* d * dx[8b + c] in lane c, per row and token */
     IA_UNROLL
     for (int r = 0; r < nr; r++) {
         const uint8_t *blk = rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES;
         scz[r] = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_SC));
         ms[r] = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
-        const __m128 d = _mm_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
+        const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
         IA_UNROLL
         for (int t = 0; t < 4; t++)
-            _mm_store_ps(dd[r][t], _mm_mul_ps(d, _mm_loadu_ps(x->dx[t] + 4 * b)));
+            dd[r][t] = _mm512_zextps256_ps512(_mm256_mul_ps(d, _mm256_loadu_ps(x->dx[t] + 8 * b)));
     }
-    IZ_FROM_MEMORY(dd);
     IA_UNROLL
     for (int p = 0; p < 4; p++) {
         __m512i u[2], sc[2];
@@ -501,14 +498,14 @@ IA_INLINE void iz_tile_uk_fine_block(const uint8_t *rows, uint64_t rbytes, int n
             IA_UNROLL
             for (int r = 0; r < nr; r++) {
                 const __m512i pc = _mm512_madd_epi16(_mm512_maddubs_epi16(u[r], xv), sc[r]);
-                acc[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(dd[r][t][p]),
+                acc[r][t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(iz_pair_idx(p), dd[r][t]),
                                             _mm512_cvtepi32_ps(pc), acc[r][t]);
             }
         }
     }
     IA_UNROLL
     for (int t = 0; t < 4; t++) {
-        const __m256 dxf = ia_dx_fine(x->dx[t], b);
+        const __m256 dxf = _mm256_loadu_ps(x->dx[t] + 8 * b);
         const __m256i bs = ia_load(x->bs[t] + 16 * b);
         IA_UNROLL
         for (int r = 0; r < nr; r++) {

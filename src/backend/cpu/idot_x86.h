@@ -54,14 +54,6 @@ IA_INLINE __m256 ia_offset_step(__m256 acc, __m256 p, __m256i mw, const int16_t 
     return _mm256_fnmadd_ps(p, _mm256_cvtepi32_ps(m), acc);
 }
 
-/* The fine form's activation scale of chunk l of super-block b in lane
- * l: dx[4b + l/2] (idot.h). */
-IA_INLINE __m256 ia_dx_fine(const float *dx, uint64_t b) {
-    const __m128 v = _mm_loadu_ps(dx + 4 * b);
-    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v),
-                                    _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0));
-}
-
 /* R8(a + b) of idot.h */
 IA_INLINE float ia_r8(__m256 a, __m256 b) {
     const __m256 s = _mm256_add_ps(a, b);
@@ -145,7 +137,7 @@ typedef struct ia_xk {
 } ia_xk;
 
 /* The nx rows of quantized activations from xq, xs bytes apart (fine:
- * CPU_QACT_64's block sums, else CPU_QACT_256's). */
+ * CPU_QACT_32's block sums, else CPU_QACT_256's). */
 IA_INLINE ia_xk ia_xk_of(int fine, int nx, const uint8_t *xq, uint64_t xs, uint64_t n) {
     ia_xk x;
     IA_UNROLL
@@ -153,7 +145,7 @@ IA_INLINE ia_xk ia_xk_of(int fine, int nx, const uint8_t *xq, uint64_t xs, uint6
         const uint8_t *r = xq + (uint64_t)t * xs;
         x.q[t] = (const int8_t *)r;
         x.dx[t] = cpu_qact_scales(r, n);
-        x.bs[t] = cpu_qact_bsums(fine ? CPU_QACT_64 : CPU_QACT_256, r, n);
+        x.bs[t] = cpu_qact_bsums(fine ? CPU_QACT_32 : CPU_QACT_256, r, n);
     }
     return x;
 }

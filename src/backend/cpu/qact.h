@@ -2,13 +2,12 @@
  * qact.h — activations quantized to 8 bits per block, the input side of
  * the integer dot products of idot.h (internal to backend/cpu).
  *
- * Three formats, by block length; all carry the int16 sum of each 16 q's
+ * Two formats, by block length; both carry the int16 sum of each 16 q's
  * (the K-quant dots fold a weight block's mins or offset into them):
  *   CPU_QACT_32   blocks of 32: int8 q[32] with one f32 scale each. Pairs
- *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0).
- *   CPU_QACT_64   blocks of 64: pairs with the K types where the
- *                 activations need a finer scale (idot.h's fine form: the
- *                 down projection's input).
+ *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0), and
+ *                 with the K types where the activations need a finer
+ *                 scale (idot.h's fine form: the down projection's input).
  *   CPU_QACT_256  blocks of 256: int8 q[256] with one f32 scale. Pairs
  *                 with Q4_K, Q5_K and Q6_K.
  * A quantized row of n elements is laid out as
@@ -27,7 +26,7 @@
 
 #include "backend/cpu/qdot.h"
 
-typedef enum cpu_qact_fmt { CPU_QACT_32 = 32, CPU_QACT_64 = 64, CPU_QACT_256 = 256 } cpu_qact_fmt;
+typedef enum cpu_qact_fmt { CPU_QACT_32 = 32, CPU_QACT_256 = 256 } cpu_qact_fmt;
 
 /* Bytes from one quantized row to the next for rows of n elements (n a
  * multiple of the format's block). */
