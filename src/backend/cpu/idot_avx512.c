@@ -13,7 +13,8 @@
  *   32-element types: blocks b and b+1 (b even) fill the low and the high
  *     half; the halves are the sets acc[0] and acc[1]. vpdpbusd sums the
  *     four u8 x s8 products of each lane at once, exactly (the signed
- *     weights enter as |w| with the activations negated where w < 0).
+ *     weights enter as |w| with the activations negated where w < 0; the
+ *     prefill tile biases the activations instead, iz_tile32).
  *   K types, coarse form: chunks 2p and 2p+1 of a super-block fill the
  *     halves; the integer sums of the halves are added (exact in any order)
  *     before the block's two float steps, which run on 8 lanes as in AVX2.
