@@ -2,8 +2,9 @@
  * idot_avx512.c — idot.h's integer dots with AVX-512 (F, BW, VL, DQ) and
  * VNNI, for the kernels where the wider registers and the fused integer
  * multiply-adds pay: the 32-element types (stored rows and unpacked ones)
- * and the unpacked K rows of prefill, in both forms. The stored K rows of
- * decode, which wait on memory, and the unpacking keep the AVX2 kernels:
+ * and the unpacked K rows of prefill, in both forms, and the unpacking of
+ * Q4_K/Q5_K rows. The stored K rows of decode, which wait on memory, and
+ * Q6_K's unpacking keep the AVX2 kernels:
  * idot.c starts this set from AVX2's table and replaces the entries
  * below (cpu_idot_avx512_patch).
  *
@@ -581,6 +582,46 @@ IA_INLINE void iz_dot_uk(int fine, int nx, const uint8_t *row, const uint8_t *xq
         out[t] = ia_r8(a0[t], a1[t]);
 }
 
+/* ---- unpacking K rows (idot.h's CPU_IDOT_UK layout) ------------------- */
+
+/* Q4_K (qh_off 0) and Q5_K super-blocks of a row into unpacked blocks,
+ * 64 stored bytes (two runs of 32: four chunks) per register: the low
+ * nibbles are chunks 4j and 4j+2, the high ones 4j+1 and 4j+3, and
+ * Q5_K's chunk c takes bit c of qh[l] as bit 4 (a 16-bit variable shift
+ * per half). The same bytes as the AVX2 and portable unpacking. */
+static void iz_unpack_k4(uint32_t bb, uint32_t qh_off, uint32_t qs_off, const uint8_t *row,
+                         uint64_t n, uint8_t *dst) {
+    const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
+    for (uint64_t b = 0; b < n / 256; b++, dst += CPU_IDOT_UK_BYTES) {
+        const uint8_t *blk = row + b * bb, *qs = blk + qs_off;
+        const __m512i hv = qh_off != 0 ? _mm512_broadcast_i64x4(ia_load(blk + qh_off))
+                                       : _mm512_setzero_si512();
+        for (int j = 0; j < 2; j++) {
+            const __m512i v = _mm512_loadu_si512(qs + 64 * j);
+            __m512i lo = _mm512_and_si512(v, m4);
+            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (qh_off != 0) {
+                const __m512i clo = iz_join(_mm256_set1_epi16((short)(4 * j)),
+                                            _mm256_set1_epi16((short)(4 * j + 2)));
+                const __m512i chi = _mm512_add_epi16(clo, _mm512_set1_epi16(1));
+                lo = _mm512_or_si512(
+                    lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hv, clo), one), 4));
+                hi = _mm512_or_si512(
+                    hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hv, chi), one), 4));
+            }
+            _mm512_storeu_si512(dst + 128 * j, _mm512_shuffle_i64x2(lo, hi, 0x44));
+            _mm512_storeu_si512(dst + 128 * j + 64, _mm512_shuffle_i64x2(lo, hi, 0xee));
+        }
+        ia_k4_store_tail(blk, dst);
+    }
+}
+static void iz_unpack_q4_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    iz_unpack_k4(144, 0, 16, row, n, dst);
+}
+static void iz_unpack_q5_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
+    iz_unpack_k4(176, 16, 48, row, n, dst);
+}
+
 /* ---- entry points, each with the token count a constant ---------------- */
 
 #define IZ_ENTRY_DOT(name, call) IX_ENTRY_DOT(iz_##name, call)
@@ -621,6 +662,8 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
         table[tk[i]].unpacked_dot = fine ? iz_uk_fine : iz_uk;
         table[tk[i]].unpacked_tile = fine ? iz_tile_uk_fine : iz_tile_uk;
     }
+    table[SW_TYPE_Q4_K].unpack = iz_unpack_q4_k;
+    table[SW_TYPE_Q5_K].unpack = iz_unpack_q5_k;
 }
 
 #ifdef __clang__

@@ -104,6 +104,44 @@ IA_INLINE float ia_s_u32(const uint8_t *b) {
 typedef __m256i (*ia_w32_fn)(const uint8_t *b);
 typedef float (*ia_s32_fn)(const uint8_t *b);
 
+/* ---- K blocks: scales, and the unpacked layout's tail ----------------- */
+
+/* The 8 scales and 8 mins of a Q4_K/Q5_K block (quant/dequant_k.c's layout)
+ * as bytes, from its 12 scale bytes with 32-bit word operations. */
+IA_INLINE void ia_k4_scales(const uint8_t s12[12], __m128i *sc8, __m128i *mn8) {
+    uint32_t u[3];
+    memcpy(u, s12, sizeof u);
+    const uint32_t lo6 = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
+    const uint32_t sc_lo = u[0] & lo6, mn_lo = u[1] & lo6;
+    const uint32_t sc_hi = (u[2] & lo4) | ((u[0] >> 6) & lo2) << 4;
+    const uint32_t mn_hi = ((u[2] >> 4) & lo4) | ((u[1] >> 6) & lo2) << 4;
+    *sc8 = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
+    *mn8 = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
+}
+
+/* mw of idot.h for Q4_K/Q5_K: mn[g / 2] in int16 g, from the 8 mins */
+IA_INLINE __m256i ia_k4_mw(__m128i mn8) {
+    const __m128i mn16 = _mm_cvtepu8_epi16(mn8);
+    return _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
+}
+
+IA_INLINE void ia_uk_store(uint8_t *dst, __m256i sc16, __m256i mw16, float d, float ms) {
+    _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_SC), sc16);
+    _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_MW), mw16);
+    _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_D), _mm256_setzero_si256());
+    memcpy(dst + CPU_IDOT_UK_D, &d, sizeof d);
+    memcpy(dst + CPU_IDOT_UK_MS, &ms, sizeof ms);
+}
+
+/* The unpacked block's tail for the Q4_K/Q5_K block blk: sc[c] for both
+ * lane halves, mw[g] = mn[g / 2], d and dmin. */
+IA_INLINE void ia_k4_store_tail(const uint8_t *blk, uint8_t *dst) {
+    __m128i sc8, mn8;
+    ia_k4_scales(blk + 4, &sc8, &mn8);
+    ia_uk_store(dst, _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8)), ia_k4_mw(mn8),
+                ia_f16(blk), ia_f16(blk + 2));
+}
+
 /* A kernel entry point `fname` for 1 to CPU_IDOT_MAX_X tokens, each
  * count a constant in its own instance of call(NX_); IX_ENTRY adds the
  * decode form `rows_fname` (one token, many rows). */
