@@ -7,12 +7,12 @@
  * the canonical dot of qdot.h (the cache type's dot of the kernel set:
  * F16/BF16 keys are widened exactly, so the bits are the f32 dot's over
  * the widened keys), soft-capped as x = tanh(x / cap) * cap with vmath.h's
- * tanh (a row at a time, vectorized); the softmax subtracts the max, exponentiates in f32
- * (expf), sums in double and divides in f32 as torch does; the
- * probabilities are normalised in place, and the output accumulates p·v
- * over keys in position order in f32 through vmath.h's wsum (same bits in
- * every instruction set; F16/BF16 values widened exactly, whole rows at a
- * time, by the kernel set's dequantizer).
+ * tanh (a row at a time, vectorized); the softmax subtracts the max,
+ * exponentiates in f32 (expf), sums in double and divides in f32 as torch
+ * does; the probabilities are normalised in place, and the output
+ * accumulates p·v over keys in position order in f32 through vmath.h's
+ * wsum (same bits in every instruction set; F16/BF16 values widened
+ * exactly, whole rows at a time, by the kernel set's dequantizer).
  *
  * Work comes in units: a token and one head, or, when the scratch has
  * room and there are enough of them to keep every thread busy (prefill),
