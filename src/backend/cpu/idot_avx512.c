@@ -2,11 +2,11 @@
  * idot_avx512.c — idot.h's integer dots with AVX-512 (F, BW, VL, DQ) and
  * VNNI, for the kernels where the wider registers and the fused integer
  * multiply-adds pay: the 32-element types (stored rows and unpacked ones)
- * and the unpacked K rows of prefill, in both forms, and the unpacking of
- * Q4_K/Q5_K rows. The stored K rows of decode, which wait on memory, and
- * Q6_K's unpacking keep the AVX2 kernels:
- * idot.c starts this set from AVX2's table and replaces the entries
- * below (cpu_idot_avx512_patch).
+ * and the unpacked K rows of prefill as tiles of rows x tokens, in both
+ * forms, and the unpacking of Q4_K/Q5_K rows. The stored K rows of
+ * decode, which wait on memory, and Q6_K's unpacking keep the AVX2
+ * kernels: idot.c starts this set from AVX2's table and replaces the
+ * entries below (cpu_idot_avx512_patch).
  *
  * A 512-bit register holds two of idot.h's 8-lane sets side by side, so
  * every lane still performs the canonical operations in the canonical
@@ -18,16 +18,17 @@
  *     prefill tile biases the activations instead, iz_tile32).
  *   K types, coarse form: chunks 2p and 2p+1 of a super-block fill the
  *     halves; the integer sums of the halves are added (exact in any order)
- *     before the block's two float steps, which run on 8 lanes as in AVX2.
+ *     before the block's two float steps, which two tokens share in one
+ *     register. Each lane's four products are summed with vpdpbusd (K
+ *     values at most 63: at most 4 * 63 * 127 = 32004, an int16), two
+ *     chunk pairs' lanes paired as int16 and both scales applied with one
+ *     vpdpwssd; integer sums are exact in any grouping, so this is the
+ *     canonical s[l].
  *   K types, fine form: chunks 2p and 2p+1 are the sets c % 2 = 0 and 1,
- *     each with its own scale; the offset step touches the low half only.
- * The K values (at most 63) meet the activations through vpmaddubsw, whose
- * pairs cannot saturate (2 * 63 * 127 < 32767), then vpdpwssd with the
- * sub-block scales, which adds the products into the running sum; the
- * prefill tile instead sums each lane's four products with vpdpbusd (at
- * most 4 * 63 * 127 = 32004: an int16), pairs two chunk pairs' lanes as
- * int16 and applies both scales with one vpdpwssd. Integer sums are exact
- * in any grouping, so every form gives the canonical s[l].
+ *     each with its own scale; the values meet the activations through
+ *     vpmaddubsw (pairs cannot saturate: 2 * 63 * 127 < 32767) and the
+ *     sub-block scales through vpmaddwd; the offset step touches the low
+ *     half only.
  */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -158,6 +159,15 @@ IA_INLINE __m512i iz_fold2i(__m512i a, __m512i b) {
     return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xee));
 }
 
+/* y[t*ys + r] = lane t of o, for the tile's nt tokens. */
+IA_INLINE void iz_put_row(float *y, uint64_t ys, int r, int nt, __m128 o) {
+    float v[4];
+    _mm_storeu_ps(v, o);
+    IA_UNROLL
+    for (int t = 0; t < nt; t++)
+        y[(uint64_t)t * ys + (uint64_t)r] = v[t];
+}
+
 /* R8 of four tokens' accumulators, each [acc[0] | acc[1]]. */
 IA_INLINE __m128 iz_r8x4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     return iz_r8_s4(iz_fold2(a0, a1), iz_fold2(a2, a3));
@@ -237,11 +247,7 @@ IA_INLINE void iz_tile32(const uint8_t *rows, uint64_t rbytes, int nr, const uin
         iz_tile32_step(rows, rbytes, nr, &x, nt, b, 1, acc);
     IA_UNROLL
     for (int r = 0; r < nr; r++) {
-        float o[4];
-        _mm_storeu_ps(o, iz_r8x4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-        IA_UNROLL
-        for (int t = 0; t < nt; t++)
-            y[(uint64_t)t * ys + (uint64_t)r] = o[t];
+        iz_put_row(y, ys, r, nt, iz_r8x4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
     }
 }
 
@@ -299,6 +305,21 @@ static const _Alignas(64) int16_t iz_quad_scale_idx[2][32] = {
 #undef IZ_QS2
 #undef IZ_QS
 };
+
+/* A K tile's four token slots: tokens 0 .. nt-1 of xq (xs apart), the
+ * rest token 0 again (computed and dropped: the tile's shape stays
+ * whole). */
+IA_INLINE ia_xk iz_xk_tile(int fine, int nt, const uint8_t *xq, uint64_t xs, uint64_t n) {
+    ia_xk x = ia_xk_of(fine, 4, xq, 0, n);
+    IA_UNROLL
+    for (int t = 1; t < nt; t++) {
+        const ia_xk xr = ia_xk_of(fine, 1, xq + (uint64_t)t * xs, 0, n);
+        x.q[t] = xr.q[0];
+        x.dx[t] = xr.dx[0];
+        x.bs[t] = xr.bs[0];
+    }
+    return x;
+}
 
 /* Coarse form over a tile: NR rows x 4 tokens (2 pairs) of unpacked K
  * rows. The integer sums run per (row, token), sharing each activation
@@ -369,15 +390,7 @@ IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, co
  * activations and dropped). */
 IA_INLINE void iz_tile_uk_part(const uint8_t *rows, uint64_t rbytes, int nr, const uint8_t *xq,
                                uint64_t xs, int nt, uint64_t n, float *y, uint64_t ys) {
-    const ia_xk x = ia_xk_of(0, 4, xq, 0, n);
-    ia_xk xt = x;
-    IA_UNROLL
-    for (int t = 1; t < nt; t++) {
-        const ia_xk xr = ia_xk_of(0, 1, xq + (uint64_t)t * xs, 0, n);
-        xt.q[t] = xr.q[0];
-        xt.dx[t] = xr.dx[0];
-        xt.bs[t] = xr.bs[0];
-    }
+    const ia_xk xt = iz_xk_tile(0, nt, xq, xs, n);
     __m512 acc[2][2][2];
     IA_UNROLL
     for (int r = 0; r < 2; r++)
@@ -394,75 +407,9 @@ IA_INLINE void iz_tile_uk_part(const uint8_t *rows, uint64_t rbytes, int nr, con
         iz_tile_uk_block(rows, rbytes, nr, &xt, b, 0, acc);
     IA_UNROLL
     for (int r = 0; r < nr; r++) {
-        float o[4];
-        _mm_storeu_ps(o, iz_r8_s4(_mm512_add_ps(acc[r][0][0], acc[r][0][1]),
-                                  _mm512_add_ps(acc[r][1][0], acc[r][1][1])));
-        IA_UNROLL
-        for (int t = 0; t < nt; t++)
-            y[(uint64_t)t * ys + (uint64_t)r] = o[t];
-    }
-}
-
-/* Coarse form, super-block b into the set acc (the caller alternates). */
-IA_INLINE void iz_uk_block(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                            __m256 *acc) {
-    const __m512i scz = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_SC));
-    const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
-    const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
-    __m512i s[CPU_IDOT_MAX_X];
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        s[t] = _mm512_setzero_si512();
-    IA_UNROLL /* p constant: each scale shuffle's control a constant */
-    for (int p = 0; p < 4; p++) {
-        const __m512i u = _mm512_loadu_si512(blk + 64 * p);
-        const __m512i sc = iz_chunk_scales(scz, p);
-        IA_UNROLL
-        for (int t = 0; t < nx; t++) {
-            const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
-            s[t] = _mm512_dpwssd_epi32(s[t], _mm512_maddubs_epi16(u, xv), sc);
-        }
-    }
-    const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
-    IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        const __m256i s8 =
-            _mm256_add_epi32(_mm512_castsi512_si256(s[t]), _mm512_extracti64x4_epi64(s[t], 1));
-        acc[t] = ia_step(acc[t], ia_scale(d, x->dx[t] + b), s8);
-        acc[t] = ia_offset_step(acc[t], ia_scale(ms, x->dx[t] + b), mw, x->bs[t] + 16 * b);
-    }
-}
-
-/* Fine form, super-block b into acc (halves: the sets c % 2). */
-IA_INLINE void iz_uk_fine_block(const uint8_t *blk, uint64_t b, int nx, const ia_xk *x,
-                                 __m512 *acc) {
-    const __m512i scz = _mm512_broadcast_i64x4(ia_load(blk + CPU_IDOT_UK_SC));
-    const __m256 d = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_D));
-    const __m256 ms = _mm256_broadcast_ss((const float *)(const void *)(blk + CPU_IDOT_UK_MS));
-    __m512 dd[CPU_IDOT_MAX_X]; /* d * dx[8b + c] in lane c */
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        dd[t] = _mm512_zextps256_ps512(_mm256_mul_ps(d, _mm256_loadu_ps(x->dx[t] + 8 * b)));
-    IA_UNROLL
-    for (int p = 0; p < 4; p++) {
-        const __m512i u = _mm512_loadu_si512(blk + 64 * p);
-        const __m512i sc = iz_chunk_scales(scz, p);
-        IA_UNROLL
-        for (int t = 0; t < nx; t++) {
-            const __m512i xv = _mm512_loadu_si512(x->q[t] + 256 * b + 64 * (uint64_t)p);
-            const __m512i pc = _mm512_madd_epi16(_mm512_maddubs_epi16(u, xv), sc);
-            acc[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(iz_pair_idx(p), dd[t]),
-                                     _mm512_cvtepi32_ps(pc), acc[t]);
-        }
-    }
-    const __m256i mw = ia_load(blk + CPU_IDOT_UK_MW);
-    IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        const __m256 pm = _mm256_mul_ps(ms, _mm256_loadu_ps(x->dx[t] + 8 * b));
-        const __m256i m = _mm256_madd_epi16(mw, ia_load(x->bs[t] + 16 * b));
-        acc[t] = _mm512_mask3_fnmadd_ps(_mm512_zextps256_ps512(pm),
-                                        _mm512_zextps256_ps512(_mm256_cvtepi32_ps(m)), acc[t],
-                                        (__mmask16)0x00ff);
+        iz_put_row(y, ys, r, nt,
+                   iz_r8_s4(_mm512_add_ps(acc[r][0][0], acc[r][0][1]),
+                            _mm512_add_ps(acc[r][1][0], acc[r][1][1])));
     }
 }
 
@@ -525,14 +472,7 @@ IA_INLINE void iz_tile_uk_fine_block(const uint8_t *rows, uint64_t rbytes, int n
 IA_INLINE void iz_tile_uk_fine_part(const uint8_t *rows, uint64_t rbytes, int nr,
                                     const uint8_t *xq, uint64_t xs, int nt, uint64_t n,
                                     float *y, uint64_t ys) {
-    ia_xk x = ia_xk_of(1, 4, xq, 0, n);
-    IA_UNROLL
-    for (int t = 1; t < nt; t++) {
-        const ia_xk xr = ia_xk_of(1, 1, xq + (uint64_t)t * xs, 0, n);
-        x.q[t] = xr.q[0];
-        x.dx[t] = xr.dx[0];
-        x.bs[t] = xr.bs[0];
-    }
+    const ia_xk x = iz_xk_tile(1, nt, xq, xs, n);
     __m512 acc[2][4];
     IA_UNROLL
     for (int r = 0; r < 2; r++)
@@ -543,43 +483,8 @@ IA_INLINE void iz_tile_uk_fine_part(const uint8_t *rows, uint64_t rbytes, int nr
         iz_tile_uk_fine_block(rows, rbytes, nr, &x, b, acc);
     IA_UNROLL
     for (int r = 0; r < nr; r++) {
-        float o[4];
-        _mm_storeu_ps(o, iz_r8x4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-        IA_UNROLL
-        for (int t = 0; t < nt; t++)
-            y[(uint64_t)t * ys + (uint64_t)r] = o[t];
+        iz_put_row(y, ys, r, nt, iz_r8x4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
     }
-}
-
-IA_INLINE void iz_dot_uk(int fine, int nx, const uint8_t *row, const uint8_t *xq, uint64_t xs,
-                         uint64_t n, float *out) {
-    const ia_xk x = ia_xk_of(fine, nx, xq, xs, n);
-    __m256 a0[CPU_IDOT_MAX_X], a1[CPU_IDOT_MAX_X];
-    __m512 az[CPU_IDOT_MAX_X];
-    IA_UNROLL
-    for (int t = 0; t < nx; t++) {
-        a0[t] = a1[t] = _mm256_setzero_ps();
-        az[t] = _mm512_setzero_ps();
-    }
-    const uint64_t nb = n / 256;
-    if (fine) {
-        for (uint64_t b = 0; b < nb; b++)
-            iz_uk_fine_block(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, az);
-        IA_UNROLL
-        for (int t = 0; t < nx; t++)
-            out[t] = iz_r8(az[t]);
-        return;
-    }
-    uint64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        iz_uk_block(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
-        iz_uk_block(row + (b + 1) * CPU_IDOT_UK_BYTES, b + 1, nx, &x, a1);
-    }
-    if (b < nb)
-        iz_uk_block(row + b * CPU_IDOT_UK_BYTES, b, nx, &x, a0);
-    IA_UNROLL
-    for (int t = 0; t < nx; t++)
-        out[t] = ia_r8(a0[t], a1[t]);
 }
 
 /* ---- unpacking K rows (idot.h's CPU_IDOT_UK layout) ------------------- */
@@ -630,19 +535,16 @@ static void iz_unpack_q5_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
 #define IZ_Q5_0_(NX_) iz_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
 #define IZ_Q8_0_(NX_) iz_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
 #define IZ_U32_(NX_) iz_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
-#define IZ_UK_(NX_) iz_dot_uk(0, NX_, row, xq, xs, n, out)
-#define IZ_UK_FINE_(NX_) iz_dot_uk(1, NX_, row, xq, xs, n, out)
 IZ_ENTRY(q4_0, IZ_Q4_0_)
 IZ_ENTRY(q5_0, IZ_Q5_0_)
 IZ_ENTRY(q8_0, IZ_Q8_0_)
 IZ_ENTRY_DOT(u32, IZ_U32_)
-IZ_ENTRY_DOT(uk, IZ_UK_)
-IZ_ENTRY_DOT(uk_fine, IZ_UK_FINE_)
 IZ_TILE_DRIVER(iz_tile_uk, iz_tile_uk_part, 2)
 IZ_TILE_DRIVER(iz_tile_uk_fine, iz_tile_uk_fine_part, 2)
 
 /* Replaces, in a copy of AVX2's table (the fine one when `fine`), the
- * kernels this set has: same bits, same unpacked layouts. */
+ * kernels this set has: same bits, same unpacked layouts. The K types'
+ * unpacked_dot stays AVX2's: prefill goes through their tiles. */
 void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
     static const struct {
         uint32_t type;
@@ -658,10 +560,8 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
         table[t32[i].type].unpacked_tile = iz_tile_u32;
     }
     const uint32_t tk[] = {SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
-    for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++) {
-        table[tk[i]].unpacked_dot = fine ? iz_uk_fine : iz_uk;
+    for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++)
         table[tk[i]].unpacked_tile = fine ? iz_tile_uk_fine : iz_tile_uk;
-    }
     table[SW_TYPE_Q4_K].unpack = iz_unpack_q4_k;
     table[SW_TYPE_Q5_K].unpack = iz_unpack_q5_k;
 }

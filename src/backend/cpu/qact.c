@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/cpu/qdot.h"
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define QACT_HAVE_AVX512 1
