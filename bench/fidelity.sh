@@ -60,8 +60,8 @@ ours -f "$text" -c "$ctx" --chunks "$chunks" --cpu-dots f32 --save-logits "$base
   >"$raw/base.json"
 # Rows: label, then flags for Spillway ("peer" for llama-perplexity).
 rows=("spillway --cpu-dots f32 (the base, against itself)=--cpu-dots f32"
-      "llama.cpp llama-perplexity (8-bit activations, f16 KV)=peer"
-      "spillway (default: 8-bit activations, f16 KV)="
+      "llama.cpp llama-perplexity (its default CPU path, f16 KV)=peer"
+      "spillway (default: --cpu-dots q8, f16 KV)="
       "spillway --kv-type f32=--kv-type f32"
       "spillway --kv-type bf16=--kv-type bf16"
       "spillway --cpu-dots f32 --kv-type f16 (f16 KV alone)=--cpu-dots f32 --kv-type f16"

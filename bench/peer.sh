@@ -14,6 +14,7 @@
 #   --build DIR Spillway build folder, configured and built if needed
 #               (default: build)
 # env: ROUNDS (3), THREADS ("1 2"), PP (128), TG (64), REPS per round (3),
+#      SPILLWAY_FLAGS (more flags for spillway bench, e.g. "--cpu-dots bf16"),
 #      PEER_SCRIPT (default: ../shared/peer/build-llama-bench.sh from the
 #      repository root; it builds llama-bench once, cached).
 set -euo pipefail
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     -m) model=${2:?-m needs a file}; shift 2 ;;
     --out) out=${2:?--out needs a file}; shift 2 ;;
     --build) build=${2:?--build needs a folder}; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "peer.sh: unknown option '$1' (see bench/peer.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +53,7 @@ spillway="$build/spillway"
 
 raw=$(mktemp -d); trap 'rm -rf "$raw"' EXIT
 peer_cmd="$llama_bench -m $model -p $pp -n $tg -r $reps -o json -t"
-ours_cmd="$spillway bench -m $model -p $pp -n $tg -r $reps --json -t"
+ours_cmd="$spillway bench -m $model ${SPILLWAY_FLAGS:-}${SPILLWAY_FLAGS:+ }-p $pp -n $tg -r $reps --json -t"
 for r in $(seq "$rounds"); do
   for t in $threads; do
     echo "peer.sh: round $r/$rounds, -t $t: llama-bench, then spillway bench" >&2

@@ -33,6 +33,16 @@ gen --kv-type bf16 --weights bf16 --backend sim --device-mem 600K --report >/dev
 rc=$?
 check "run on the sim with bf16 KV and weights ($rc: $(tail -1 "$tmp/e2"))" $rc
 grep -q "converted weights" "$tmp/e2"; check "--report shows the converted weights" $?
+# --cpu-dots bf16 on bf16 weights: the same text on every kernel set (the
+# portable emulation and, where the CPU has it, vdpbf16ps) and on the sim.
+gen --weights bf16 --cpu-dots bf16 >"$tmp/b1" 2>"$tmp/e3"; rc=$?
+check "run --weights bf16 --cpu-dots bf16 ($rc: $(tail -1 "$tmp/e3"))" $rc
+SPILLWAY_CPU_ISA=ref gen --weights bf16 --cpu-dots bf16 >"$tmp/b2" 2>/dev/null
+cmp -s "$tmp/b1" "$tmp/b2"; check "--cpu-dots bf16: the portable kernels give the same text" $?
+gen --weights bf16 --cpu-dots bf16 --backend sim --device-mem 600K >"$tmp/b3" 2>/dev/null
+cmp -s "$tmp/b1" "$tmp/b3"; check "--cpu-dots bf16: the sim gives the same text" $?
+"$exe" plan -m "$model" -t 2 --cpu-dots bf16 --json 2>/dev/null | grep -q '"cpu_dots":"bf16"'
+check "plan --json names --cpu-dots bf16" $?
 "$exe" verify -m "$model" -t 2 --backend sim --device-mem 400K --kv-type f16 --weights q8_0 \
     >"$tmp/v" 2>&1
 check "verify with f16 KV and q8_0 weights agrees ($(tail -1 "$tmp/v"))" $?

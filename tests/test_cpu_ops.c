@@ -174,7 +174,7 @@ static void test_tile_kernel(cpu_isa isa) {
 
 static void test_kernels_all_isas(void) {
     const cpu_isa isas[CPU_ISA_COUNT] = {CPU_ISA_REF, CPU_ISA_GENERIC, CPU_ISA_AVX2,
-                                         CPU_ISA_AVX512};
+                                         CPU_ISA_AVXVNNI, CPU_ISA_AVX512};
     for (int i = 0; i < CPU_ISA_COUNT; i++) {
         if (!cpu_isa_supported(isas[i])) {
             printf("test_cpu_ops: ISA %s not available here, skipped\n",

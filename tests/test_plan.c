@@ -177,7 +177,7 @@ static void test_catalog_kv(void) {
     plan *p = new_plan();
     plan_rates_default(&r);
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
-        plan_workload w = {kv[i].ctx, 1, 1, 1, PLAN_KV_F16, false};
+        plan_workload w = {kv[i].ctx, 1, 1, 1, PLAN_KV_F16, false, false};
         SW_CHECK_OK(plan_model_from_catalog(kv[i].name, NULL, &m));
         SW_CHECK_OK(plan_build(&m, &b, &r, &w, NULL, p));
         SW_CHECK(fabs(kv_total(p) / MIB - kv[i].mib) < 0.5, "%s ctx %u KV %.1f MiB, §7 %.0f",

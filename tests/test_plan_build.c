@@ -115,7 +115,7 @@ static uint64_t min_budget(const plan_model *m, plan_budget b, const plan_rates 
 static void sweep(const char *name, const char *type, uint32_t n_ctx, bool sim) {
     plan_model m;
     plan_rates r;
-    plan_workload w = {n_ctx, 1, 64, 4, PLAN_KV_F32, false};
+    plan_workload w = {n_ctx, 1, 64, 4, PLAN_KV_F32, false, false};
     plan_budget b = {true, "test", 0, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan(), *q = alloc_plan();
     char what[96];
@@ -164,7 +164,7 @@ static void expect_failure(const char *name, const char *type, uint32_t n_ctx, u
                            const char *const *want, size_t n_want) {
     plan_model m;
     plan_rates r;
-    plan_workload w = {n_ctx, 1, 64, 8, PLAN_KV_F32, false};
+    plan_workload w = {n_ctx, 1, 64, 8, PLAN_KV_F32, false, false};
     plan_budget b = {true, "test", budget, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan();
     plan_rates_default(&r);
@@ -181,7 +181,7 @@ static void expect_failure(const char *name, const char *type, uint32_t n_ctx, u
 static void test_failure_message(void) {
     plan_model m;
     plan_rates r;
-    plan_workload w = {131072, 1, 512, 8, PLAN_KV_F32, false};
+    plan_workload w = {131072, 1, 512, 8, PLAN_KV_F32, false, false};
     plan_budget b = {false, "", 0, 0, 64ull << 20, UINT64_MAX, 0, "cpu"};
     plan *p = alloc_plan();
     const char *const want_7b[] = {"device memory (test) is short by", "-c ", "--kv-type f16",
@@ -203,7 +203,7 @@ static void test_pins_honoured(void) {
     plan_model m;
     plan_rates r;
     plan_pins pins;
-    plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32, false};
+    plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32, false, false};
     plan_budget b = {true, "test", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan();
     plan_rates_default(&r);
@@ -230,7 +230,7 @@ static void test_pins_honoured(void) {
 static void test_cpu_backend(void) {
     plan_model m;
     plan_rates r;
-    plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32, false};
+    plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32, false, false};
     plan_budget b = {false, "", 0, 0, 8ull << 30, UINT64_MAX, 0, "cpu"};
     plan *p = alloc_plan();
     plan_rates_default(&r);
@@ -254,7 +254,7 @@ static void test_link_bound(void) {
     plan_model m;
     plan_rates r;
     plan_pins pins;
-    plan_workload w = {2048, 1, 32, 4, PLAN_KV_F32, false};
+    plan_workload w = {2048, 1, 32, 4, PLAN_KV_F32, false, false};
     plan_budget b = {true, "sim", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
     plan *p = alloc_plan();
     rates_for(true, &r);
@@ -277,7 +277,7 @@ static void test_link_bound(void) {
 static void test_kernel_rates(void) {
     plan_model m;
     plan_rates r;
-    plan_workload w = {2048, 1, 64, 4, PLAN_KV_F32, false};
+    plan_workload w = {2048, 1, 64, 4, PLAN_KV_F32, false, false};
     plan_budget b = {true, "cuda:0", 1ull << 40, 1ull << 40, 64ull << 30, UINT64_MAX, 0, "cuda"};
     plan *p = alloc_plan();
     const int bf16 = type_decode_index(SW_TYPE_BF16);

@@ -239,6 +239,7 @@ typedef struct backend_params {
                                 * scores attention holds together; 0 = 1 */
     uint64_t max_row_elems;    /* cpu kernels: longest matrix row */
     bool exact_dots;           /* cpu kernels: f32 activations in every matmul */
+    bool bf16_dots;            /* cpu kernels: bf16 activations for bf16 weights */
     uint64_t capacity_bytes;   /* device memory budget (sim: required) */
     double link_Bps;           /* sim: host-to-device rate; 0 = memcpy speed */
     /* test hooks (sim only, but for per_op, which pjrt honours too) */

@@ -52,7 +52,7 @@ static void usage(FILE *out) {
           "  -t N,...   CPU threads, one engine each (default: all cores)\n"
           "  -r R       repetitions per test, after one warm-up (default 5)\n"
           "  --kv-type T    KV cache type: f16 (default, as llama-bench's), bf16, f32\n"
-          "  --cpu-dots D   q8 (default) or f32 (see spillway run --help)\n"
+          "  --cpu-dots D   q8 (default), bf16 or f32 (see spillway run --help)\n"
           "  --json     one JSON array, one object per test, tg objects with the\n"
           "             decode bound (bytes_per_token, read_bandwidth_Bps)\n"
           "figures as llama-bench prints them: tokens/s, mean ± stddev; cpu backend\n", out);
@@ -89,8 +89,9 @@ static int parse_list(const char *flag, const char *s, long lo, long hi, bench_l
 static int parse_precision(bench_opts *o, const char *flag, const char *v) {
     const bool kv = !strcmp(flag, "--kv-type");
     if (kv ? strcmp(v, "f16") && strcmp(v, "bf16") && strcmp(v, "f32")
-           : strcmp(v, "q8") && strcmp(v, "f32")) {
-        cli_error("%s expects one of %s, got '%s'", flag, kv ? "f16, bf16, f32" : "q8, f32", v);
+           : strcmp(v, "q8") && strcmp(v, "bf16") && strcmp(v, "f32")) {
+        cli_error("%s expects one of %s, got '%s'", flag, kv ? "f16, bf16, f32" : "q8, bf16, f32",
+                  v);
         return -1;
     }
     *(kv ? &o->kv_type : &o->cpu_dots) = v;

@@ -129,8 +129,10 @@ void plan_opts_usage(FILE *out) {
           "                   or q8_0 (quantized ones are kept); bf16-dequant: every matrix\n"
           "                   to bf16, quantized ones dequantized (pjrt's default); catalog\n"
           "                   models (plan -m NAME): f32, f16, bf16, q8_0, q4_k_m\n"
-          "  --cpu-dots D     host matmuls over quantized weights: q8 (default; activations\n"
-          "                   rounded to 8 bits per block, integer dots) or f32 (exact\n"
-          "                   f32 activations, as transformers computes; slower)\n",
+          "  --cpu-dots D     host matmuls: q8 (default; over quantized weights activations\n"
+          "                   rounded to 8 bits per block, integer dots), bf16 (q8, and over\n"
+          "                   bf16 weights activations rounded to bf16: vdpbf16ps on AVX-512\n"
+          "                   BF16 CPUs, slow elsewhere) or f32 (exact f32 activations, as\n"
+          "                   transformers computes; slower)\n",
           out);
 }

@@ -80,7 +80,7 @@ static sw_status create_backends(sw_engine *e) {
     backend_params bp = {
         .max_attn_keys = e->n_ctx, .attn_group = e->config.n_head / e->config.n_head_kv,
         .max_row_elems = model_max_row_elems(&e->config),
-        .exact_dots = p->workload.exact_dots,
+        .exact_dots = p->workload.exact_dots, .bf16_dots = p->workload.bf16_dots,
         .capacity_bytes = p->budget.device_bytes, .link_Bps = p->budget.sim_link_Bps,
         .fail_alloc_at = e->hooks.sim_fail_alloc_at, .fail_op_at = e->hooks.sim_fail_op_at,
         .op_delay_s = e->hooks.sim_op_delay_s, .per_op = e->hooks.sim_per_op,

@@ -86,10 +86,12 @@ static sw_status make_workload(const sw_plan_options *o, const model_config *c,
         return sw_errorf(SW_ERR_ARG, "thread count %d is out of range (1..256)", o->n_threads);
     w->n_threads = o->n_threads ? (uint32_t)o->n_threads : default_threads();
     if (o->cpu_dots != NULL && strcmp(o->cpu_dots, "q8") != 0) {
-        if (strcmp(o->cpu_dots, "f32") != 0)
+        if (strcmp(o->cpu_dots, "f32") != 0 && strcmp(o->cpu_dots, "bf16") != 0)
             return sw_errorf(SW_ERR_ARG, "--cpu-dots %s: expected q8 (8-bit activations, the "
-                             "default) or f32 (exact, slower)", o->cpu_dots);
-        w->exact_dots = true;
+                             "default), bf16 (q8, and bf16 activations for bf16 weights) or "
+                             "f32 (exact, slower)", o->cpu_dots);
+        w->exact_dots = o->cpu_dots[0] == 'f';
+        w->bf16_dots = !w->exact_dots;
     }
     /* f16 halves the cache at a measured KL divergence of ~1e-4 from f32
      * (README); the reference path stays all f32 unless asked. */

@@ -109,6 +109,7 @@ typedef struct plan_workload {
     uint32_t n_threads;             /* host threads (scratch sizing) */
     plan_kv_type kv_type;
     bool exact_dots;                /* --cpu-dots f32: host matmuls take f32 activations */
+    bool bf16_dots;                 /* --cpu-dots bf16: bf16 weights take bf16 activations */
 } plan_workload;
 
 /* --place / -ngl: parts pinned by hand; PLACE_AUTO elsewhere. */

@@ -294,7 +294,8 @@ static void json_inputs(FILE *out, const plan *p) {
     fprintf(out, ",\"workload\":{\"n_ctx\":%u,\"n_seq\":%u,\"n_batch\":%u,\"n_threads\":%u,"
             "\"kv_type\":\"%s\",\"cpu_dots\":\"%s\",\"n_tok\":%u}", p->workload.n_ctx,
             p->workload.n_seq, p->workload.n_batch, p->workload.n_threads,
-            plan_kv_type_name(p->workload.kv_type), p->workload.exact_dots ? "f32" : "q8",
+            plan_kv_type_name(p->workload.kv_type),
+            p->workload.exact_dots ? "f32" : p->workload.bf16_dots ? "bf16" : "q8",
             p->n_tok);
     fprintf(out, ",\"rates\":{\"measured\":%s,\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
             "\"host_mem_Bps\":%.6g,\"device_mem_Bps\":%.6g,\"disk_read_Bps\":%.6g,"

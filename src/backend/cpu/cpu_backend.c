@@ -416,6 +416,7 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
                                     &c->mm_ws)) != SW_OK)
         goto fail;
     cpu_mm_scratch_set_exact(c->mm_ws, p->exact_dots);
+    cpu_mm_scratch_set_bf16(c->mm_ws, p->bf16_dots);
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: cannot create a mutex");
         goto fail;

@@ -44,6 +44,12 @@ sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch 
  * per block and dot in integers. */
 void cpu_mm_scratch_set_exact(cpu_mm_scratch *ws, bool exact);
 
+/* bf16: matmuls over bf16 weights (rows of whole 32-element blocks) take
+ * the activations rounded to bf16 and the canonical bf16 dot of bdot.h
+ * (vdpbf16ps on CPUs with AVX-512 BF16; elsewhere the same bits, slowly);
+ * exact wins over it. Off by default. */
+void cpu_mm_scratch_set_bf16(cpu_mm_scratch *ws, bool bf16);
+
 /* Frees the workspace. Accepts NULL. */
 void cpu_mm_scratch_destroy(cpu_mm_scratch *ws);
 
@@ -58,9 +64,10 @@ uint64_t cpu_mm_scratch_bytes(int n_threads, uint64_t max_ne0);
  * token of up to about 12k elements; more tokens need a ws made for at
  * least cpu_pool_size(pool) threads and rows of >= ne[0].
  * Never allocates. Each y[t][r] is the canonical integer dot of idot.h
- * (block types with an integer kernel, unless ws is exact) or the
- * canonical f32 dot of qdot.h: the same bits for any pool size, batch
- * size, path or ISA.
+ * (block types with an integer kernel, unless ws is exact), the canonical
+ * bf16 dot of bdot.h (bf16 weights with a bf16 ws), or the canonical f32
+ * dot of qdot.h: the same bits for any pool size, batch size, path or
+ * ISA.
  * Errors: SW_ERR_UNSUPPORTED for a type without a dequantizer; SW_ERR_ARG
  * for a bad weight view, NULL x or y, or a missing or too small ws. */
 sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,

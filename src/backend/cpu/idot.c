@@ -19,6 +19,8 @@
 #include <pthread.h>
 const cpu_idot *cpu_idot_table_avx2(void);
 const cpu_idot *cpu_idot_fine_table_avx2(void);
+const cpu_idot *cpu_idot_table_avxvnni(void);
+const cpu_idot *cpu_idot_fine_table_avxvnni(void);
 void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 #else
 #define IDOT_HAVE_AVX2 0
@@ -363,8 +365,8 @@ static void avx512_build(void) {
 }
 #endif
 
-/* The kernel of `type` for `isa` from the per-ISA tables (ref, then AVX2
- * and AVX-512 where built), falling back to the best lesser set the CPU
+/* The kernel of `type` for `isa` from the per-ISA tables (ref, then AVX2,
+ * AVX-VNNI and AVX-512 where built), falling back to the best lesser set the CPU
  * runs. */
 static const cpu_idot *idot_pick(int fine, cpu_isa isa, uint32_t type) {
     const cpu_idot *ref = fine ? ref_fine_table : ref_table;
@@ -375,6 +377,9 @@ static const cpu_idot *idot_pick(int fine, cpu_isa isa, uint32_t type) {
         (void)pthread_once(&avx512_once, avx512_build);
         return fine ? &avx512_fine_table[type] : &avx512_table[type];
     }
+    const cpu_idot *vnni = fine ? cpu_idot_fine_table_avxvnni() : cpu_idot_table_avxvnni();
+    if (isa >= CPU_ISA_AVXVNNI && cpu_isa_supported(CPU_ISA_AVXVNNI) && vnni[type].dot != NULL)
+        return &vnni[type];
     const cpu_idot *avx2 = fine ? cpu_idot_fine_table_avx2() : cpu_idot_table_avx2();
     if (isa >= CPU_ISA_AVX2 && idot_avx2_ok() && avx2[type].dot != NULL)
         return &avx2[type];

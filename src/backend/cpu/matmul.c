@@ -15,6 +15,11 @@
  *   tokens passing over the block while it is in L1, each block unpacked
  *   (idot.h: int8 values for the 32-element types, bytes and ready scale
  *   registers for the K types) once so the groups pay only multiply-adds.
+ * BF16 weights with a bf16 workspace (--cpu-dots bf16; rows of whole
+ * 32-element blocks): the tokens are rounded to bf16 a chunk at a time
+ * into the workspace and dotted by bdot.h's kernels straight from the
+ * stored rows (nothing to unpack): one token as one call over the
+ * thread's rows, more a block of rows at a time against the whole chunk.
  * Every other type (and all of them when exact), f32 activations:
  *   direct  (one token, or rows that are not whole 16-lane chunks): fused
  *           dequantize-and-dot on the stored row, a block at a time;
@@ -26,6 +31,7 @@
  */
 #include <stdlib.h>
 
+#include "backend/cpu/bdot.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/idot.h"
 #include "backend/cpu/qact.h"
@@ -58,11 +64,16 @@ struct cpu_mm_scratch {
     uint8_t *act;          /* MM_QCHUNK_TOKENS quantized rows of act_stride */
     uint64_t act_stride;
     bool exact;            /* f32 activations only */
+    bool bf16;             /* bf16 weights take bf16 activations */
 };
 
-/* Bytes of one quantized activation row of up to max_ne0 elements, either
- * format (CPU_QACT_32, a scale per 32, is the larger). */
-static uint64_t mm_act_stride(uint64_t max_ne0) { return cpu_qact_stride(CPU_QACT_32, max_ne0); }
+/* Bytes of one quantized activation row of up to max_ne0 elements, any
+ * format: bf16's two bytes per element, or CPU_QACT_32's (a scale per
+ * 32, the larger of the 8-bit ones), rounded up to 64. */
+static uint64_t mm_act_stride(uint64_t max_ne0) {
+    const uint64_t q = cpu_qact_stride(CPU_QACT_32, max_ne0), b = (2 * max_ne0 + 63) / 64 * 64;
+    return q > b ? q : b;
+}
 
 /* Rows per tile for rows of ne0 elements: about MM_TILE_BYTES of f32, in
  * whole blocks of MM_TILE_ROW_UNIT where that fits (the tile kernel's
@@ -129,6 +140,11 @@ sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch 
 void cpu_mm_scratch_set_exact(cpu_mm_scratch *ws, bool exact) {
     if (ws != NULL)
         ws->exact = exact;
+}
+
+void cpu_mm_scratch_set_bf16(cpu_mm_scratch *ws, bool bf16) {
+    if (ws != NULL)
+        ws->bf16 = bf16;
 }
 
 void cpu_mm_scratch_destroy(cpu_mm_scratch *ws) {
@@ -328,6 +344,70 @@ static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_vie
     return SW_OK;
 }
 
+/* ---- the bf16 path (bf16 weights, bf16 activations) ------------------ */
+
+typedef struct mm_bjob {
+    const cpu_bdot *k;
+    const uint8_t *w;
+    uint64_t row_bytes, ne0, n_rows;
+    const float *x;            /* the tokens to round: [n_tokens][ne0] */
+    uint16_t *xb;              /* rounded, rows xb_stride elements apart */
+    uint64_t xb_stride;
+    float *y;                  /* [n_tokens][n_rows], at the chunk's first token */
+    uint32_t n_tokens;
+} mm_bjob;
+
+static void mm_bround_task(void *arg, int ith, int nth) {
+    const mm_bjob *j = arg;
+    const uint32_t t0 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)ith / (uint64_t)nth);
+    const uint32_t t1 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)(ith + 1) / (uint64_t)nth);
+    for (uint32_t t = t0; t < t1; t++)
+        cpu_bf16_round(j->x + (uint64_t)t * j->ne0, j->ne0, j->xb + (uint64_t)t * j->xb_stride);
+}
+
+/* Rows split over the threads; more than one token a block of rows (in
+ * L1/L2 while the chunk's tokens pass) at a time. */
+static void mm_btask(void *arg, int ith, int nth) {
+    const mm_bjob *j = arg;
+    const uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
+    const uint64_t r1 = j->n_rows * (uint64_t)(ith + 1) / (uint64_t)nth;
+    if (r0 >= r1)
+        return;
+    if (j->n_tokens == 1) {
+        j->k->rows(j->w + r0 * j->row_bytes, j->row_bytes, r1 - r0, j->xb, j->ne0, j->y + r0);
+        return;
+    }
+    uint64_t rb = MM_QROW_BLOCK_BYTES / j->row_bytes;
+    rb = rb < 4 ? 4 : rb / 4 * 4; /* whole 4-row tiles */
+    for (uint64_t rs = r0; rs < r1; rs += rb) {
+        const uint64_t re = r1 - rs < rb ? r1 : rs + rb;
+        j->k->tile(j->w + rs * j->row_bytes, j->row_bytes, (uint32_t)(re - rs), j->xb,
+                   j->xb_stride, j->n_tokens, j->ne0, j->y + rs, j->n_rows);
+    }
+}
+
+/* The bf16 path: tokens a chunk at a time, rounded into the workspace,
+ * then dotted with the rows split over the threads. */
+static void mm_bmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                       uint64_t row_bytes, const float *x, float *y, uint32_t n_tokens) {
+    const uint64_t ne0 = w->ne[0];
+    for (uint32_t t0 = 0; t0 < n_tokens; t0 += MM_QCHUNK_TOKENS) {
+        const uint32_t nt = n_tokens - t0 < MM_QCHUNK_TOKENS ? n_tokens - t0 : MM_QCHUNK_TOKENS;
+        mm_bjob job = {.k = cpu_bdot_get(cpu_isa_best()), .w = w->data, .row_bytes = row_bytes,
+                       .ne0 = ne0, .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0,
+                       .xb = (uint16_t *)(void *)ws->act, .xb_stride = ws->act_stride / 2,
+                       .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt};
+        if ((uint64_t)nt * ne0 >= MM_QPAR_QUANT_ELEMS)
+            cpu_pool_run(pool, mm_bround_task, &job);
+        else
+            mm_bround_task(&job, 0, 1);
+        if ((double)ne0 * (double)job.n_rows * nt < MM_MIN_PARALLEL_MACS)
+            mm_btask(&job, 0, 1);
+        else
+            cpu_pool_run(pool, mm_btask, &job);
+    }
+}
+
 static void mm_task(void *arg, int ith, int nth) {
     const mm_job *j = arg;
     uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
@@ -402,6 +482,13 @@ static sw_status mm_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view
         if (ws != NULL && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
             return st;
         return mm_qmatmul(pool, ws, w, ik, row_bytes, x, y, n_tokens);
+    }
+    if (ws != NULL && ws->bf16 && !ws->exact && w->type == SW_TYPE_BF16 &&
+        w->ne[0] % CPU_BDOT_BLOCK == 0) {
+        if ((st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
+            return st;
+        mm_bmatmul(pool, ws, w, row_bytes, x, y, n_tokens);
+        return SW_OK;
     }
     const bool tiled = n_tokens >= MM_TILED_MIN_TOKENS && w->ne[0] % CPU_DOT_LANES == 0;
     if (tiled && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)

@@ -138,6 +138,20 @@ static int qdot_avx2_ok(void) {
 #endif
 
 #if QDOT_HAVE_AVX2
+/* AVX-VNNI (CPUID.(7,1):EAX bit 4; read directly, since older compilers'
+ * __builtin_cpu_supports do not know it) on top of AVX2, FMA and F16C;
+ * the AVX2 check already asked that the OS saves the YMM state. */
+static int qdot_avxvnni_ok(void) {
+    static _Atomic int known = -1;
+    int v = known;
+    if (v < 0) {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        const int vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
+        known = v = qdot_avx2_ok() && __builtin_cpu_supports("fma") && vnni;
+    }
+    return v;
+}
+
 /* AVX-512 F/BW/VL/DQ with VNNI, on top of AVX2 + F16C (and FMA, which
  * the integer dots use). The compiler's runtime sets these only when the
  * OS saves the 512-bit state (XCR0). AMX is never asked for. */
@@ -163,6 +177,12 @@ int cpu_isa_supported(cpu_isa isa) {
 #else
         return 0;
 #endif
+    case CPU_ISA_AVXVNNI:
+#if QDOT_HAVE_AVX2
+        return qdot_avxvnni_ok();
+#else
+        return 0;
+#endif
     case CPU_ISA_AVX512:
 #if QDOT_HAVE_AVX2
         return qdot_avx512_ok();
@@ -174,7 +194,8 @@ int cpu_isa_supported(cpu_isa isa) {
 }
 
 const char *cpu_isa_name(cpu_isa isa) {
-    static const char *const names[CPU_ISA_COUNT] = {"ref", "generic", "avx2", "avx512"};
+    static const char *const names[CPU_ISA_COUNT] = {"ref", "generic", "avx2", "avxvnni",
+                                                        "avx512"};
     return (unsigned)isa < CPU_ISA_COUNT ? names[isa] : "?";
 }
 

@@ -57,21 +57,26 @@ typedef struct cpu_qkernel {
     cpu_qdot_fn dot;
 } cpu_qkernel;
 
-/* Ordered: each set's CPU also runs the ones before it. AVX512 is
- * AVX-512 F, BW, VL, DQ and VNNI (with AVX2, FMA and F16C); where it has
- * no kernel of its own for something, the AVX2 one runs (same bits). */
+/* In order of preference; each set's CPU also runs REF, GENERIC and
+ * AVX2, but AVX512 does not imply AVXVNNI (Ice Lake has AVX-512 VNNI
+ * without the VEX form) nor the reverse (Alder Lake). AVXVNNI is AVX2,
+ * FMA and F16C with AVX-VNNI: its own integer dots (idot.h), AVX2's
+ * everything else. AVX512 is AVX-512 F, BW, VL, DQ and VNNI (with AVX2,
+ * FMA and F16C); where it has no kernel of its own for something, the
+ * AVX2 one runs. Every set gives the same bits. */
 typedef enum cpu_isa {
-    CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2, CPU_ISA_AVX512 = 3
+    CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2, CPU_ISA_AVXVNNI = 3,
+    CPU_ISA_AVX512 = 4
 } cpu_isa;
-enum { CPU_ISA_COUNT = 4 };
+enum { CPU_ISA_COUNT = 5 };
 
 /* The best ISA this build and this CPU support (cheap: callers may ask on
  * every call), capped by the environment variable SPILLWAY_CPU_ISA (ref,
- * generic, avx2 or avx512) when it is set: for measuring one set against
- * another on the same machine. */
+ * generic, avx2, avxvnni or avx512) when it is set: for measuring one set
+ * against another on the same machine. */
 cpu_isa cpu_isa_best(void);
 
-/* "ref", "generic", "avx2", "avx512". */
+/* "ref", "generic", "avx2", "avxvnni", "avx512". */
 const char *cpu_isa_name(cpu_isa isa);
 
 /* Kernels of `type` for `isa`, or NULL if the type has none. An isa this
