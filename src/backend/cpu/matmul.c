@@ -67,13 +67,10 @@ struct cpu_mm_scratch {
     bool bf16;             /* bf16 weights take bf16 activations */
 };
 
-/* Bytes of one quantized activation row of up to max_ne0 elements, any
- * format: bf16's two bytes per element, or CPU_QACT_32's (a scale per
- * 32, the larger of the 8-bit ones), rounded up to 64. */
-static uint64_t mm_act_stride(uint64_t max_ne0) {
-    const uint64_t q = cpu_qact_stride(CPU_QACT_32, max_ne0), b = (2 * max_ne0 + 63) / 64 * 64;
-    return q > b ? q : b;
-}
+/* Bytes of one quantized activation row of up to max_ne0 elements, either
+ * format (CPU_QACT_32, a scale per 32, is the larger). The bf16 path puts
+ * fewer, longer rows in the same buffer (mm_bmatmul). */
+static uint64_t mm_act_stride(uint64_t max_ne0) { return cpu_qact_stride(CPU_QACT_32, max_ne0); }
 
 /* Rows per tile for rows of ne0 elements: about MM_TILE_BYTES of f32, in
  * whole blocks of MM_TILE_ROW_UNIT where that fits (the tile kernel's
@@ -386,16 +383,21 @@ static void mm_btask(void *arg, int ith, int nth) {
     }
 }
 
-/* The bf16 path: tokens a chunk at a time, rounded into the workspace,
- * then dotted with the rows split over the threads. */
+/* The bf16 path: tokens a chunk at a time, rounded into the workspace's
+ * activation buffer (MM_QCHUNK_TOKENS rows of 8-bit activations, at least
+ * 1.125 bytes per element, so it holds at least 32 bf16 rows: the plan's
+ * workspace bytes are the same in every mode), then dotted with the rows
+ * split over the threads. */
 static void mm_bmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                        uint64_t row_bytes, const float *x, float *y, uint32_t n_tokens) {
-    const uint64_t ne0 = w->ne[0];
-    for (uint32_t t0 = 0; t0 < n_tokens; t0 += MM_QCHUNK_TOKENS) {
-        const uint32_t nt = n_tokens - t0 < MM_QCHUNK_TOKENS ? n_tokens - t0 : MM_QCHUNK_TOKENS;
+    const uint64_t ne0 = w->ne[0], stride = (2 * ne0 + 63) / 64 * 64; /* bytes */
+    uint64_t chunk = MM_QCHUNK_TOKENS * ws->act_stride / stride;
+    chunk = chunk > MM_QCHUNK_TOKENS ? MM_QCHUNK_TOKENS : chunk;
+    for (uint32_t t0 = 0; t0 < n_tokens; t0 += (uint32_t)chunk) {
+        const uint32_t nt = n_tokens - t0 < chunk ? n_tokens - t0 : (uint32_t)chunk;
         mm_bjob job = {.k = cpu_bdot_get(cpu_isa_best()), .w = w->data, .row_bytes = row_bytes,
                        .ne0 = ne0, .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0,
-                       .xb = (uint16_t *)(void *)ws->act, .xb_stride = ws->act_stride / 2,
+                       .xb = (uint16_t *)(void *)ws->act, .xb_stride = stride / 2,
                        .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt};
         if ((uint64_t)nt * ne0 >= MM_QPAR_QUANT_ELEMS)
             cpu_pool_run(pool, mm_bround_task, &job);
