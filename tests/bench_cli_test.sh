@@ -46,7 +46,7 @@ expect_usage "expects an integer" -p 16x
 expect_usage "expects comma-separated" -t 1,,2
 expect_usage "needs a value" -r
 expect_usage "expects one of f16, bf16, f32" --kv-type f8
-expect_usage "expects one of q8, f32" --cpu-dots f64
+expect_usage "expects one of q8, bf16, f32" --cpu-dots f64
 if ! "$bin" bench -p 8 -n 2 -t 1 -r 1 --kv-type f32 --cpu-dots f32 >/dev/null 2>&1; then
   echo "FAIL: spillway bench --kv-type f32 --cpu-dots f32"; fail=1
 else
