@@ -217,8 +217,8 @@ void cpu_attention(cpu_pool *pool, const cpu_attn_args *a) {
            a->kv_type == SW_TYPE_BF16);
     const cpu_isa isa = cpu_isa_best();
     const uint64_t elem = a->kv_type == SW_TYPE_F32 ? 4 : 2;
-    attn_job j = {.a = a, .kd = cpu_qkernel_get(isa, a->kv_type),
-                  .kv = a->kv_type == SW_TYPE_F32 ? NULL : cpu_qkernel_get(isa, a->kv_type),
+    const cpu_qkernel *kd = cpu_qkernel_get(isa, a->kv_type);
+    attn_job j = {.a = a, .kd = kd, .kv = a->kv_type == SW_TYPE_F32 ? NULL : kd,
                   .vm = cpu_vmath_get(isa),
                   .row_bytes = (uint64_t)a->n_head_kv * a->head_dim * elem,
                   .head_bytes = (uint64_t)a->head_dim * elem, .scratch_stride = 0, .ng = 1};

@@ -64,7 +64,7 @@ static void ref_tile(const uint8_t *rows, uint64_t row_bytes, uint32_t n_rows, c
         ref_rows(rows, row_bytes, n_rows, x + t * x_stride, n, y + t * y_stride);
 }
 
-static const cpu_bdot ref_kernels = {.rows = ref_rows, .tile = ref_tile, .native = false};
+static const cpu_bdot ref_kernels = {.rows = ref_rows, .tile = ref_tile};
 
 void cpu_bf16_round(const float *x, uint64_t n, uint16_t *out) {
     for (uint64_t i = 0; i < n; i++) {

@@ -45,7 +45,6 @@ typedef void (*cpu_bdot_tile_fn)(const uint8_t *rows, uint64_t row_bytes, uint32
 typedef struct cpu_bdot {
     cpu_bdot_rows_fn rows;
     cpu_bdot_tile_fn tile;
-    bool native; /* vdpbf16ps; false: the portable emulation (slow) */
 } cpu_bdot;
 
 /* The kernels for `isa`: AVX-512 BF16 where the set is AVX512 and the CPU

@@ -18,14 +18,8 @@
 
 const cpu_bdot *cpu_bdot_avx512(void);
 
-#ifdef __clang__
-#pragma clang attribute push(                                                             \
-    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
-#endif
+#define CPU_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"
+#include "backend/cpu/target_begin.h"
 
 #include "backend/cpu/idot_x86.h"
 
@@ -120,15 +114,11 @@ static void bz_tile(const uint8_t *rows, uint64_t rb, uint32_t n_rows, const uin
     }
 }
 
-static const cpu_bdot bz_kernels = {.rows = bz_rows, .tile = bz_tile, .native = true};
+static const cpu_bdot bz_kernels = {.rows = bz_rows, .tile = bz_tile};
 
 const cpu_bdot *cpu_bdot_avx512(void) { return &bz_kernels; }
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int bdot_avx512_unavailable;

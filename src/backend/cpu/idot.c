@@ -15,7 +15,6 @@
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define IDOT_HAVE_AVX2 1
-#include <cpuid.h>
 #include <pthread.h>
 const cpu_idot *cpu_idot_table_avx2(void);
 const cpu_idot *cpu_idot_fine_table_avx2(void);
@@ -328,29 +327,6 @@ static const cpu_idot ref_fine_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q5_K] = REF_ENTRYK_FINE(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK_FINE(q6_k),
 };
 
-/* AVX2 kernels also need FMA (the canonical fmaf) and F16C (scales).
- * Asked once: CPUID traps to the hypervisor on virtual machines, and
- * every matmul asks. */
-static int idot_avx2_probe(void) {
-#if IDOT_HAVE_AVX2
-    __builtin_cpu_init();
-    /* clang's __builtin_cpu_supports knows no "f16c": CPUID.1:ECX bit 29 */
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
-#else
-    return 0;
-#endif
-}
-
-static int idot_avx2_ok(void) {
-    static _Atomic int known = -1; /* -1: not asked yet */
-    int v = known;
-    if (v < 0)
-        known = v = idot_avx2_probe();
-    return v;
-}
-
 #if IDOT_HAVE_AVX2
 /* The AVX-512 sets: AVX2's, with the kernels idot_avx512.c has in place
  * of AVX2's. Built once, on first use. */
@@ -366,8 +342,8 @@ static void avx512_build(void) {
 #endif
 
 /* The kernel of `type` for `isa` from the per-ISA tables (ref, then AVX2,
- * AVX-VNNI and AVX-512 where built), falling back to the best lesser set the CPU
- * runs. */
+ * AVX-VNNI and AVX-512 where built), falling back to the best lesser set
+ * the CPU runs. */
 static const cpu_idot *idot_pick(int fine, cpu_isa isa, uint32_t type) {
     const cpu_idot *ref = fine ? ref_fine_table : ref_table;
     if (type >= SW_TYPE_COUNT || ref[type].dot == NULL)
@@ -381,7 +357,7 @@ static const cpu_idot *idot_pick(int fine, cpu_isa isa, uint32_t type) {
     if (isa >= CPU_ISA_AVXVNNI && cpu_isa_supported(CPU_ISA_AVXVNNI) && vnni[type].dot != NULL)
         return &vnni[type];
     const cpu_idot *avx2 = fine ? cpu_idot_fine_table_avx2() : cpu_idot_table_avx2();
-    if (isa >= CPU_ISA_AVX2 && idot_avx2_ok() && avx2[type].dot != NULL)
+    if (isa >= CPU_ISA_AVX2 && cpu_isa_supported(CPU_ISA_AVX2) && avx2[type].dot != NULL)
         return &avx2[type];
 #endif
     (void)isa;

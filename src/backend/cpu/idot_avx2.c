@@ -3,7 +3,7 @@
  * of idot_avx2_body.h with maddubs + madd.
  */
 #define IA_VNNI 0
-#define IA_TARGET "avx2,fma,f16c"
+#define CPU_TARGET "avx2,fma,f16c"
 #define IA_TABLE cpu_idot_table_avx2
 #define IA_FINE_TABLE cpu_idot_fine_table_avx2
 #include "backend/cpu/idot_avx2_body.h"

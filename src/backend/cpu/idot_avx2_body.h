@@ -4,8 +4,9 @@
  * (IA_VNNI 0), and by idot_avxvnni.c for the same with AVX-VNNI
  * (IA_VNNI 1), the VEX-encoded vpdpbusd/vpdpwssd of AVX2-class CPUs
  * without AVX-512 (Alder Lake and later clients, Sierra Forest). Each
- * defines IA_VNNI, IA_TARGET (the target string) and the names of its two
- * table functions (IA_TABLE, IA_FINE_TABLE), then includes it.
+ * defines IA_VNNI, CPU_TARGET (the target string, target_begin.h) and
+ * the names of its two table functions (IA_TABLE, IA_FINE_TABLE), then
+ * includes it.
  *
  * Weight values are unpacked into 32 bytes and multiplied with 32
  * activation bytes, four products per int32 lane summed exactly: by
@@ -22,8 +23,8 @@
  * per row block into idot.h's unpacked layouts. Signed weights meet
  * signed activations through the sign trick: |w| * (q * sign(w)) == w * q.
  */
-#if !defined(IA_VNNI) || !defined(IA_TARGET) || !defined(IA_TABLE) || !defined(IA_FINE_TABLE)
-#error "idot_avx2_body.h: define IA_VNNI, IA_TARGET, IA_TABLE and IA_FINE_TABLE first"
+#if !defined(IA_VNNI) || !defined(CPU_TARGET) || !defined(IA_TABLE) || !defined(IA_FINE_TABLE)
+#error "idot_avx2_body.h: define IA_VNNI, CPU_TARGET, IA_TABLE and IA_FINE_TABLE first"
 #endif
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -36,15 +37,7 @@
 const cpu_idot *IA_TABLE(void);
 const cpu_idot *IA_FINE_TABLE(void);
 
-/* The including file's target, as a pragma (its string from a macro). */
-#define IA_PRAGMA_(x) _Pragma(#x)
-#define IA_PRAGMA(x) IA_PRAGMA_(x)
-#ifdef __clang__
-IA_PRAGMA(clang attribute push(__attribute__((target(IA_TARGET))), apply_to = function))
-#else
-#pragma GCC push_options
-IA_PRAGMA(GCC target(IA_TARGET))
-#endif
+#include "backend/cpu/target_begin.h"
 
 #include "backend/cpu/idot_x86.h"
 
@@ -452,11 +445,7 @@ static const cpu_idot ia_fine_table[SW_TYPE_COUNT] = {
 const cpu_idot *IA_TABLE(void) { return ia_table; }
 const cpu_idot *IA_FINE_TABLE(void) { return ia_fine_table; }
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int idot_avx2_body_unavailable;

@@ -40,14 +40,8 @@
 
 void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 
-#ifdef __clang__
-#pragma clang attribute push(                                                              \
-    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"))),   \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
-#endif
+#define CPU_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
+#include "backend/cpu/target_begin.h"
 
 #include "backend/cpu/idot_x86.h"
 
@@ -566,11 +560,7 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
     table[SW_TYPE_Q5_K].unpack = iz_unpack_q5_k;
 }
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int idot_avx512_unavailable;

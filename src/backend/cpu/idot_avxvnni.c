@@ -3,7 +3,7 @@
  * kernels of idot_avx2_body.h with vpdpbusd and vpdpwssd (VEX).
  */
 #define IA_VNNI 1
-#define IA_TARGET "avx2,fma,f16c,avxvnni"
+#define CPU_TARGET "avx2,fma,f16c,avxvnni"
 #define IA_TABLE cpu_idot_table_avxvnni
 #define IA_FINE_TABLE cpu_idot_fine_table_avxvnni
 #include "backend/cpu/idot_avx2_body.h"

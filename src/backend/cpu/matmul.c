@@ -165,6 +165,30 @@ typedef struct mm_job {
     cpu_mm_scratch *ws;        /* NULL: the direct path */
 } mm_job;
 
+/* Thread ith's share [*a, *b) of n items split over nth threads
+ * (contiguous, in order). */
+static void mm_share(uint64_t n, int ith, int nth, uint64_t *a, uint64_t *b) {
+    *a = n * (uint64_t)ith / (uint64_t)nth;
+    *b = n * (uint64_t)(ith + 1) / (uint64_t)nth;
+}
+
+/* One chunk of tokens of an activation path: `prep` (quantize or round
+ * the activations, a share of the tokens per thread) on all threads once
+ * there are prep_elems >= MM_QPAR_QUANT_ELEMS, then `dots` (a share of the
+ * rows per thread) on all threads unless the job is smaller than
+ * MM_MIN_PARALLEL_MACS. */
+static void mm_run_chunk(cpu_pool *pool, cpu_task_fn prep, cpu_task_fn dots, void *job,
+                         uint64_t prep_elems, double macs) {
+    if (prep_elems >= MM_QPAR_QUANT_ELEMS)
+        cpu_pool_run(pool, prep, job);
+    else
+        prep(job, 0, 1);
+    if (macs < MM_MIN_PARALLEL_MACS)
+        dots(job, 0, 1);
+    else
+        cpu_pool_run(pool, dots, job);
+}
+
 /* Dots rows [r0, r1) with all tokens straight from the stored bytes. */
 static void mm_rows_direct(const mm_job *j, uint64_t r0, uint64_t r1) {
     float o[MM_TOKENS_PER_DOT];
@@ -287,8 +311,8 @@ static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
 
 static void mm_qtask(void *arg, int ith, int nth) {
     const mm_qjob *j = arg;
-    const uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
-    const uint64_t r1 = j->n_rows * (uint64_t)(ith + 1) / (uint64_t)nth;
+    uint64_t r0, r1;
+    mm_share(j->n_rows, ith, nth, &r0, &r1);
     uint8_t *s = j->ws != NULL ? (uint8_t *)(j->ws->data + (uint64_t)ith * j->ws->slice_floats)
                                : NULL;
     if (r0 < r1)
@@ -298,11 +322,11 @@ static void mm_qtask(void *arg, int ith, int nth) {
 /* Thread ith quantizes its share of the job's tokens. */
 static void mm_qquant_task(void *arg, int ith, int nth) {
     const mm_qjob *j = arg;
-    const uint32_t t0 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)ith / (uint64_t)nth);
-    const uint32_t t1 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)(ith + 1) / (uint64_t)nth);
+    uint64_t t0, t1;
+    mm_share(j->n_tokens, ith, nth, &t0, &t1);
     if (t0 < t1)
-        cpu_qact_quantize(j->k->fmt, j->x + (uint64_t)t0 * j->ne0, j->ne0, t1 - t0,
-                          j->xq + (uint64_t)t0 * j->xq_stride);
+        cpu_qact_quantize(j->k->fmt, j->x + t0 * j->ne0, j->ne0, (uint32_t)(t1 - t0),
+                          j->xq + t0 * j->xq_stride);
 }
 
 /* The integer path: tokens a chunk at a time, each chunk quantized into
@@ -329,14 +353,8 @@ static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_vie
                        .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0, .xq = buf,
                        .xq_stride = stride,
                        .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt, .ws = ws};
-        if ((uint64_t)nt * ne0 >= MM_QPAR_QUANT_ELEMS)
-            cpu_pool_run(pool, mm_qquant_task, &job);
-        else
-            mm_qquant_task(&job, 0, 1);
-        if ((double)ne0 * (double)job.n_rows * nt < MM_MIN_PARALLEL_MACS)
-            mm_qtask(&job, 0, 1);
-        else
-            cpu_pool_run(pool, mm_qtask, &job);
+        mm_run_chunk(pool, mm_qquant_task, mm_qtask, &job, (uint64_t)nt * ne0,
+                     (double)ne0 * (double)job.n_rows * nt);
     }
     return SW_OK;
 }
@@ -356,18 +374,18 @@ typedef struct mm_bjob {
 
 static void mm_bround_task(void *arg, int ith, int nth) {
     const mm_bjob *j = arg;
-    const uint32_t t0 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)ith / (uint64_t)nth);
-    const uint32_t t1 = (uint32_t)((uint64_t)j->n_tokens * (uint64_t)(ith + 1) / (uint64_t)nth);
-    for (uint32_t t = t0; t < t1; t++)
-        cpu_bf16_round(j->x + (uint64_t)t * j->ne0, j->ne0, j->xb + (uint64_t)t * j->xb_stride);
+    uint64_t t0, t1;
+    mm_share(j->n_tokens, ith, nth, &t0, &t1);
+    for (uint64_t t = t0; t < t1; t++)
+        cpu_bf16_round(j->x + t * j->ne0, j->ne0, j->xb + t * j->xb_stride);
 }
 
 /* Rows split over the threads; more than one token a block of rows (in
  * L1/L2 while the chunk's tokens pass) at a time. */
 static void mm_btask(void *arg, int ith, int nth) {
     const mm_bjob *j = arg;
-    const uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
-    const uint64_t r1 = j->n_rows * (uint64_t)(ith + 1) / (uint64_t)nth;
+    uint64_t r0, r1;
+    mm_share(j->n_rows, ith, nth, &r0, &r1);
     if (r0 >= r1)
         return;
     if (j->n_tokens == 1) {
@@ -399,21 +417,15 @@ static void mm_bmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                        .ne0 = ne0, .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0,
                        .xb = (uint16_t *)(void *)ws->act, .xb_stride = stride / 2,
                        .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt};
-        if ((uint64_t)nt * ne0 >= MM_QPAR_QUANT_ELEMS)
-            cpu_pool_run(pool, mm_bround_task, &job);
-        else
-            mm_bround_task(&job, 0, 1);
-        if ((double)ne0 * (double)job.n_rows * nt < MM_MIN_PARALLEL_MACS)
-            mm_btask(&job, 0, 1);
-        else
-            cpu_pool_run(pool, mm_btask, &job);
+        mm_run_chunk(pool, mm_bround_task, mm_btask, &job, (uint64_t)nt * ne0,
+                     (double)ne0 * (double)job.n_rows * nt);
     }
 }
 
 static void mm_task(void *arg, int ith, int nth) {
     const mm_job *j = arg;
-    uint64_t r0 = j->n_rows * (uint64_t)ith / (uint64_t)nth;
-    uint64_t r1 = j->n_rows * (uint64_t)(ith + 1) / (uint64_t)nth;
+    uint64_t r0, r1;
+    mm_share(j->n_rows, ith, nth, &r0, &r1);
     if (r0 == r1)
         return;
     if (j->ws == NULL)

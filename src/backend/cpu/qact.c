@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define QACT_HAVE_AVX512 1
 void cpu_qact_row_avx512(cpu_qact_fmt fmt, const float *x, uint64_t n, uint8_t *dst);

@@ -16,12 +16,8 @@
 
 void cpu_qact_row_avx512(cpu_qact_fmt fmt, const float *x, uint64_t n, uint8_t *dst);
 
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2,avx512f,avx512bw"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,avx512f,avx512bw")
-#endif
+#define CPU_TARGET "avx2,avx512f,avx512bw"
+#include "backend/cpu/target_begin.h"
 
 /* One block of m elements (a multiple of 16): q, the int16 sums per 16,
  * and the scale, as qact.c's qact_block and row loop. */
@@ -60,11 +56,7 @@ void cpu_qact_row_avx512(cpu_qact_fmt fmt, const float *x, uint64_t n, uint8_t *
                         bs + b * (uint64_t)fmt / 16);
 }
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int qact_avx512_unavailable;

@@ -121,9 +121,10 @@ static const cpu_qkernel ref_table[SW_TYPE_COUNT] = {
 /* ---- choosing a set ----------------------------------------------------- */
 
 #if QDOT_HAVE_AVX2
-/* AVX2 and F16C (CPUID.1:ECX bit 29; clang's __builtin_cpu_supports knows
- * no "f16c"). Asked once: CPUID traps to the hypervisor on virtual
- * machines, and every matmul asks. */
+/* AVX2, FMA and F16C (CPUID.1:ECX bit 29; clang's __builtin_cpu_supports
+ * knows no "f16c"): what every x86 set above GENERIC builds on (the
+ * integer dots' canonical step is an FMA). Asked once: CPUID traps to the
+ * hypervisor on virtual machines, and every matmul asks. */
 static int qdot_avx2_ok(void) {
     static _Atomic int known = -1;
     int v = known;
@@ -131,7 +132,7 @@ static int qdot_avx2_ok(void) {
         __builtin_cpu_init();
         unsigned a = 0, b = 0, c = 0, d = 0;
         const int f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-        known = v = __builtin_cpu_supports("avx2") && f16c;
+        known = v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     }
     return v;
 }
@@ -139,30 +140,29 @@ static int qdot_avx2_ok(void) {
 
 #if QDOT_HAVE_AVX2
 /* AVX-VNNI (CPUID.(7,1):EAX bit 4; read directly, since older compilers'
- * __builtin_cpu_supports do not know it) on top of AVX2, FMA and F16C;
- * the AVX2 check already asked that the OS saves the YMM state. */
+ * __builtin_cpu_supports do not know it) on top of the AVX2 set; its
+ * check already asked that the OS saves the YMM state. */
 static int qdot_avxvnni_ok(void) {
     static _Atomic int known = -1;
     int v = known;
     if (v < 0) {
         unsigned a = 0, b = 0, c = 0, d = 0;
         const int vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
-        known = v = qdot_avx2_ok() && __builtin_cpu_supports("fma") && vnni;
+        known = v = qdot_avx2_ok() && vnni;
     }
     return v;
 }
 
-/* AVX-512 F/BW/VL/DQ with VNNI, on top of AVX2 + F16C (and FMA, which
- * the integer dots use). The compiler's runtime sets these only when the
- * OS saves the 512-bit state (XCR0). AMX is never asked for. */
+/* AVX-512 F/BW/VL/DQ with VNNI, on top of the AVX2 set. The compiler's
+ * runtime sets these only when the OS saves the 512-bit state (XCR0).
+ * AMX is never asked for. */
 static int qdot_avx512_ok(void) {
     static _Atomic int known = -1;
     int v = known;
     if (v < 0)
-        known = v = qdot_avx2_ok() && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                    __builtin_cpu_supports("avx512vnni");
+        known = v = qdot_avx2_ok() && __builtin_cpu_supports("avx512f") &&
+                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
     return v;
 }
 #endif

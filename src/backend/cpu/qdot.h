@@ -59,10 +59,10 @@ typedef struct cpu_qkernel {
 
 /* In order of preference; each set's CPU also runs REF, GENERIC and
  * AVX2, but AVX512 does not imply AVXVNNI (Ice Lake has AVX-512 VNNI
- * without the VEX form) nor the reverse (Alder Lake). AVXVNNI is AVX2,
- * FMA and F16C with AVX-VNNI: its own integer dots (idot.h), AVX2's
- * everything else. AVX512 is AVX-512 F, BW, VL, DQ and VNNI (with AVX2,
- * FMA and F16C); where it has no kernel of its own for something, the
+ * without the VEX form) nor the reverse (Alder Lake). AVX2 is AVX2, FMA
+ * and F16C. AVXVNNI is AVX2 with AVX-VNNI: its own integer dots (idot.h),
+ * AVX2's everything else. AVX512 is AVX-512 F, BW, VL, DQ and VNNI (with
+ * AVX2); where it has no kernel of its own for something, the
  * AVX2 one runs. Every set gives the same bits. */
 typedef enum cpu_isa {
     CPU_ISA_REF = 0, CPU_ISA_GENERIC = 1, CPU_ISA_AVX2 = 2, CPU_ISA_AVXVNNI = 3,

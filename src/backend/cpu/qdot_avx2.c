@@ -15,12 +15,8 @@
 
 const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,f16c")
-#endif
+#define CPU_TARGET "avx2,f16c"
+#include "backend/cpu/target_begin.h"
 
 /* clang's attribute push does not define __AVX2__: say so ourselves. */
 #define QDOT_AVX2 1
@@ -28,11 +24,7 @@ const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_
 #define QDOT_TABLE_FN cpu_qkernel_table_avx2
 #include "backend/cpu/qdot_body.h"
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int qdot_avx2_unavailable;

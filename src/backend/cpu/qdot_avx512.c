@@ -18,24 +18,15 @@
 const cpu_qkernel *cpu_qkernel_table_avx512(cpu_dot_f32_fn *dot_f32,
                                             cpu_tile_f32_fn *tile_f32);
 
-#ifdef __clang__
-#pragma clang attribute push(                                                              \
-    __attribute__((target("avx2,f16c,avx512f,avx512bw,avx512vl,avx512dq"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,f16c,avx512f,avx512bw,avx512vl,avx512dq")
-#endif
+#define CPU_TARGET "avx2,f16c,avx512f,avx512bw,avx512vl,avx512dq"
+#include "backend/cpu/target_begin.h"
 
 #define QDOT_AVX512 1
 #define QDOT_F16C 1
 #define QDOT_TABLE_FN cpu_qkernel_table_avx512
 #include "backend/cpu/qdot_body.h"
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int qdot_avx512_unavailable;

@@ -7,23 +7,15 @@
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <stdint.h>
 
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#endif
+#define CPU_TARGET "avx2"
+#include "backend/cpu/target_begin.h"
 
 /* clang's attribute push does not define __AVX2__: say so ourselves. */
 #define VMATH_AVX2 1
 #define VMATH_TABLE_FN cpu_vmath_table_avx2
 #include "backend/cpu/vmath_body.h"
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int vmath_avx2_unavailable;

@@ -7,22 +7,14 @@
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <stdint.h>
 
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2,avx512f,avx512dq"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,avx512f,avx512dq")
-#endif
+#define CPU_TARGET "avx2,avx512f,avx512dq"
+#include "backend/cpu/target_begin.h"
 
 #define VMATH_AVX512 1
 #define VMATH_TABLE_FN cpu_vmath_table_avx512
 #include "backend/cpu/vmath_body.h"
 
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "backend/cpu/target_end.h"
 #else
 /* ISO C wants at least one declaration in a translation unit. */
 typedef int vmath_avx512_unavailable;
