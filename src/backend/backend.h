@@ -110,8 +110,17 @@ typedef struct bop_get_rows { btensor w; bmem ids, out; uint32_t n; } bop_get_ro
 typedef struct bop_rmsnorm { bmem x; btensor w; bmem y; uint32_t n, n_rows; float eps; } bop_rmsnorm;
 /* fine: x's magnitude swings along the row (the down projection's input,
  * the GeGLU product); the cpu kernels then quantize it with a scale per 32
- * (idot.h's fine form). Backends with f32 activations ignore it. */
-typedef struct bop_matmul { btensor w; bmem x, y; uint32_t n_tokens; bool fine; } bop_matmul;
+ * (idot.h's fine form). x_again: the previous op on this queue was a
+ * matmul over the same x and n_tokens, and nothing has written x since
+ * (K and V after Q, up after gate); the cpu kernels then reuse the
+ * activations they quantized for it. Both change no result; backends with
+ * f32 activations ignore them. */
+typedef struct bop_matmul {
+    btensor w;
+    bmem x, y;
+    uint32_t n_tokens;
+    bool fine, x_again;
+} bop_matmul;
 typedef struct bop_rope {
     bmem x, pos;
     uint32_t n_tokens, n_heads, head_dim;

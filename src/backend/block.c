@@ -26,14 +26,21 @@ static sw_status norm(backend *b, bmem x, const btensor *w, bmem y, uint32_t n,
 }
 
 static sw_status matmul_as(backend *b, const btensor *w, bmem x, bmem y, uint32_t n,
-                           bool fine) {
+                           bool fine, bool x_again) {
     SUBMIT(b, (bop){.kind = BOP_MATMUL,
-                    .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n, .fine = fine}});
+                    .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n, .fine = fine,
+                                 .x_again = x_again}});
     return SW_OK;
 }
 
 static sw_status matmul(backend *b, const btensor *w, bmem x, bmem y, uint32_t n) {
-    return matmul_as(b, w, x, y, n, false);
+    return matmul_as(b, w, x, y, n, false, false);
+}
+
+/* A matmul right after one over the same x (the shared input of Q, K and
+ * V, of gate and up): the backend may reuse what it made of x. */
+static sw_status matmul_again(backend *b, const btensor *w, bmem x, bmem y, uint32_t n) {
+    return matmul_as(b, w, x, y, n, false, true);
 }
 
 static sw_status rope(backend *b, const block_args *a, bmem x, uint32_t n_heads) {
@@ -57,8 +64,8 @@ static sw_status attention_half(backend *b, const block_args *a) {
 
     SW_TRY(norm(b, t->x, &w[BW_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
     SW_TRY(matmul(b, &w[BW_Q], t->h, t->q, n));
-    SW_TRY(matmul(b, &w[BW_K], t->h, t->k, n));
-    SW_TRY(matmul(b, &w[BW_V], t->h, t->v, n));
+    SW_TRY(matmul_again(b, &w[BW_K], t->h, t->k, n));
+    SW_TRY(matmul_again(b, &w[BW_V], t->h, t->v, n));
     if (s->qk_norm) {
         SW_TRY(norm(b, t->q, &w[BW_Q_NORM], t->q, hd, n * s->n_head, s->norm_eps));
         SW_TRY(norm(b, t->k, &w[BW_K_NORM], t->k, hd, n * s->n_head_kv, s->norm_eps));
@@ -89,12 +96,12 @@ static sw_status ffn_half(backend *b, const block_args *a) {
 
     SW_TRY(norm(b, t->x, &w[BW_FFN_NORM], t->h, s->n_embd, n, s->norm_eps));
     SW_TRY(matmul(b, &w[BW_GATE], t->h, t->gate, n));
-    SW_TRY(matmul(b, &w[BW_UP], t->h, t->up, n));
+    SW_TRY(matmul_again(b, &w[BW_UP], t->h, t->up, n));
     SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->up,
                                                    .out = t->gate,
                                                    .n = (uint64_t)n * s->n_ff}});
     /* The GeGLU product spans orders of magnitude within a row. */
-    SW_TRY(matmul_as(b, &w[BW_DOWN], t->gate, t->h, n, true));
+    SW_TRY(matmul_as(b, &w[BW_DOWN], t->gate, t->h, n, true, false));
     if (s->post_norms)
         SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);

@@ -8,7 +8,10 @@ and loads any Gemma GGUF (F32 or quantized) back into an HF model in float32
 derive everything from one name table and one config mapping so that
 "write then load" is an exact round trip; make_tiny_models.py checks that.
 
-Limits: text-only Gemma 1/2/3 (no vision tower, no Gemma-3n). Quantities
+Gemma 4 (architecture "gemma4", written by llama.cpp's own converter, see
+the section at the end) is read only: load_gguf_as_hf and gemma4_gguf_name.
+
+Limits: text-only Gemma 1/2/3/4 (no vision tower, no Gemma-3n). Quantities
 GGUF does not store are filled in the way llama.cpp hard-codes them:
 query_pre_attn_scalar (head_dim, or n_embd/n_head for the 27B models), the
 Gemma-3 local rope base (10000) and the window patterns (2 and 6).
@@ -35,6 +38,9 @@ def hf_classes(arch: str):
     from transformers import (GemmaConfig, GemmaForCausalLM, Gemma2Config,
                               Gemma2ForCausalLM, Gemma3TextConfig,
                               Gemma3ForCausalLM)
+    if arch == "gemma4":
+        from transformers import Gemma4TextConfig, Gemma4ForCausalLM
+        return Gemma4TextConfig, Gemma4ForCausalLM
     return {"gemma": (GemmaConfig, GemmaForCausalLM),
             "gemma2": (Gemma2Config, Gemma2ForCausalLM),
             "gemma3": (Gemma3TextConfig, Gemma3ForCausalLM)}[arch]
@@ -43,7 +49,7 @@ def hf_classes(arch: str):
 def arch_of_config(config) -> str:
     """GGUF architecture name of an HF Gemma (text) config."""
     return {"gemma": "gemma", "gemma2": "gemma2",
-            "gemma3_text": "gemma3"}[config.model_type]
+            "gemma3_text": "gemma3", "gemma4_text": "gemma4"}[config.model_type]
 
 
 # ---- tensor names ---------------------------------------------------------
@@ -321,6 +327,8 @@ def load_gguf_as_hf(path: str, dtype=torch.float32):
     from a GGUF: weights dequantized to f32, norm weights minus 1, lm_head
     tied to the embedding. Returns (model, reader)."""
     reader = GGUFReader(path)
+    if _meta(reader, "general.architecture") == "gemma4":
+        return _load_gemma4(reader, path, dtype), reader
     config = config_from_gguf(reader)
     config._attn_implementation = "eager"
     arch = arch_of_config(config)
@@ -352,3 +360,212 @@ def _rebuild_buffers(model) -> None:
     emb = inner.embed_tokens
     emb.embed_scale = torch.tensor(emb.scalar_embed_scale)
     inner.rotary_emb = type(inner.rotary_emb)(model.config)
+
+
+# ---- Gemma 4 (read only) -------------------------------------------------------
+#
+# GGUF files made by llama.cpp's convert_hf_to_gguf.py (Gemma4Model). What
+# the converter does, checked by make_tiny_gemma4.py on the tiny models:
+#   - every tensor keeps its values (norm weights too: Gemma4RMSNorm
+#     multiplies by w, so no +1), only renamed (table below); ggml's shapes
+#     are the HF shapes reversed, as for every GGUF;
+#   - layer_scalar [1] -> blk.N.layer_output_scale.weight;
+#     router.scale -> blk.N.ffn_gate_inp.scale; router.per_expert_scale ->
+#     blk.N.ffn_down_exps.scale; experts.gate_up_proj [E, 2*I, H] stays fused
+#     as blk.N.ffn_gate_up_exps.weight (gate rows first, then up);
+#   - KV-shared layers have no attn_k / attn_v / attn_k_norm (transformers
+#     does not create them); full layers of attention_k_eq_v models have no
+#     attn_v;
+#   - one extra tensor, rope_freqs.weight [global_head_dim / 2]: 1.0 for the
+#     rotated frequencies of the full layers' proportional RoPE, 1e30 for the
+#     rest (ggml divides the angle by it);
+#   - the lm_head is tied (no output.weight).
+
+_G4_GLOBAL_NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.embed_tokens_per_layer.weight": "per_layer_token_embd.weight",
+    "model.per_layer_model_projection.weight": "per_layer_model_proj.weight",
+    "model.per_layer_projection_norm.weight": "per_layer_proj_norm.weight",
+    "model.norm.weight": "output_norm.weight",
+}
+
+# Per-layer HF suffix (after "model.layers.N.") -> GGUF suffix (after "blk.N.").
+_G4_LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+    "per_layer_input_gate.weight": "inp_gate.weight",
+    "per_layer_projection.weight": "proj.weight",
+    "post_per_layer_input_norm.weight": "post_norm.weight",
+    "layer_scalar": "layer_output_scale.weight",
+    "router.proj.weight": "ffn_gate_inp.weight",
+    "router.scale": "ffn_gate_inp.scale",
+    "router.per_expert_scale": "ffn_down_exps.scale",
+    "experts.gate_up_proj": "ffn_gate_up_exps.weight",
+    "experts.down_proj": "ffn_down_exps.weight",
+    "pre_feedforward_layernorm_2.weight": "pre_ffw_norm_2.weight",
+    "post_feedforward_layernorm_1.weight": "post_ffw_norm_1.weight",
+    "post_feedforward_layernorm_2.weight": "post_ffw_norm_2.weight",
+}
+
+
+def gemma4_gguf_name(hf_name: str) -> str:
+    """GGUF name llama.cpp's converter gives an HF Gemma4ForCausalLM tensor.
+
+    Example: "model.layers.3.router.per_expert_scale" -> "blk.3.ffn_down_exps.scale"
+    """
+    if hf_name in _G4_GLOBAL_NAMES:
+        return _G4_GLOBAL_NAMES[hf_name]
+    parts = hf_name.split(".")
+    if parts[:2] != ["model", "layers"]:
+        raise KeyError(f"unexpected HF tensor {hf_name!r}")
+    return f"blk.{parts[2]}.{_G4_LAYER_NAMES['.'.join(parts[3:])]}"
+
+
+def gemma4_hf_name(gguf_name: str) -> str | None:
+    """Inverse of gemma4_gguf_name; None for rope_freqs.weight (not an HF
+    tensor: it encodes partial_rotary_factor)."""
+    if gguf_name == "rope_freqs.weight":
+        return None
+    inverse = {v: k for k, v in _G4_GLOBAL_NAMES.items()}
+    if gguf_name in inverse:
+        return inverse[gguf_name]
+    _, layer, rest = gguf_name.split(".", 2)
+    layer_inverse = {v: k for k, v in _G4_LAYER_NAMES.items()}
+    return f"model.layers.{layer}.{layer_inverse[rest]}"
+
+
+def _per_layer(value, n_layer: int) -> list:
+    return list(value) if isinstance(value, list) else [value] * n_layer
+
+
+def gemma4_config_from_gguf(reader: GGUFReader):
+    """The Gemma4TextConfig a gemma4 GGUF describes. Everything comes from
+    the file: the keys, the presence of attn_v / attn_k per layer and
+    rope_freqs (partial_rotary_factor of the full layers). Raises where the
+    file says something a Gemma4TextConfig cannot express."""
+    from transformers import Gemma4TextConfig
+    a = "gemma4."
+    n_layer = _meta(reader, a + "block_count")
+    names = {t.name for t in reader.tensors}
+    swa = _per_layer(_meta(reader, a + "attention.sliding_window_pattern"), n_layer)
+    layer_types = ["sliding_attention" if s else "full_attention" for s in swa]
+    n_shared = _meta(reader, a + "attention.shared_kv_layers", 0)
+    first_shared = n_layer - n_shared
+    head_kv = _per_layer(_meta(reader, a + "attention.head_count_kv"), n_layer)
+    kv_swa = {h for h, s in zip(head_kv, swa) if s}
+    kv_full = {h for h, s in zip(head_kv, swa) if not s}
+    if len(kv_swa) != 1 or len(kv_full) != 1:
+        raise ValueError(f"head_count_kv varies within a layer type: {head_kv}")
+    hd_full = _meta(reader, a + "attention.key_length")
+    hd_swa = _meta(reader, a + "attention.key_length_swa")
+    if (_meta(reader, a + "attention.value_length") != hd_full
+            or _meta(reader, a + "attention.value_length_swa") != hd_swa):
+        raise ValueError("value_length != key_length")
+    if (_meta(reader, a + "rope.dimension_count", hd_full) != hd_full
+            or _meta(reader, a + "rope.dimension_count_swa", hd_swa) != hd_swa):
+        raise ValueError("rope.dimension_count(_swa) must be the head size "
+                         "(partial rotation is in rope_freqs)")
+    # attention_k_eq_v: full layers that compute K/V have no attn_v.
+    full_kv = [i for i in range(first_shared) if not swa[i]]
+    no_v = {f"blk.{i}.attn_v.weight" not in names for i in full_kv}
+    if len(no_v) != 1 or any(f"blk.{i}.attn_v.weight" not in names
+                             for i in range(first_shared) if swa[i]):
+        raise ValueError("attn_v missing on some layers only")
+    k_eq_v = no_v.pop()
+    if kv_full != kv_swa and not k_eq_v:
+        raise ValueError("different KV heads on full layers need attention_k_eq_v")
+    # Proportional RoPE of the full layers from rope_freqs.
+    freqs = dequantized_tensor(reader.tensors[_tensor_index(reader, "rope_freqs.weight")])
+    n_rot = int((freqs == 1.0).sum())
+    if (freqs.shape != (hd_full // 2,) or not (freqs[:n_rot] == 1.0).all()
+            or not (freqs[n_rot:] >= 1e29).all()):
+        raise ValueError(f"rope_freqs is not 1.0 x n then 1e30: {freqs}")
+    n_ff = _per_layer(_meta(reader, a + "feed_forward_length"), n_layer)
+    base_ff = n_ff[0]
+    double = n_ff != [base_ff] * n_layer
+    if double and n_ff != [base_ff if i < first_shared else 2 * base_ff
+                           for i in range(n_layer)]:
+        raise ValueError(f"feed_forward_length {n_ff} is not use_double_wide_mlp's")
+    n_expert = _meta(reader, a + "expert_count", 0)
+    n_pl = _meta(reader, a + "embedding_length_per_layer_input", 0)
+    tok = reader.tensors[_tensor_index(reader, "token_embd.weight")]
+    kw = dict(
+        vocab_size=int(tok.shape[-1]),
+        hidden_size=_meta(reader, a + "embedding_length"),
+        num_hidden_layers=n_layer,
+        intermediate_size=base_ff,
+        num_attention_heads=_meta(reader, a + "attention.head_count"),
+        num_key_value_heads=kv_swa.pop(),
+        num_global_key_value_heads=kv_full.pop() if k_eq_v else None,
+        head_dim=hd_swa, global_head_dim=hd_full,
+        attention_k_eq_v=k_eq_v,
+        hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=_meta(reader, a + "context_length"),
+        rms_norm_eps=float(np.float32(_meta(reader, a + "attention.layer_norm_rms_epsilon"))),
+        sliding_window=_meta(reader, a + "attention.sliding_window"),
+        layer_types=layer_types,
+        final_logit_softcapping=_meta(reader, a + "final_logit_softcapping"),
+        num_kv_shared_layers=n_shared,
+        use_double_wide_mlp=double,
+        hidden_size_per_layer_input=n_pl,
+        vocab_size_per_layer_input=(int(reader.tensors[_tensor_index(
+            reader, "per_layer_token_embd.weight")].shape[-1]) if n_pl else int(tok.shape[-1])),
+        enable_moe_block=n_expert > 0,
+        num_experts=n_expert or None,
+        top_k_experts=_meta(reader, a + "expert_used_count") if n_expert else None,
+        moe_intermediate_size=_meta(reader, a + "expert_feed_forward_length") if n_expert else None,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": float(
+                np.float32(_meta(reader, a + "rope.freq_base_swa", 10000.0)))},
+            "full_attention": {"rope_type": "proportional",
+                               "partial_rotary_factor": 2 * n_rot / hd_full,
+                               "rope_theta": float(np.float32(
+                                   _meta(reader, a + "rope.freq_base", 1e6)))}},
+        bos_token_id=_meta(reader, "tokenizer.ggml.bos_token_id", 2),
+        eos_token_id=_meta(reader, "tokenizer.ggml.eos_token_id", 1),
+        pad_token_id=_meta(reader, "tokenizer.ggml.padding_token_id", 0),
+        tie_word_embeddings=True,
+    )
+    return Gemma4TextConfig(**kw)
+
+
+def _load_gemma4(reader: GGUFReader, path: str, dtype):
+    """load_gguf_as_hf for architecture gemma4 (see the notes above)."""
+    config = gemma4_config_from_gguf(reader)
+    config._attn_implementation = "eager"
+    config._experts_implementation = "eager"
+    _, model_cls = hf_classes("gemma4")
+    state = {}
+    for t in reader.tensors:
+        hf_name = gemma4_hf_name(t.name)
+        if hf_name is not None:
+            state[hf_name] = torch.from_numpy(np.array(dequantized_tensor(t), dtype=np.float32))
+    with torch.device("meta"):
+        model = model_cls(config)
+    expected = {n for n in model.state_dict() if n != "lm_head.weight"}
+    if set(state) != expected:
+        raise ValueError(f"{path}: tensors differ from the config's: missing "
+                         f"{sorted(expected - set(state))}, extra {sorted(set(state) - expected)}")
+    model.load_state_dict(state, strict=False, assign=True)
+    model.lm_head.weight = model.model.embed_tokens.weight      # tied
+    inner = model.model
+    for emb in (inner.embed_tokens, getattr(inner, "embed_tokens_per_layer", None)):
+        if emb is not None:
+            emb.embed_scale = torch.tensor(emb.scalar_embed_scale)
+    inner.rotary_emb = type(inner.rotary_emb)(model.config)
+    missing = [n for n, p in model.named_parameters() if p.is_meta]
+    missing += [n for n, b in model.named_buffers() if b.is_meta]
+    if missing:
+        raise ValueError(f"{path}: left on meta: {missing}")
+    return model.to(dtype).eval()

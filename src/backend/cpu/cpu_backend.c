@@ -39,6 +39,7 @@ typedef struct cpu_backend {
     float *attn_scratch;   /* (n_threads, max_attn_keys) */
     uint64_t scratch_floats;
     cpu_mm_scratch *mm_ws; /* matmul tiles, rows up to max_row_elems */
+    const float *last_mm_x; /* x of the previous op if it was a matmul, else NULL */
     cpu_buf host;          /* all host memory */
     pthread_mutex_t mu;    /* guards the counters below */
     uint64_t in_use_bytes, peak_bytes, n_allocs, bytes_to_device;
@@ -275,6 +276,18 @@ static sw_status run_kv_append(const bop_kv_append *a) {
     return SW_OK;
 }
 
+/* The caller's x_again is taken only when this backend also saw the
+ * previous op be a matmul over the same x. */
+static sw_status run_matmul(cpu_backend *c, const bop_matmul *m) {
+    const tensor_view w = view_of(&m->w);
+    const float *x = cpu_ptr(m->x);
+    const unsigned flags = (m->fine ? CPU_MM_FINE : 0) |
+                           (m->x_again && x == c->last_mm_x ? CPU_MM_X_AGAIN : 0);
+    sw_status st = cpu_matmul_as(c->pool, c->mm_ws, &w, x, cpu_ptr(m->y), m->n_tokens, flags);
+    c->last_mm_x = st == SW_OK ? x : NULL;
+    return st;
+}
+
 static sw_status run_op(cpu_backend *c, const bop *op) {
     const bop_rmsnorm *n = &op->u.rmsnorm;
     const bop_rope *r = &op->u.rope;
@@ -285,10 +298,7 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
         return cpu_get_rows(&w, cpu_ptr(op->u.get_rows.ids), op->u.get_rows.n,
                             cpu_ptr(op->u.get_rows.out));
     case BOP_MATMUL:
-        w = view_of(&op->u.matmul.w);
-        return (op->u.matmul.fine ? cpu_matmul_fine : cpu_matmul)(
-            c->pool, c->mm_ws, &w, cpu_ptr(op->u.matmul.x), cpu_ptr(op->u.matmul.y),
-            op->u.matmul.n_tokens);
+        return run_matmul(c, &op->u.matmul);
     case BOP_RMSNORM:
         cpu_rmsnorm_mt(c->pool, cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n,
                        n->n_rows, n->eps);
@@ -333,7 +343,10 @@ static sw_status cpu_be_submit(backend *b, const bop *op) {
         return sw_errorf(SW_ERR_ARG, "cpu backend: norm '%s' is not f32",
                          op->u.rmsnorm.w.name ? op->u.rmsnorm.w.name : "?");
     sw_status st = bop_for_each_mem(&checked, check_operand, &kind);
-    return st != SW_OK ? st : run_op(cpu_of(b), op);
+    cpu_backend *c = cpu_of(b);
+    if (op->kind != BOP_MATMUL || st != SW_OK)
+        c->last_mm_x = NULL;
+    return st != SW_OK ? st : run_op(c, op);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */

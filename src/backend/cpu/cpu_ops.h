@@ -50,6 +50,11 @@ void cpu_mm_scratch_set_exact(cpu_mm_scratch *ws, bool exact);
  * exact wins over it. Off by default. */
 void cpu_mm_scratch_set_bf16(cpu_mm_scratch *ws, bool bf16);
 
+/* Activation rows the matmuls with this workspace have quantized (or
+ * rounded to bf16) so far: what CPU_MM_X_AGAIN saves shows here. 0 for
+ * NULL. */
+uint64_t cpu_mm_scratch_rows_prepared(const cpu_mm_scratch *ws);
+
 /* Frees the workspace. Accepts NULL. */
 void cpu_mm_scratch_destroy(cpu_mm_scratch *ws);
 
@@ -79,6 +84,22 @@ sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, c
  * and the exact workspace compute as cpu_matmul does. */
 sw_status cpu_matmul_fine(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                           const float *x, float *y, uint32_t n_tokens);
+
+/* cpu_matmul_as's flags. */
+enum {
+    CPU_MM_FINE = 1,    /* as cpu_matmul_fine */
+    /* x holds what it held in the previous call with this workspace (the
+     * same pointer and n_tokens, unchanged since): the shared input of Q,
+     * K and V, or of gate and up. Where the workspace still holds those
+     * tokens prepared in the form this weight's kernel takes (all of them
+     * fit one chunk: up to 64), they are not prepared again;
+     * the results are the same bits either way. */
+    CPU_MM_X_AGAIN = 2
+};
+
+/* cpu_matmul with flags (CPU_MM_*). */
+sw_status cpu_matmul_as(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                        const float *x, float *y, uint32_t n_tokens, unsigned flags);
 
 /* out[t][:] = row ids[t] of W (dequantized to f32), t < n. Row length ne0.
  * Errors: SW_ERR_ARG for an id >= ne1; SW_ERR_UNSUPPORTED. */

@@ -56,6 +56,20 @@ enum {
 
 /* ---- the workspace ---------------------------------------------------- */
 
+/* What the workspace's activation buffer holds: all n_tokens rows of x
+ * (ne0 elements each) prepared in form `form` (a cpu_qact_fmt, or
+ * MM_FORM_BF16), or nothing (x == NULL). Only a call whose tokens fit in
+ * one chunk leaves it set; every other call that writes the buffer clears
+ * it. */
+typedef struct mm_held {
+    const float *x;
+    uint64_t ne0;
+    uint32_t n_tokens;
+    int form;
+} mm_held;
+
+enum { MM_FORM_BF16 = -1 };
+
 struct cpu_mm_scratch {
     int n_threads;
     uint64_t max_ne0;
@@ -65,6 +79,8 @@ struct cpu_mm_scratch {
     uint64_t act_stride;
     bool exact;            /* f32 activations only */
     bool bf16;             /* bf16 weights take bf16 activations */
+    mm_held held;          /* what act holds, for CPU_MM_X_AGAIN */
+    uint64_t rows_prepared; /* activation rows quantized or rounded so far */
 };
 
 /* Bytes of one quantized activation row of up to max_ne0 elements, either
@@ -144,6 +160,10 @@ void cpu_mm_scratch_set_bf16(cpu_mm_scratch *ws, bool bf16) {
         ws->bf16 = bf16;
 }
 
+uint64_t cpu_mm_scratch_rows_prepared(const cpu_mm_scratch *ws) {
+    return ws != NULL ? ws->rows_prepared : 0;
+}
+
 void cpu_mm_scratch_destroy(cpu_mm_scratch *ws) {
     if (ws == NULL)
         return;
@@ -172,16 +192,33 @@ static void mm_share(uint64_t n, int ith, int nth, uint64_t *a, uint64_t *b) {
     *b = n * (uint64_t)(ith + 1) / (uint64_t)nth;
 }
 
+/* Whether ws's activation buffer already holds x's n_tokens rows in
+ * `form`; then a CPU_MM_X_AGAIN call skips preparing them. */
+static bool mm_holds(const cpu_mm_scratch *ws, const float *x, uint64_t ne0, uint32_t n_tokens,
+                     int form) {
+    return ws != NULL && ws->held.x == x && ws->held.ne0 == ne0 &&
+           ws->held.n_tokens == n_tokens && ws->held.form == form;
+}
+
+/* Records what the buffer holds after a call that prepared n_tokens rows
+ * of x in chunks of `chunk`: all of them when they fit one chunk, else
+ * only the last chunk's (recorded as nothing). */
+static void mm_hold(cpu_mm_scratch *ws, const float *x, uint64_t ne0, uint32_t n_tokens,
+                    int form, uint32_t chunk) {
+    if (ws != NULL)
+        ws->held = n_tokens <= chunk ? (mm_held){x, ne0, n_tokens, form} : (mm_held){0};
+}
+
 /* One chunk of tokens of an activation path: `prep` (quantize or round
- * the activations, a share of the tokens per thread) on all threads once
- * there are prep_elems >= MM_QPAR_QUANT_ELEMS, then `dots` (a share of the
- * rows per thread) on all threads unless the job is smaller than
- * MM_MIN_PARALLEL_MACS. */
+ * the activations, a share of the tokens per thread; NULL when the buffer
+ * already holds them) on all threads once there are prep_elems >=
+ * MM_QPAR_QUANT_ELEMS, then `dots` (a share of the rows per thread) on
+ * all threads unless the job is smaller than MM_MIN_PARALLEL_MACS. */
 static void mm_run_chunk(cpu_pool *pool, cpu_task_fn prep, cpu_task_fn dots, void *job,
                          uint64_t prep_elems, double macs) {
-    if (prep_elems >= MM_QPAR_QUANT_ELEMS)
+    if (prep != NULL && prep_elems >= MM_QPAR_QUANT_ELEMS)
         cpu_pool_run(pool, prep, job);
-    else
+    else if (prep != NULL)
         prep(job, 0, 1);
     if (macs < MM_MIN_PARALLEL_MACS)
         dots(job, 0, 1);
@@ -331,10 +368,12 @@ static void mm_qquant_task(void *arg, int ith, int nth) {
 
 /* The integer path: tokens a chunk at a time, each chunk quantized into
  * the workspace (or, for one token without one, onto the stack), then
- * dotted with the rows split over the threads. */
+ * dotted with the rows split over the threads. With `again`, tokens the
+ * workspace already holds quantized in this kernel's form (the previous
+ * matmul's same input: Q, K and V; gate and up) are not quantized again. */
 static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                             const cpu_idot *k, uint64_t row_bytes, const float *x, float *y,
-                            uint32_t n_tokens) {
+                            uint32_t n_tokens, bool again) {
     _Alignas(64) uint8_t stack_row[MM_STACK_QROW_BYTES];
     const uint64_t ne0 = w->ne[0], stride = cpu_qact_stride(k->fmt, ne0);
     uint8_t *buf = stack_row;
@@ -347,15 +386,19 @@ static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_vie
                          "no workspace; make one with cpu_mm_scratch_create",
                          w->name ? w->name : "?", n_tokens, (unsigned long long)ne0);
     }
+    const bool held = again && mm_holds(ws, x, ne0, n_tokens, (int)k->fmt);
     for (uint32_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const uint32_t nt = n_tokens - t0 < chunk ? n_tokens - t0 : chunk;
         mm_qjob job = {.k = k, .w = w->data, .row_bytes = row_bytes, .ne0 = ne0,
                        .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0, .xq = buf,
                        .xq_stride = stride,
                        .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt, .ws = ws};
-        mm_run_chunk(pool, mm_qquant_task, mm_qtask, &job, (uint64_t)nt * ne0,
+        mm_run_chunk(pool, held ? NULL : mm_qquant_task, mm_qtask, &job, (uint64_t)nt * ne0,
                      (double)ne0 * (double)job.n_rows * nt);
+        if (ws != NULL && !held)
+            ws->rows_prepared += nt;
     }
+    mm_hold(ws, x, ne0, n_tokens, (int)k->fmt, chunk);
     return SW_OK;
 }
 
@@ -407,19 +450,24 @@ static void mm_btask(void *arg, int ith, int nth) {
  * workspace bytes are the same in every mode), then dotted with the rows
  * split over the threads. */
 static void mm_bmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
-                       uint64_t row_bytes, const float *x, float *y, uint32_t n_tokens) {
+                       uint64_t row_bytes, const float *x, float *y, uint32_t n_tokens,
+                       bool again) {
     const uint64_t ne0 = w->ne[0], stride = (2 * ne0 + 63) / 64 * 64; /* bytes */
     uint64_t chunk = MM_QCHUNK_TOKENS * ws->act_stride / stride;
     chunk = chunk > MM_QCHUNK_TOKENS ? MM_QCHUNK_TOKENS : chunk;
+    const bool held = again && mm_holds(ws, x, ne0, n_tokens, MM_FORM_BF16);
     for (uint32_t t0 = 0; t0 < n_tokens; t0 += (uint32_t)chunk) {
         const uint32_t nt = n_tokens - t0 < chunk ? n_tokens - t0 : (uint32_t)chunk;
         mm_bjob job = {.k = cpu_bdot_get(cpu_isa_best()), .w = w->data, .row_bytes = row_bytes,
                        .ne0 = ne0, .n_rows = w->ne[1], .x = x + (uint64_t)t0 * ne0,
                        .xb = (uint16_t *)(void *)ws->act, .xb_stride = stride / 2,
                        .y = y + (uint64_t)t0 * w->ne[1], .n_tokens = nt};
-        mm_run_chunk(pool, mm_bround_task, mm_btask, &job, (uint64_t)nt * ne0,
+        mm_run_chunk(pool, held ? NULL : mm_bround_task, mm_btask, &job, (uint64_t)nt * ne0,
                      (double)ne0 * (double)job.n_rows * nt);
+        if (!held)
+            ws->rows_prepared += nt;
     }
+    mm_hold(ws, x, ne0, n_tokens, MM_FORM_BF16, (uint32_t)chunk);
 }
 
 static void mm_task(void *arg, int ith, int nth) {
@@ -478,8 +526,9 @@ static sw_status mm_check_scratch(const cpu_mm_scratch *ws, const cpu_pool *pool
     return SW_OK;
 }
 
-static sw_status mm_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
-                           const float *x, float *y, uint32_t n_tokens, bool fine) {
+sw_status cpu_matmul_as(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                        const float *x, float *y, uint32_t n_tokens, unsigned flags) {
+    const bool fine = (flags & CPU_MM_FINE) != 0, again = (flags & CPU_MM_X_AGAIN) != 0;
     const cpu_qkernel *k = NULL;
     uint64_t row_bytes = 0;
     sw_status st = mm_check_weight(w, "cpu_matmul", &k, &row_bytes);
@@ -495,13 +544,13 @@ static sw_status mm_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view
     if (ik != NULL) {
         if (ws != NULL && (st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
             return st;
-        return mm_qmatmul(pool, ws, w, ik, row_bytes, x, y, n_tokens);
+        return mm_qmatmul(pool, ws, w, ik, row_bytes, x, y, n_tokens, again);
     }
     if (ws != NULL && ws->bf16 && !ws->exact && w->type == SW_TYPE_BF16 &&
         w->ne[0] % CPU_BDOT_BLOCK == 0) {
         if ((st = mm_check_scratch(ws, pool, w, n_tokens)) != SW_OK)
             return st;
-        mm_bmatmul(pool, ws, w, row_bytes, x, y, n_tokens);
+        mm_bmatmul(pool, ws, w, row_bytes, x, y, n_tokens, again);
         return SW_OK;
     }
     const bool tiled = n_tokens >= MM_TILED_MIN_TOKENS && w->ne[0] % CPU_DOT_LANES == 0;
@@ -521,12 +570,12 @@ static sw_status mm_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view
 
 sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
                      float *y, uint32_t n_tokens) {
-    return mm_matmul(pool, ws, w, x, y, n_tokens, false);
+    return cpu_matmul_as(pool, ws, w, x, y, n_tokens, 0);
 }
 
 sw_status cpu_matmul_fine(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                           const float *x, float *y, uint32_t n_tokens) {
-    return mm_matmul(pool, ws, w, x, y, n_tokens, true);
+    return cpu_matmul_as(pool, ws, w, x, y, n_tokens, CPU_MM_FINE);
 }
 
 sw_status cpu_get_rows(const tensor_view *w, const int32_t *ids, uint32_t n, float *out) {
