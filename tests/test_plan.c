@@ -207,7 +207,7 @@ static void test_file_matches_catalog(void) {
              (unsigned long long)from_cat.embd_bytes);
     for (uint32_t il = 0; il < c.n_layer && w.layers; il++) {
         layer_pack pk;
-        layer_pack_build(&c, &w.layers[il], &pk);
+        layer_pack_build(&c, il, &w.layers[il], &pk);
         SW_CHECK(from_file.layer_bytes[il] == from_cat.layer_bytes[il] &&
                  from_file.layer_bytes[il] == pk.total_bytes,
                  "layer %u: file %llu, catalog %llu, engine pack %llu", il,

@@ -94,7 +94,7 @@ static sw_status fill_pinned(sw_engine *e, uint32_t il, uint8_t *base, uint64_t 
     for (int i = 0; i < BW_COUNT; i++)
         if (is_matrix(i))
             converts(e, &src->t[i], &target.t[i].type, &target.t[i].n_bytes);
-    layer_pack_build(&e->config, &target, &pk);
+    layer_pack_build(&e->config, il, &target, &pk);
     if (pk.total_bytes != bytes)
         return sw_errorf(SW_ERR_ARG, "internal: the plan pins layer %u at %llu bytes, packing "
                          "needs %llu", il, (unsigned long long)bytes,
@@ -213,7 +213,7 @@ sw_status host_weights_load(sw_engine *e, sw_alloc_failure *failure) {
     if ((st = alloc_buffers(e, failure)) != SW_OK || (st = place_layers(e)) != SW_OK)
         return st;
     for (uint32_t il = 0; il < e->config.n_layer; il++)
-        layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
+        layer_pack_build(&e->config, il, &e->weights.layers[il], &e->packs[il]);
     return SW_OK;
 }
 
@@ -221,7 +221,7 @@ sw_status host_weights_stage(sw_engine *e, uint32_t il) {
     region staging = {e->hw.staging, e->hw.staging_bytes, 0, "conversion staging"};
     sw_status st = convert_layer(e, &e->weights.layers[il], &staging);
     if (st == SW_OK)
-        layer_pack_build(&e->config, &e->weights.layers[il], &e->packs[il]);
+        layer_pack_build(&e->config, il, &e->weights.layers[il], &e->packs[il]);
     return st;
 }
 

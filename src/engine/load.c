@@ -158,7 +158,7 @@ static sw_status load_host(sw_engine *e, sw_alloc_failure *f) {
     uint64_t kv_bytes = 0;
     for (uint32_t il = 0; il < c->n_layer; il++)
         if (e->plan->kv_tier[il] != TIER_DEVICE)
-            kv_bytes += kv_layer_bytes(c, (uint64_t)e->kv[il].rows * e->n_seq, e->kv_type);
+            kv_bytes += kv_layer_bytes(c, il, (uint64_t)e->kv[il].rows * e->n_seq, e->kv_type);
     h->host_base = aligned_alloc(64, e->act.bytes);
     if (h->host_base == NULL) {
         describe_failure(f, "host", "host activations", e->act.bytes, 0);
@@ -181,7 +181,7 @@ static sw_status load_host(sw_engine *e, sw_alloc_failure *f) {
                         (kv->type == SW_TYPE_F32 ? 4 : 2);
         kv->k = (bmem){hm, (uint64_t)(uintptr_t)p};
         kv->v = (bmem){hm, (uint64_t)(uintptr_t)(p + half)};
-        p += kv_layer_bytes(c, (uint64_t)kv->rows * e->n_seq, e->kv_type);
+        p += kv_layer_bytes(c, il, (uint64_t)kv->rows * e->n_seq, e->kv_type);
     }
     return SW_OK;
 }

@@ -7,14 +7,15 @@
 #include "engine/pack.h"
 #include "plan/plan.h"
 
-void layer_pack_build(const model_config *c, const layer_weights *w, layer_pack *p) {
+void layer_pack_build(const model_config *c, uint32_t il, const layer_weights *w,
+                      layer_pack *p) {
     size_t n = 0;
     const layer_tensor *table = model_layer_tensors(&n);
     uint64_t off = 0;
     memset(p, 0, sizeof *p);
     for (size_t i = 0; i < n; i++) {
         const tensor_view *v = &w->t[table[i].role];
-        if (!model_has_tensor(c, &table[i]) || v->data == NULL)
+        if (!model_has_tensor(c, il, &table[i]) || v->data == NULL)
             continue;
         p->items[p->n_items++] = (pack_item){table[i].role, v->data, off, v->n_bytes};
         off += plan_padded(v->n_bytes);

@@ -28,7 +28,8 @@ typedef struct layer_pack {
 } layer_pack;
 
 /* Lays out the host layer `w` (its present tensors, in table order). */
-void layer_pack_build(const model_config *c, const layer_weights *w, layer_pack *out);
+void layer_pack_build(const model_config *c, uint32_t il, const layer_weights *w,
+                      layer_pack *out);
 
 /* The backend views of a copy of the pack at `base` (a device buffer of
  * total_bytes): each role of w placed at its item's offset. Absent roles

@@ -214,5 +214,65 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
 }
 
 bool model_layer_is_local(const model_config *c, uint32_t il) {
+    if (il < MODEL_MAX_LAYERS && c->layer[il].local)
+        return true;
     return c->swa_pattern != 0 && il % c->swa_pattern < c->swa_pattern - 1;
+}
+
+/* Layer il's shape, or an all-zero one (model-wide values) past the end. */
+static model_layer_shape layer_of(const model_config *c, uint32_t il) {
+    return il < MODEL_MAX_LAYERS ? c->layer[il] : (model_layer_shape){0};
+}
+
+uint32_t model_layer_n_head_kv(const model_config *c, uint32_t il) {
+    const uint32_t v = layer_of(c, il).n_head_kv;
+    return v ? v : c->n_head_kv;
+}
+
+uint32_t model_layer_head_dim(const model_config *c, uint32_t il) {
+    const uint32_t v = layer_of(c, il).head_dim;
+    return v ? v : c->n_embd_head;
+}
+
+uint32_t model_layer_n_ff(const model_config *c, uint32_t il) {
+    const uint32_t v = layer_of(c, il).n_ff;
+    return v ? v : c->n_ff;
+}
+
+bool model_layer_owns_kv(const model_config *c, uint32_t il) { return !layer_of(c, il).kv_shared; }
+
+uint32_t model_layer_kv_owner(const model_config *c, uint32_t il) {
+    const model_layer_shape s = layer_of(c, il);
+    return s.kv_shared ? s.kv_source : il;
+}
+
+sw_status model_config_check_layers(const model_config *c) {
+    if (c->n_layer > MODEL_MAX_LAYERS)
+        return sw_errorf(SW_ERR_FORMAT, "%u layers is more than the %u supported", c->n_layer,
+                         MODEL_MAX_LAYERS);
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        const model_layer_shape *s = &c->layer[il];
+        const uint32_t kv = model_layer_n_head_kv(c, il), hd = model_layer_head_dim(c, il);
+        if (kv == 0 || kv > c->n_head_kv || c->n_head % kv != 0)
+            return sw_errorf(SW_ERR_FORMAT, "layer %u: %u KV heads does not divide its %u "
+                             "query heads (or exceeds the model's %u)", il, kv, c->n_head,
+                             c->n_head_kv);
+        if (hd == 0 || hd % 2 != 0 || hd > c->n_embd_head)
+            return sw_errorf(SW_ERR_FORMAT, "layer %u: head size %u is zero, odd or above the "
+                             "model's %u", il, hd, c->n_embd_head);
+        if (model_layer_n_ff(c, il) == 0 || model_layer_n_ff(c, il) > c->n_ff)
+            return sw_errorf(SW_ERR_FORMAT, "layer %u: feed-forward width %u is zero or above "
+                             "the model's %u", il, model_layer_n_ff(c, il), c->n_ff);
+        if (!s->kv_shared)
+            continue;
+        const uint32_t src = s->kv_source;
+        if (src >= il || !model_layer_owns_kv(c, src))
+            return sw_errorf(SW_ERR_FORMAT, "layer %u shares the KV cache of layer %u, which is "
+                             "not an earlier layer with a cache of its own", il, src);
+        if (model_layer_is_local(c, src) != model_layer_is_local(c, il) ||
+            model_layer_head_dim(c, src) != hd || model_layer_n_head_kv(c, src) != kv)
+            return sw_errorf(SW_ERR_FORMAT, "layer %u shares the KV cache of layer %u, whose "
+                             "attention type or head shape differs", il, src);
+    }
+    return SW_OK;
 }

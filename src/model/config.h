@@ -3,7 +3,8 @@
  *
  * Filled from the model file's metadata (no hard-coded sizes); the forward
  * pass reads only these fields and never branches on the architecture name.
- * Gemma 1, 2 and 3 differ only in the values below.
+ * Gemma 1, 2 and 3 differ only in the values below; Gemma 4 adds fields
+ * (zero before it) and layers that differ from one another (layer[]).
  */
 #ifndef SW_MODEL_CONFIG_H
 #define SW_MODEL_CONFIG_H
@@ -15,14 +16,29 @@
 
 #define MODEL_MAX_LAYERS 512
 
+/* What one layer has of its own where a model's layers differ (Gemma 4:
+ * head size and KV heads by attention type, a double-wide MLP in the
+ * KV-shared layers, KV sharing, keys as values). A zero field means the
+ * model-wide value; Gemma 1-3 leave every field zero. */
+typedef struct model_layer_shape {
+    uint32_t n_head_kv;       /* 0: model_config.n_head_kv */
+    uint32_t head_dim;        /* 0: model_config.n_embd_head */
+    uint32_t n_ff;            /* 0: model_config.n_ff */
+    uint32_t kv_source;       /* with kv_shared: the earlier layer whose cache it reads */
+    bool kv_shared;           /* computes no K/V; attends over kv_source's cache */
+    bool local;               /* sliding window (as well as swa_pattern's layers) */
+    bool k_eq_v;              /* values are the keys' projection: no attn_v */
+} model_layer_shape;
+
 typedef struct model_config {
-    char arch[16];            /* "gemma", "gemma2", "gemma3" — messages only */
+    char arch[16];            /* "gemma", "gemma2", "gemma3", "gemma4" — messages only */
     uint32_t n_layer;
     uint32_t n_embd;          /* residual width H */
-    uint32_t n_ff;            /* width of each of gate/up */
+    uint32_t n_ff;            /* width of each of gate/up (the widest layer's) */
     uint32_t n_head;
-    uint32_t n_head_kv;
-    uint32_t n_embd_head;     /* head_dim; n_head * n_embd_head may differ from H */
+    uint32_t n_head_kv;       /* the most any layer has */
+    uint32_t n_embd_head;     /* head_dim (the widest layer's); n_head * n_embd_head may
+                               * differ from H */
     uint32_t n_vocab;         /* rows of the token embedding */
     uint32_t n_ctx_train;
     float norm_eps;
@@ -38,7 +54,26 @@ typedef struct model_config {
     float rope_scale_local;
     bool qk_norm;             /* RMSNorm q and k per head before RoPE */
     bool post_norms;          /* RMSNorm after attention and after the FFN */
+    /* Gemma 4 (all zero before it) */
+    bool v_norm;              /* RMSNorm (no weight) on v per head */
+    bool layer_scale;         /* each layer's output times its stored scalar */
+    uint32_t n_embd_per_layer; /* per-layer embedding (PLE) width; 0: none */
+    uint32_t n_expert;        /* experts per layer beside the dense MLP; 0: none */
+    uint32_t n_expert_used;   /* routed to per token */
+    uint32_t n_ff_exp;        /* an expert's gate/up width */
+    model_layer_shape layer[MODEL_MAX_LAYERS];
 } model_config;
+
+/* Layer il's own values (model_layer_shape's zero fields resolved). */
+uint32_t model_layer_n_head_kv(const model_config *c, uint32_t il);
+uint32_t model_layer_head_dim(const model_config *c, uint32_t il);
+uint32_t model_layer_n_ff(const model_config *c, uint32_t il);
+
+/* Whether layer il keeps a KV cache of its own (not a KV-shared layer). */
+bool model_layer_owns_kv(const model_config *c, uint32_t il);
+
+/* The layer whose cache layer il reads: il itself, or its kv_source. */
+uint32_t model_layer_kv_owner(const model_config *c, uint32_t il);
 
 /* Reads the config from GGUF metadata and the token embedding's shape.
  * Errors: SW_ERR_UNSUPPORTED (architecture not gemma/gemma2/gemma3),
@@ -47,5 +82,11 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *out);
 
 /* Whether layer il uses the sliding window (local attention). */
 bool model_layer_is_local(const model_config *c, uint32_t il);
+
+/* Checks the per-layer shapes: head counts dividing n_head, even head
+ * sizes, KV sources earlier, owning a cache and of the same attention
+ * type. Errors:
+ * SW_ERR_FORMAT naming the layer. */
+sw_status model_config_check_layers(const model_config *c);
 
 #endif

@@ -25,9 +25,10 @@ uint32_t kv_layer_rows(const model_config *c, uint32_t il, uint32_t n_ctx, uint3
 /* Bytes of one element of a cache of `type` (4 for F32, 2 for F16/BF16). */
 uint32_t kv_elem_bytes(uint32_t type);
 
-/* Bytes of one layer's keys plus values with `rows` rows of `type`,
- * rounded up to the device allocator's 256-byte blocks. Callers pass rows
- * x sequences. */
-uint64_t kv_layer_bytes(const model_config *c, uint64_t rows, uint32_t type);
+/* Bytes of layer il's keys plus values with `rows` rows of `type`,
+ * rounded up to the device allocator's 256-byte blocks; 0 for a layer
+ * that reads another's cache (model_layer_owns_kv). Callers pass rows x
+ * sequences. */
+uint64_t kv_layer_bytes(const model_config *c, uint32_t il, uint64_t rows, uint32_t type);
 
 #endif

@@ -21,27 +21,43 @@
 #include "format/gguf.h"
 #include "model/config.h"
 
-/* A dimension of the table in config terms. */
-typedef enum model_dim { DIM_EMBD, DIM_FF, DIM_Q, DIM_KV, DIM_HEAD } model_dim;
+/* A dimension of the table in config terms (a layer's own where layers
+ * differ). */
+typedef enum model_dim {
+    DIM_ONE, DIM_EMBD, DIM_FF, DIM_Q, DIM_KV, DIM_HEAD,
+    DIM_PLE,        /* n_embd_per_layer */
+    DIM_EXPERTS,    /* n_expert */
+    DIM_FF_EXP,     /* n_ff_exp */
+    DIM_FF_EXP2     /* 2 * n_ff_exp: an expert's gate and up rows */
+} model_dim;
 
-/* When a config has a tensor. */
-typedef enum model_need { NEED_ALWAYS, NEED_QK_NORM, NEED_POST_NORMS } model_need;
+/* When a layer has a tensor. */
+typedef enum model_need {
+    NEED_ALWAYS, NEED_QK_NORM, NEED_POST_NORMS,
+    NEED_K,          /* the layer computes its keys (owns a cache) */
+    NEED_V,          /* ... and values of their own (not keys as values) */
+    NEED_LAYER_SCALE, NEED_PLE, NEED_EXPERTS
+} model_need;
 
 /* One tensor of a layer: its role, its GGUF name and its shape. */
 typedef struct layer_tensor {
     block_weight role;
-    const char *suffix;      /* "attn_q" in "blk.N.attn_q.weight" */
-    bool is_norm;            /* an f32 vector of ne0 elements */
-    model_dim ne0, ne1;      /* row length, rows (ne1 unused for norms) */
+    const char *suffix;      /* "attn_q.weight" in "blk.N.attn_q.weight" */
+    bool is_norm;            /* a small f32 vector of ne0 elements (norms, scales) */
+    model_dim ne0, ne1, ne2; /* row length, rows, matrices (unused for vectors) */
     model_need need;
 } layer_tensor;
 
 /* The layer table, in role order (which is the packing order). */
 const layer_tensor *model_layer_tensors(size_t *n);
 
-/* Whether a layer of config c has tensor t, and a dimension's value. */
-bool model_has_tensor(const model_config *c, const layer_tensor *t);
-uint64_t model_dim_value(const model_config *c, model_dim d);
+/* Whether layer il of config c has tensor t, and a dimension's value
+ * there. */
+bool model_has_tensor(const model_config *c, uint32_t il, const layer_tensor *t);
+uint64_t model_dim_value(const model_config *c, uint32_t il, model_dim d);
+
+/* Elements of tensor t in layer il (ne0 * ne1 * ne2; ne0 for vectors). */
+uint64_t model_tensor_elems(const model_config *c, uint32_t il, const layer_tensor *t);
 
 /* The longest matrix row (elements) of any weight: what kernel scratch is
  * sized for. */

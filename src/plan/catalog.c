@@ -176,15 +176,15 @@ static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const layer_tensor *t = &table[i];
-        if (!model_has_tensor(c, t))
+        if (!model_has_tensor(c, il, t))
             continue;
-        uint64_t ne0 = model_dim_value(c, t->ne0);
+        uint64_t ne0 = model_dim_value(c, il, t->ne0);
         if (t->is_norm) {
             total += plan_padded(ne0 * 4);
             continue;
         }
         uint32_t mt = matrix_type(type, t->role, il, c->n_layer, ne0);
-        uint64_t b = plan_padded(matrix_bytes(mt, ne0, model_dim_value(c, t->ne1)));
+        uint64_t b = plan_padded(matrix_bytes(mt, ne0, model_tensor_elems(c, il, t) / ne0));
         total += b;
         if (type_decode_index(mt) >= 0)
             by_type[type_decode_index(mt)] += b;

@@ -143,7 +143,7 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     uint32_t kv_type = plan_kv_tensor_type(w->kv_type);
     for (uint32_t il = 0; il < c->n_layer; il++) {
         x->kv_rows[il] = kv_layer_rows(c, il, w->n_ctx, w->n_batch);
-        x->kv_bytes[il] = kv_layer_bytes(c, (uint64_t)x->kv_rows[il] * w->n_seq, kv_type);
+        x->kv_bytes[il] = kv_layer_bytes(c, il, (uint64_t)x->kv_rows[il] * w->n_seq, kv_type);
     }
     /* Device allocators hand out aligned blocks (the sim pool: 256 bytes),
      * so every device buffer is counted padded to PLAN_TENSOR_ALIGN. */

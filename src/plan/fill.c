@@ -60,7 +60,7 @@ static void device_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
     for (uint32_t k = 0; k < p->ring_slots; k++)
         add_buf(p, TIER_DEVICE, BUF_RING_SLOT, (int32_t)k, c->slot_bytes, "ring slot %u", k);
     for (uint32_t il = 0; il < x->n_layer; il++)
-        if (c->place[il] != PLACE_HOST)
+        if (c->place[il] != PLACE_HOST && x->kv_bytes[il] != 0) /* 0: a KV-shared layer */
             add_buf(p, TIER_DEVICE, BUF_KV, (int32_t)il, x->kv_bytes[il], "kv layer %u", il);
 }
 
@@ -73,7 +73,7 @@ static void host_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
     add_buf(p, TIER_HOST, BUF_ACTIVATIONS, -1, x->host_act_bytes, "host activations");
     add_buf(p, TIER_HOST, BUF_SCRATCH, -1, x->host_scratch_bytes, "host kernel scratch");
     for (uint32_t il = 0; il < x->n_layer; il++)
-        if (c->place[il] == PLACE_HOST)
+        if (c->place[il] == PLACE_HOST && x->kv_bytes[il] != 0)
             add_buf(p, TIER_HOST, BUF_KV, (int32_t)il, x->kv_bytes[il], "kv layer %u", il);
     if (c->conv_bytes)
         add_buf(p, TIER_HOST, BUF_CONVERTED, -1, c->conv_bytes, "converted weights (%s)",

@@ -46,16 +46,16 @@ static uint64_t matrix_bytes(const tensor_view *v, uint32_t convert, plan_model 
 }
 
 /* One layer as packed (engine/pack.c), from the layer table. */
-static uint64_t layer_bytes(const model_config *c, const layer_weights *w, uint32_t convert,
-                            plan_model *m, uint64_t *conv, uint64_t *by_type) {
+static uint64_t layer_bytes(const model_config *c, uint32_t il, const layer_weights *w,
+                            uint32_t convert, plan_model *m, uint64_t *conv, uint64_t *by_type) {
     size_t n = 0;
     const layer_tensor *table = model_layer_tensors(&n);
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!model_has_tensor(c, &table[i]))
+        if (!model_has_tensor(c, il, &table[i]))
             continue;
         if (table[i].is_norm)
-            total += plan_padded(model_dim_value(c, table[i].ne0) * sizeof(float));
+            total += plan_padded(model_dim_value(c, il, table[i].ne0) * sizeof(float));
         else
             total += matrix_bytes(&w->t[table[i].role], convert, m, conv, by_type);
     }
@@ -66,7 +66,7 @@ static void describe(const model_config *c, const struct model_weights *w, uint3
                      plan_model *out) {
     uint64_t embd_types[SW_DOCTOR_DECODE_TYPES] = {0};
     for (uint32_t il = 0; il < c->n_layer; il++)
-        out->layer_bytes[il] = layer_bytes(c, &w->layers[il], convert, out,
+        out->layer_bytes[il] = layer_bytes(c, il, &w->layers[il], convert, out,
                                            &out->layer_conv_bytes[il],
                                            out->layer_type_bytes[il]);
     out->embd_bytes = matrix_bytes(&w->tok_embd, convert, out, &out->embd_conv_bytes,
