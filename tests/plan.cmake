@@ -21,3 +21,12 @@ set_tests_properties(plan_golden_model PROPERTIES TIMEOUT 120 LABELS "model" SKI
 add_test(NAME plan_cli_exit_codes
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/plan_cli_test.sh $<TARGET_FILE:spillway_cli>)
 set_tests_properties(plan_cli_exit_codes PROPERTIES TIMEOUT 120)
+# Gemma 4's per-layer shapes, KV sharing, per-layer embeddings and experts
+# in the config and the planner (catalog models: no file).
+add_executable(test_plan_gemma4 ${CMAKE_CURRENT_SOURCE_DIR}/test_plan_gemma4.c
+               ${CMAKE_CURRENT_SOURCE_DIR}/check.c)
+target_include_directories(test_plan_gemma4 PRIVATE ${CMAKE_SOURCE_DIR}/src
+                           ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_plan_gemma4 PRIVATE spillway)
+add_test(NAME test_plan_gemma4 COMMAND test_plan_gemma4)
+set_tests_properties(test_plan_gemma4 PROPERTIES TIMEOUT 60)

@@ -246,6 +246,27 @@ uint32_t model_layer_kv_owner(const model_config *c, uint32_t il) {
     return s.kv_shared ? s.kv_source : il;
 }
 
+sw_status model_config_share_kv(model_config *c, uint32_t n_shared) {
+    if (n_shared == 0)
+        return SW_OK;
+    if (n_shared >= c->n_layer || c->n_layer > MODEL_MAX_LAYERS)
+        return sw_errorf(SW_ERR_FORMAT, "%u KV-shared layers of %u leave no layer to own a "
+                         "cache", n_shared, c->n_layer);
+    const uint32_t first = c->n_layer - n_shared;
+    for (uint32_t il = first; il < c->n_layer; il++) {
+        uint32_t src = first;
+        while (src-- > 0 && model_layer_is_local(c, src) != model_layer_is_local(c, il)) {
+        }
+        if (src >= first)
+            return sw_errorf(SW_ERR_FORMAT, "KV-shared layer %u (%s attention) has no earlier "
+                             "layer of its type to share with", il,
+                             model_layer_is_local(c, il) ? "sliding" : "full");
+        c->layer[il].kv_shared = true;
+        c->layer[il].kv_source = src;
+    }
+    return SW_OK;
+}
+
 sw_status model_config_check_layers(const model_config *c) {
     if (c->n_layer > MODEL_MAX_LAYERS)
         return sw_errorf(SW_ERR_FORMAT, "%u layers is more than the %u supported", c->n_layer,

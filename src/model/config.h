@@ -83,6 +83,11 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *out);
 /* Whether layer il uses the sliding window (local attention). */
 bool model_layer_is_local(const model_config *c, uint32_t il);
 
+/* Makes the last n_shared layers KV-shared, as Gemma 4 does: each reads
+ * the cache of the last layer before them of the same attention type
+ * (model_layer_is_local), which must exist. Errors: SW_ERR_FORMAT. */
+sw_status model_config_share_kv(model_config *c, uint32_t n_shared);
+
 /* Checks the per-layer shapes: head counts dividing n_head, even head
  * sizes, KV sources earlier, owning a cache and of the same attention
  * type. Errors:

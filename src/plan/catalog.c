@@ -1,6 +1,6 @@
 /*
- * catalog.c — official Gemma shapes and the byte size of each tensor in a
- * given weight type (see catalog.h). Sizes follow llama-quantize's choices
+ * catalog.c — official Gemma shapes (1 to 4) and the byte size of each
+ * tensor in a given weight type (see catalog.h). Sizes follow llama-quantize's choices
  * (gemma-facts §4): a file quantized by another tool may differ, which is
  * why plans of real files use the file's own tensor table instead.
  *
@@ -18,27 +18,51 @@
 #include "quant/types.h"
 #include "util/error.h"
 
+/* What Gemma 4 adds to an entry (gemma4-facts, "Text configs"); there
+ * the entry's n_head_kv, n_embd_head and n_ff are the sliding layers' and
+ * the non-shared layers'. */
+typedef struct gemma4_shape {
+    uint32_t period;               /* (sliding x period-1, full) repeated */
+    uint32_t n_head_kv_full, head_dim_full;
+    bool k_eq_v;                   /* full layers take values from the keys */
+    uint32_t n_kv_shared;          /* the last layers read earlier caches */
+    uint32_t n_ff_shared;          /* their MLP width (double-wide in E2B) */
+    uint32_t n_pl;                 /* per-layer embedding width */
+    uint32_t n_expert, n_expert_used, n_ff_exp;
+} gemma4_shape;
+
 typedef struct catalog_entry {
     const char *name;
-    int family;                    /* 1, 2 or 3 */
+    int family;                    /* 1, 2, 3 or 4 */
     uint32_t n_layer, n_embd, n_head, n_head_kv, n_embd_head, n_ff, n_vocab, n_ctx;
     uint32_t window;               /* 0: no sliding window */
     float rope_scale_global;       /* 1 / linear factor */
-    float query_pre_attn;          /* q scale = 1/sqrt(this) */
+    float query_pre_attn;          /* q scale = 1/sqrt(this); 1 for Gemma 4 */
+    const gemma4_shape *g4;        /* family 4 only */
 } catalog_entry;
 
-/* gemma-facts §2. G3 vocab is the GGUF's 262144 rows. */
+static const gemma4_shape g4_e2b = {5, 1, 512, false, 20, 12288, 256, 0, 0, 0};
+static const gemma4_shape g4_e4b = {6, 2, 512, false, 18, 10240, 256, 0, 0, 0};
+static const gemma4_shape g4_26b = {6, 2, 512, true, 0, 2112, 0, 128, 8, 704};
+static const gemma4_shape g4_31b = {6, 4, 512, true, 0, 21504, 0, 0, 0, 0};
+
+/* gemma-facts §2 and gemma4-facts. G3 and G4 vocab is the GGUF's 262144
+ * rows. */
 static const catalog_entry catalog[] = {
-    {"gemma-2b", 1, 18, 2048, 8, 1, 256, 16384, 256000, 8192, 0, 1.0f, 256},
-    {"gemma-7b", 1, 28, 3072, 16, 16, 256, 24576, 256000, 8192, 0, 1.0f, 256},
-    {"gemma2-2b", 2, 26, 2304, 8, 4, 256, 9216, 256000, 8192, 4096, 1.0f, 256},
-    {"gemma2-9b", 2, 42, 3584, 16, 8, 256, 14336, 256000, 8192, 4096, 1.0f, 256},
-    {"gemma2-27b", 2, 46, 4608, 32, 16, 128, 36864, 256000, 8192, 4096, 1.0f, 144},
-    {"gemma3-270m", 3, 18, 640, 4, 1, 256, 2048, 262144, 32768, 512, 1.0f, 256},
-    {"gemma3-1b", 3, 26, 1152, 4, 1, 256, 6912, 262144, 32768, 512, 1.0f, 256},
-    {"gemma3-4b", 3, 34, 2560, 8, 4, 256, 10240, 262144, 131072, 1024, 0.125f, 256},
-    {"gemma3-12b", 3, 48, 3840, 16, 8, 256, 15360, 262144, 131072, 1024, 0.125f, 256},
-    {"gemma3-27b", 3, 62, 5376, 32, 16, 128, 21504, 262144, 131072, 1024, 0.125f, 168},
+    {"gemma-2b", 1, 18, 2048, 8, 1, 256, 16384, 256000, 8192, 0, 1.0f, 256, NULL},
+    {"gemma-7b", 1, 28, 3072, 16, 16, 256, 24576, 256000, 8192, 0, 1.0f, 256, NULL},
+    {"gemma2-2b", 2, 26, 2304, 8, 4, 256, 9216, 256000, 8192, 4096, 1.0f, 256, NULL},
+    {"gemma2-9b", 2, 42, 3584, 16, 8, 256, 14336, 256000, 8192, 4096, 1.0f, 256, NULL},
+    {"gemma2-27b", 2, 46, 4608, 32, 16, 128, 36864, 256000, 8192, 4096, 1.0f, 144, NULL},
+    {"gemma3-270m", 3, 18, 640, 4, 1, 256, 2048, 262144, 32768, 512, 1.0f, 256, NULL},
+    {"gemma3-1b", 3, 26, 1152, 4, 1, 256, 6912, 262144, 32768, 512, 1.0f, 256, NULL},
+    {"gemma3-4b", 3, 34, 2560, 8, 4, 256, 10240, 262144, 131072, 1024, 0.125f, 256, NULL},
+    {"gemma3-12b", 3, 48, 3840, 16, 8, 256, 15360, 262144, 131072, 1024, 0.125f, 256, NULL},
+    {"gemma3-27b", 3, 62, 5376, 32, 16, 128, 21504, 262144, 131072, 1024, 0.125f, 168, NULL},
+    {"gemma4-e2b", 4, 35, 1536, 8, 1, 256, 6144, 262144, 131072, 512, 1.0f, 1, &g4_e2b},
+    {"gemma4-e4b", 4, 42, 2560, 8, 2, 256, 10240, 262144, 131072, 512, 1.0f, 1, &g4_e4b},
+    {"gemma4-26b-a4b", 4, 30, 2816, 16, 8, 256, 2112, 262144, 262144, 1024, 1.0f, 1, &g4_26b},
+    {"gemma4-31b", 4, 60, 5376, 32, 16, 256, 21504, 262144, 262144, 1024, 1.0f, 1, &g4_31b},
 };
 #define N_CATALOG (sizeof catalog / sizeof catalog[0])
 
@@ -95,10 +119,40 @@ static const catalog_entry *find_entry(const char *name) {
     return NULL;
 }
 
-static void entry_config(const catalog_entry *e, model_config *c) {
+static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* Gemma 4's layers: sliding ones at the entry's head shape, full ones at
+ * the wider head and their own KV heads (and keys as values), the MLP
+ * width of the KV-shared layers, and the sharing itself. */
+static sw_status gemma4_layers(const catalog_entry *e, model_config *c) {
+    const gemma4_shape *g = e->g4;
+    c->n_head_kv = max_u32(e->n_head_kv, g->n_head_kv_full);
+    c->n_embd_head = max_u32(e->n_embd_head, g->head_dim_full);
+    c->n_ff = max_u32(e->n_ff, g->n_ff_shared);
+    c->swa_pattern = g->period;
+    c->qk_norm = c->v_norm = c->layer_scale = true;
+    c->final_softcap = 30.0f;
+    c->rope_base_global = 1000000.0f;
+    c->n_embd_per_layer = g->n_pl;
+    c->n_expert = g->n_expert;
+    c->n_expert_used = g->n_expert_used;
+    c->n_ff_exp = g->n_ff_exp;
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        model_layer_shape *l = &c->layer[il];
+        const bool local = model_layer_is_local(c, il);
+        l->n_head_kv = local ? e->n_head_kv : g->n_head_kv_full;
+        l->head_dim = local ? e->n_embd_head : g->head_dim_full;
+        l->k_eq_v = !local && g->k_eq_v;
+        l->n_ff = il >= c->n_layer - g->n_kv_shared ? g->n_ff_shared : e->n_ff;
+    }
+    sw_status st = model_config_share_kv(c, g->n_kv_shared);
+    return st != SW_OK ? st : model_config_check_layers(c);
+}
+
+static sw_status entry_config(const catalog_entry *e, model_config *c) {
     memset(c, 0, sizeof *c);
-    snprintf(c->arch, sizeof c->arch, "%s", e->family == 1 ? "gemma"
-                                            : e->family == 2 ? "gemma2" : "gemma3");
+    static const char *const arch[] = {"gemma", "gemma2", "gemma3", "gemma4"};
+    snprintf(c->arch, sizeof c->arch, "%s", arch[e->family - 1]);
     c->n_layer = e->n_layer;
     c->n_embd = e->n_embd;
     c->n_ff = e->n_ff;
@@ -120,6 +174,7 @@ static void entry_config(const catalog_entry *e, model_config *c) {
     c->rope_scale_local = 1.0f;
     c->qk_norm = e->family == 3;
     c->post_norms = e->family != 1;
+    return e->g4 != NULL ? gemma4_layers(e, c) : SW_OK;
 }
 
 /* llama.cpp's use_more_bits(i, n): the layers whose attn_v and ffn_down
@@ -139,11 +194,12 @@ static uint32_t k_fallback(uint32_t type, uint64_t ne0) {
 }
 
 /* The stored type of a matrix in role `role` (BW_COUNT: the token
- * embedding) of layer il under weight type `type`, as llama-quantize
- * chooses it. */
+ * embedding) of layer il under
+ * weight type `type`, as llama-quantize chooses it (it never quantizes
+ * the router, ffn_gate_inp). */
 static uint32_t matrix_type(const char *type, block_weight role, uint32_t il, uint32_t n_layer,
                             uint64_t ne0) {
-    if (!strcmp(type, "f32"))
+    if (!strcmp(type, "f32") || role == BW_ROUTER)
         return SW_TYPE_F32;
     if (!strcmp(type, "f16"))
         return SW_TYPE_F16;
@@ -154,7 +210,8 @@ static uint32_t matrix_type(const char *type, block_weight role, uint32_t il, ui
     uint32_t t = SW_TYPE_Q4_K; /* q4_k_m */
     if (role == BW_COUNT)
         t = SW_TYPE_Q6_K;
-    else if ((role == BW_V || role == BW_DOWN) && use_more_bits(il, n_layer))
+    else if ((role == BW_V || role == BW_DOWN || role == BW_DOWN_EXPS) &&
+             use_more_bits(il, n_layer))
         t = SW_TYPE_Q6_K;
     return k_fallback(t, ne0);
 }
@@ -167,10 +224,15 @@ static uint64_t matrix_bytes(uint32_t type, uint64_t ne0, uint64_t rows) {
     return row * rows;
 }
 
+static bool is_expert(block_weight role) {
+    return role == BW_GATE_UP_EXPS || role == BW_DOWN_EXPS;
+}
+
 /* One layer as packed, from the layer table of model/weights.h; by_type
- * gets the bytes of each decode type (quant/types.h). */
+ * gets the bytes of each decode type (quant/types.h), *experts the part
+ * that is experts. */
 static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il,
-                            uint64_t *by_type) {
+                            uint64_t *by_type, uint64_t *experts) {
     size_t n = 0;
     const layer_tensor *table = model_layer_tensors(&n);
     uint64_t total = 0;
@@ -186,6 +248,7 @@ static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il
         uint32_t mt = matrix_type(type, t->role, il, c->n_layer, ne0);
         uint64_t b = plan_padded(matrix_bytes(mt, ne0, model_tensor_elems(c, il, t) / ne0));
         total += b;
+        *experts += is_expert(t->role) ? b : 0;
         if (type_decode_index(mt) >= 0)
             by_type[type_decode_index(mt)] += b;
     }
@@ -204,7 +267,8 @@ sw_status plan_model_for_type(const model_config *c, const char *type, plan_mode
     memset(out, 0, sizeof *out);
     out->config = *c;
     for (uint32_t il = 0; il < c->n_layer; il++)
-        out->layer_bytes[il] = layer_bytes(c, t, il, out->layer_type_bytes[il]);
+        out->layer_bytes[il] = layer_bytes(c, t, il, out->layer_type_bytes[il],
+                                           &out->layer_expert_bytes[il]);
     uint32_t et = matrix_type(t, BW_COUNT, 0, c->n_layer, c->n_embd);
     out->embd_bytes = plan_padded(matrix_bytes(et, c->n_embd, c->n_vocab));
     out->output_bytes = out->embd_bytes;
@@ -212,6 +276,17 @@ sw_status plan_model_for_type(const model_config *c, const char *type, plan_mode
         out->output_type_bytes[type_decode_index(et)] = out->output_bytes;
     out->tied = true;
     out->output_norm_bytes = plan_padded((uint64_t)c->n_embd * 4);
+    if (c->n_embd_per_layer) {
+        const uint64_t pl = (uint64_t)c->n_layer * c->n_embd_per_layer;
+        /* llama-quantize's Q4_K_M keeps this table in Q5_K: E4B's is 1.94 GB
+         * of the 4.96 GB file (gemma4-facts), 10752 x 262144 x 5.5 bits */
+        const uint32_t tt = !strcmp(t, "q4_k_m") ? k_fallback(SW_TYPE_Q5_K, pl)
+                                                 : matrix_type(t, BW_COUNT, 0, c->n_layer, pl);
+        const uint32_t pt = matrix_type(t, BW_Q, 0, c->n_layer, c->n_embd);
+        out->ple_bytes = plan_padded(matrix_bytes(tt, pl, c->n_vocab));
+        out->ple_proj_bytes = plan_padded(matrix_bytes(pt, c->n_embd, pl)) +
+                              plan_padded((uint64_t)c->n_embd_per_layer * 4);
+    }
     char upper[16];
     size_t i = 0;
     for (; t[i] && i + 1 < sizeof upper; i++)
@@ -232,8 +307,10 @@ sw_status plan_model_from_catalog(const char *name, const char *type, plan_model
                          name, list);
     }
     model_config c;
-    entry_config(e, &c);
-    sw_status st = plan_model_for_type(&c, type ? type : PLAN_CATALOG_DEFAULT_TYPE, out);
+    sw_status st = entry_config(e, &c);
+    if (st != SW_OK)
+        return sw_error_prefix(st, "catalog model '%s'", e->name);
+    st = plan_model_for_type(&c, type ? type : PLAN_CATALOG_DEFAULT_TYPE, out);
     if (st != SW_OK)
         return st;
     snprintf(out->name, sizeof out->name, "%s", e->name);
@@ -241,7 +318,8 @@ sw_status plan_model_from_catalog(const char *name, const char *type, plan_model
 }
 
 uint64_t plan_model_total_bytes(const plan_model *m) {
-    uint64_t total = m->embd_bytes + m->output_norm_bytes + (m->tied ? 0 : m->output_bytes);
+    uint64_t total = m->embd_bytes + m->output_norm_bytes + (m->tied ? 0 : m->output_bytes) +
+                     m->ple_bytes + m->ple_proj_bytes;
     for (uint32_t il = 0; il < m->config.n_layer && il < PLAN_MAX_LAYERS; il++)
         total += m->layer_bytes[il];
     return total;

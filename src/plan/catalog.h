@@ -1,5 +1,5 @@
 /*
- * catalog.h — the official Gemma text-model shapes (Gemma 1, 2, 3), so
+ * catalog.h — the official Gemma text-model shapes (Gemma 1 to 4), so
  * `spillway plan -m gemma3-27b` can plan a model that is not on disk.
  *
  * Dimensions are gemma-facts §2; tensor bytes follow llama.cpp's type rules
@@ -40,7 +40,8 @@ void plan_catalog_list(char *buf, size_t cap);
 const char *plan_catalog_type(const char *type);
 
 /* Total weight bytes of a plan_model (layers + embedding + LM head when
- * untied + final norm): what the file holds, padded. */
+ * untied + final norm + per-layer embeddings): what the file holds,
+ * padded. */
 uint64_t plan_model_total_bytes(const plan_model *m);
 
 #endif

@@ -15,11 +15,13 @@
  *
  * Time (a model, not a measurement; rates from doctor or the defaults):
  *   a layer on a side costs max(bytes read / rate, flops / flop rate) per
- *   pass; bytes read = its weights + the KV it attends over (half the
+ *   pass; bytes read = its weights (of its experts, those a pass's tokens
+ *   are routed to: read_bytes) + the KV it attends over (half the
  *   context filled), the weights of each type at the rate doctor measured
  *   for that side's decode kernels over it (the memory rate when
  *   unmeasured), the KV at the memory rate; flops = tokens x (2 x matrix
- *   params + 4 x heads x head_dim x visible keys). On the device a layer
+ *   params, experts: those a token runs + 4 x heads x head_dim x visible
+ *   keys). On the device a layer
  *   costs at least its ops x the measured per-op launch and dispatch time:
  *   small layers are bound by issuing their kernels. A decode pass is n_seq tokens, a prefill
  *   pass n_batch tokens (the LM head runs for the last token only).
@@ -31,6 +33,7 @@
  *   allow. Disk spill adds bytes / disk rate to each pass. Crossing the
  *   residual stream between sides (kilobytes) is ignored.
  */
+#include <math.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -85,6 +88,23 @@ static cost_term side_cost(const side_rates *r, double weights, const uint64_t *
     return td > t.s ? (cost_term){td, CAT_DISPATCH} : t;
 }
 
+/* Bytes of layer il a pass of n_tok tokens reads, and by_type of them in
+ * each decode type: all its weights, but of its experts only those some
+ * token is routed to; with k of n experts per token, independently and
+ * evenly routed (a model: real routing is uneven), a share 1 - (1 -
+ * k/n)^tokens of them. The decode types are scaled by the same share. */
+static double read_bytes(const plan_model *m, uint32_t il, double n_tok, uint64_t *by_type) {
+    const model_config *c = &m->config;
+    const double all = (double)m->layer_bytes[il], ex = (double)m->layer_expert_bytes[il];
+    double read = all;
+    if (c->n_expert && ex > 0)
+        read = all - ex + ex * (1 - pow(1 - (double)c->n_expert_used / c->n_expert, n_tok));
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
+        by_type[i] = read == all ? m->layer_type_bytes[il][i]
+                                 : (uint64_t)((double)m->layer_type_bytes[il][i] * read / all);
+    return read;
+}
+
 /* Per-layer costs on both sides, both passes, both device rate sets. */
 static void layer_costs(plan_ctx *x) {
     const model_config *c = &x->m->config;
@@ -99,19 +119,26 @@ static void layer_costs(plan_ctx *x) {
         {ref.device_mem_Bps, NULL, ref.device_flops, 0, CAT_DEVICE_MEM, CAT_COMPUTE}};
     const side_rates host = {r->host_mem_Bps, r->host_decode_Bps, r->host_flops, 0,
                              CAT_HOST_MEM, CAT_HOST_COMPUTE};
-    double E = c->n_embd, nq = (double)c->n_head * c->n_embd_head;
-    double nkv = (double)c->n_head_kv * c->n_embd_head;
-    double params = E * (nq + 2 * nkv) + nq * E + 3 * E * c->n_ff;
+    const double E = c->n_embd;
     double tokens[2] = {x->w.n_seq, x->n_chunk};
     uint32_t half = x->w.n_ctx / 2 ? x->w.n_ctx / 2 : 1;
     for (uint32_t il = 0; il < x->n_layer; il++) {
+        const double hd = model_layer_head_dim(c, il), nq = (double)c->n_head * hd;
+        const double nkv = model_layer_n_head_kv(c, il) * hd;
+        /* K and V projections: none in a KV-shared layer, one for keys as values */
+        const double kv_mats = !model_layer_owns_kv(c, il) ? 0 : c->layer[il].k_eq_v ? 1 : 2;
+        double params = E * (nq + kv_mats * nkv) + nq * E + 3 * E * model_layer_n_ff(c, il);
+        if (c->n_embd_per_layer)
+            params += 2 * E * c->n_embd_per_layer;
+        if (c->n_expert) /* the router, and the experts a token runs */
+            params += E * c->n_expert + 3 * E * c->n_ff_exp * c->n_expert_used;
         double visible = x->kv_rows[il] < half ? x->kv_rows[il] : half;
         double kv_read = visible * 2 * nkv * kv_elem_bytes(plan_kv_tensor_type(x->w.kv_type)) *
                          x->w.n_seq;
         double per_tok = 2 * params + 4 * nq * visible;
-        double wb = (double)x->m->layer_bytes[il];
-        const uint64_t *bt = x->m->layer_type_bytes[il];
         for (int p = 0; p < 2; p++) {
+            uint64_t bt[SW_DOCTOR_DECODE_TYPES];
+            const double wb = read_bytes(x->m, il, tokens[p], bt);
             for (int k = 0; k < 2; k++)
                 x->dev[k][p][il] = side_cost(&dev[k], wb, bt, kv_read, per_tok * tokens[p],
                                              DEVICE_OPS_PER_LAYER);

@@ -156,12 +156,18 @@ static void kv_note(const plan_ctx *x, const plan_choice *c, plan *p) {
     char dev[32], host[32];
     uint64_t kv_dev = 0, kv_host = 0;
     uint32_t n_local = 0, local_rows = 0;
+    uint64_t saved = 0;
+    plan_place shared[PLAN_MAX_LAYERS];
     for (uint32_t il = 0; il < x->n_layer; il++) {
+        const uint32_t owner = model_layer_kv_owner(&x->m->config, il);
+        shared[il] = owner != il ? PLACE_RESIDENT : PLACE_AUTO; /* a mark for the ranges */
+        saved += owner != il ? x->kv_bytes[owner] : 0;
         if (c->place[il] == PLACE_HOST)
             kv_host += x->kv_bytes[il];
         else
             kv_dev += x->kv_bytes[il];
-        if (model_layer_is_local(&x->m->config, il) && x->kv_rows[il] < x->w.n_ctx) {
+        if (owner == il && model_layer_is_local(&x->m->config, il) &&
+            x->kv_rows[il] < x->w.n_ctx) {
             n_local++;
             local_rows = x->kv_rows[il];
         }
@@ -173,6 +179,13 @@ static void kv_note(const plan_ctx *x, const plan_choice *c, plan *p) {
     if (n_local)
         note(p, "%u sliding-window layers keep %u rows (window %u + chunk %u - 1), not %u",
              n_local, local_rows, x->m->config.sliding_window, x->w.n_batch, x->w.n_ctx);
+    if (saved) {
+        char r[96], sz[32];
+        plan_format_ranges(shared, x->n_layer, PLACE_RESIDENT, r, sizeof r);
+        plan_format_size(saved, sz, sizeof sz);
+        note(p, "KV sharing: layers %s read earlier layers' caches and keep none (%s saved)",
+             r, sz);
+    }
 }
 
 static void host_notes(const plan_ctx *x, const plan_choice *c, plan *p) {

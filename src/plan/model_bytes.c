@@ -3,7 +3,8 @@
  * bound weights. Layer sizes are counted exactly as the engine packs a
  * layer into one device buffer (engine/pack.h), from the one layer table
  * of model/weights.h: each matrix and each f32 norm vector padded to
- * PLAN_TENSOR_ALIGN; absent optional norms take no space. The planner and the engine therefore agree to the byte. With
+ * PLAN_TENSOR_ALIGN; absent optional norms take no space. The planner
+ * and the engine therefore agree to the byte. With
  * --weights, every matrix is priced as quant_convert_type() leaves it, the
  * same rule the engine converts by, and the converted parts are recorded
  * (they live in host memory the engine allocates, not in the mapping).
@@ -35,7 +36,7 @@ static uint64_t matrix_bytes(const tensor_view *v, uint32_t convert, plan_model 
         } else {
             m->n_converted++;
             t = ct;
-            bytes = plan_padded(row * v->ne[1]);
+            bytes = plan_padded(row * v->ne[1] * (v->n_dims > 2 ? v->ne[2] : 1));
             *conv += bytes;
         }
     }
@@ -54,10 +55,14 @@ static uint64_t layer_bytes(const model_config *c, uint32_t il, const layer_weig
     for (size_t i = 0; i < n; i++) {
         if (!model_has_tensor(c, il, &table[i]))
             continue;
-        if (table[i].is_norm)
+        if (table[i].is_norm) {
             total += plan_padded(model_dim_value(c, il, table[i].ne0) * sizeof(float));
-        else
-            total += matrix_bytes(&w->t[table[i].role], convert, m, conv, by_type);
+            continue;
+        }
+        const uint64_t b = matrix_bytes(&w->t[table[i].role], convert, m, conv, by_type);
+        total += b;
+        if (table[i].role == BW_GATE_UP_EXPS || table[i].role == BW_DOWN_EXPS)
+            m->layer_expert_bytes[il] += b;
     }
     return total;
 }

@@ -54,11 +54,20 @@ typedef struct plan_model {
      * kernels stream each type at its own rate; the rest (norms, other
      * types) at the memory rate */
     uint64_t layer_type_bytes[PLAN_MAX_LAYERS][SW_DOCTOR_DECODE_TYPES];
+    /* the part of layer_bytes that is experts (the end of the packed
+     * layer): a token reads only those it is routed to */
+    uint64_t layer_expert_bytes[PLAN_MAX_LAYERS];
     uint64_t embd_bytes;                    /* token embedding matrix */
     uint64_t output_bytes;                  /* LM head (== embd_bytes if tied) */
     uint64_t output_type_bytes[SW_DOCTOR_DECODE_TYPES]; /* the LM head, likewise */
     bool tied;                              /* LM head is the embedding */
     uint64_t output_norm_bytes;             /* final norm (f32) */
+    /* Gemma 4's per-layer embeddings (0 without): the table, only ever
+     * looked up (n_layer x n_pl values per token), and what turns each
+     * token's embedding into its per-layer part (per_layer_model_proj and
+     * its norm), computed on the host beside the lookup */
+    uint64_t ple_bytes;
+    uint64_t ple_proj_bytes;
     uint64_t file_bytes;                    /* on disk (0 for catalog models) */
     /* --weights on a model file: matrices converted at load. The sizes
      * above are then the converted ones; the parts below are held in

@@ -101,7 +101,8 @@ static void print_device_row(FILE *out, const plan *p) {
     sum_kind(p, TIER_DEVICE, BUF_RING_SLOT, &n_slots);
     uint64_t kv = sum_kind(p, TIER_DEVICE, BUF_KV, &n_kv);
     for (uint32_t il = 0; il < p->model.config.n_layer; il++)
-        if (p->kv_tier[il] == TIER_DEVICE && p->kv_rows[il] < p->workload.n_ctx) {
+        if (p->kv_tier[il] == TIER_DEVICE && p->kv_rows[il] < p->workload.n_ctx &&
+            model_layer_owns_kv(&p->model.config, il)) {
             n_local++;
             local_rows = p->kv_rows[il];
         }
@@ -159,6 +160,14 @@ static void print_host_rows(FILE *out, const plan *p) {
     if (n)
         fprintf(out, " | kernel scratch %s", c);
     fprintf(out, " | token embeddings (lookup only)\n");
+    if (p->model.ple_bytes) { /* Gemma 4's per-layer embeddings: a tier of lookups */
+        const model_config *m = &p->model.config;
+        short_size(p->model.ple_bytes, a, sizeof a);
+        short_size((uint64_t)m->n_layer * m->n_embd_per_layer * sizeof(float), b, sizeof b);
+        short_size(p->model.ple_proj_bytes, c, sizeof c);
+        fprintf(out, "%-8s %-10s %-10s per-layer embeddings %s (mapped; rows looked up on the "
+                "host, %s per token) | projection %s\n", "lookup", "-", "-", a, b, c);
+    }
     plan_format_size(p->tier_bytes[TIER_DISK], a, sizeof a);
     fprintf(out, "%-8s %-10s %-10s model file (mapped)", "disk", "-", a);
     if (p->disk_bytes_per_token) {
@@ -264,6 +273,17 @@ static void json_model(FILE *out, const plan *p) {
             c->n_head, c->n_head_kv, c->n_embd_head, c->n_vocab, c->n_ctx_train,
             c->sliding_window, p->model.file_bytes, plan_model_total_bytes(&p->model),
             p->model.embd_bytes, p->model.output_bytes, p->model.tied ? "true" : "false");
+    /* Gemma 4's fields only where the model has them (older snapshots stay). */
+    if (p->model.ple_bytes)
+        fprintf(out, ",\"ple_bytes\":%" PRIu64 ",\"ple_proj_bytes\":%" PRIu64,
+                p->model.ple_bytes, p->model.ple_proj_bytes);
+    uint32_t n_shared = 0;
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        n_shared += !model_layer_owns_kv(c, il);
+    if (n_shared)
+        fprintf(out, ",\"kv_shared_layers\":%u", n_shared);
+    if (c->n_expert)
+        fprintf(out, ",\"n_expert\":%u,\"n_expert_used\":%u", c->n_expert, c->n_expert_used);
     /* Only with --weights, so plans of stored weights keep their snapshots. */
     if (p->model.convert_type[0]) {
         uint64_t now = plan_model_total_bytes(&p->model);

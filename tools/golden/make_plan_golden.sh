@@ -13,7 +13,8 @@
 # sim), -t 4 (scratch size), and --rates defaults (no doctor cache).
 #
 # usage: make_plan_golden.sh [--check] catalog|model|all SPILLWAY [OUT_DIR]
-#   catalog  gemma2-27b and gemma3-27b by name (no file needed)
+#   catalog  gemma2-27b, gemma3-27b, gemma4-e2b and gemma4-26b-a4b by name
+#            (no file needed)
 #   model    the default model file (needs `spillway fetch`); label "model"
 #   OUT_DIR  default: tests/data/plan next to this script's repository
 # Exit: 0 ok, 1 mismatch or failure, 77 skipped (default model absent).
@@ -32,6 +33,8 @@ catalog_cases=(
   "gemma2-27b-4g|-m gemma2-27b --device-mem 4G --host-mem 32G -c 8192 --sim-link-bw 25GB/s"
   "gemma3-27b-16g|-m gemma3-27b --device-mem 16G --host-mem 32G -c 32768 --kv-type f16"
   "gemma3-27b-6g|-m gemma3-27b --device-mem 6G --host-mem 24G -c 32768 --kv-type f16 --sim-link-bw 25GB/s"
+  "gemma4-e2b-2g|-m gemma4-e2b --device-mem 2G --host-mem 8G -c 8192"
+  "gemma4-26b-a4b-8g|-m gemma4-26b-a4b --device-mem 8G --host-mem 32G -c 8192"
 )
 model_cases=(
   "gemma3-270m-512m|--device-mem 512M --host-mem 8G"
