@@ -6,6 +6,9 @@ attention, no KV cache. Writes tests/data/golden/<name>.swgold for
   gemma1, gemma2, gemma3   tiny random models of make_tiny_models.py (the HF
                            folders, loaded in f32; the GGUF loaded through
                            gemma_gguf must give bit-equal logits)
+  gemma4-ple, gemma4-kv, gemma4-moe
+                           tiny random Gemma 4 models of make_tiny_gemma4.py
+                           (same checks; the GGUF is llama.cpp's conversion)
   gemma3-270m-q4km         the real Gemma 3 270M Q4_K_M GGUF, dequantized to
                            f32 (norms minus 1) into Gemma3ForCausalLM
 Entries (format and meaning: tools/golden/README.md), per prompt N:
@@ -42,6 +45,7 @@ from golden_format import GoldenWriter, read_golden   # noqa: E402
 GENERATOR = "make_forward_golden.py v1"
 REPO = Path(__file__).resolve().parents[2]
 TINY = ("gemma1", "gemma2", "gemma3")
+TINY_G4 = ("gemma4-ple", "gemma4-kv", "gemma4-moe")
 REAL_NAME = "gemma3-270m-q4km"
 MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"   # canonical name (spillway fetch)
 REAL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
@@ -130,12 +134,14 @@ def forward_with_hidden(model, ids: list[int], hidden_pos: list[int]):
 
 
 @torch.no_grad()
-def greedy(model, ids: list[int], n: int = N_GREEDY):
-    """n greedy tokens, EOS ignored, full recompute each step (no cache)."""
+def greedy(model, ids: list[int], n: int = N_GREEDY, keep_all: bool = False):
+    """n greedy tokens, EOS ignored, full recompute each step (no cache).
+    keep_all: compute every position's logits (Gemma 4: with logits_to_keep=1
+    transformers would run its KV-shared layers on the last position only)."""
     seq, margins = list(ids), []
     for _ in range(n):
         last = model(input_ids=torch.tensor([seq]), use_cache=False,
-                     logits_to_keep=1).logits[0, -1]
+                     logits_to_keep=0 if keep_all else 1).logits[0, -1]
         top2 = torch.topk(last, 2)
         seq.append(int(torch.argmax(last)))
         margins.append(float(top2.values[0] - top2.values[1]))
@@ -149,7 +155,8 @@ def lse_f32(logits: torch.Tensor) -> torch.Tensor:
 def add_prompt(w: GoldenWriter, model, n: int, ids: list[int],
                hidden_pos: list[int], full_logits: bool, text: str | None):
     logits, hidden = forward_with_hidden(model, ids, hidden_pos)
-    tokens, margins = greedy(model, ids)
+    tokens, margins = greedy(model, ids,
+                             keep_all=model.config.model_type == "gemma4_text")
     p = f"p{n}."
     if text is not None:
         w.add_text(p + "text", text)
@@ -169,6 +176,14 @@ def add_prompt(w: GoldenWriter, model, n: int, ids: list[int],
     return logits, hidden
 
 
+NOTES_G4 = """
+Gemma 4: hidden[l+1] is the decoder layer's output, i.e. after its
+layer_scalar multiply (and after the per-layer-embedding block where there is
+one). MoE experts run transformers' eager per-expert loop. Greedy steps
+compute all positions (logits_to_keep=0), so each equals the teacher-forced
+logits of the longer sequence."""
+
+
 def add_header(w: GoldenWriter, model, description: str, n_prompts: int,
                tokenizer: str) -> None:
     cfg = model.config
@@ -180,7 +195,7 @@ def add_header(w: GoldenWriter, model, description: str, n_prompts: int,
     w.add_text("config_json", cfg.to_json_string(use_diff=False))
     w.add_text("model", description)
     w.add_text("tokenizer", tokenizer)
-    w.add_text("notes", NOTES)
+    w.add_text("notes", NOTES + (NOTES_G4 if cfg.model_type == "gemma4_text" else ""))
     w.add_text("architecture", gg.arch_of_config(cfg))
     w.add_i32("n_prompts", n_prompts)
     w.add_i32("n_vocab", cfg.vocab_size)
@@ -224,6 +239,10 @@ def _rope_f64(self, x, position_ids, layer_type=None):
 def true_f64(model):
     """Makes a float64 model compute everything in float64: HF otherwise
     keeps RMSNorm, softmax and the rope angles in float32 even then."""
+    if model.config.model_type == "gemma4_text":
+        with true_f64_gemma4(model):
+            yield
+        return
     import importlib
     mods = [importlib.import_module(f"transformers.models.{m}.modeling_{m}")
             for m in ("gemma", "gemma2", "gemma3")]
@@ -270,6 +289,107 @@ def true_f64(model):
         for name, buf in kept.items():
             setattr(rot, name, buf)
         emb.embed_scale = kept_scale
+
+
+def _g4_rmsnorm_f64(self, x):
+    y = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
+    return y * self.weight if self.with_scale else y
+
+
+def _g4_router_f64(self, hidden_states):
+    h = self.norm(hidden_states) * self.scale * self.scalar_root_size
+    probs = torch.softmax(self.proj(h), dim=-1)
+    w, idx = torch.topk(probs, k=self.config.top_k_experts, dim=-1)
+    w = w / w.sum(dim=-1, keepdim=True)
+    return probs, w * self.per_expert_scale[idx], idx
+
+
+@contextmanager
+def true_f64_gemma4(model):
+    """true_f64 for Gemma 4: RMSNorm (w, not 1 + w; v_norm and the router
+    norm without weight), attention softmax, router softmax, rope angles and
+    exact inverse frequencies (proportional on full layers), both embedding
+    scales (sqrt(hidden), sqrt(per-layer width)) in float64."""
+    from transformers.models.gemma4 import modeling_gemma4 as m
+    cfg = model.config
+    patches = [(m.Gemma4RMSNorm, "forward", _g4_rmsnorm_f64),
+               (m.Gemma4TextRotaryEmbedding, "forward", _rope_f64),
+               (m.Gemma4TextRouter, "forward", _g4_router_f64),
+               (m, "eager_attention_forward", _eager_same_dtype)]
+    originals = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
+    for obj, attr, fn in patches:
+        setattr(obj, attr, fn)
+    rot = model.model.rotary_emb
+    kept = {}
+    for layer_type in set(cfg.layer_types):
+        i = cfg.layer_types.index(layer_type)
+        hd = cfg.per_layer_config[i].head_dim
+        rp = cfg.rope_parameters[layer_type]
+        n_rot = hd // 2
+        if rp["rope_type"] == "proportional":
+            n_rot = int(rp["partial_rotary_factor"] * hd // 2)
+        elif rp["rope_type"] != "default":
+            raise ValueError(f"rope type {rp['rope_type']}")
+        j = torch.arange(0, 2 * n_rot, 2, dtype=torch.float64) / hd
+        inv = torch.cat([1.0 / (float(rp["rope_theta"]) ** j),
+                         torch.zeros(hd // 2 - n_rot, dtype=torch.float64)])
+        name = f"{layer_type}_inv_freq"
+        kept[name] = getattr(rot, name)
+        setattr(rot, name, inv)
+    inner = model.model
+    embs = [(inner.embed_tokens, cfg.hidden_size)]
+    if getattr(inner, "embed_tokens_per_layer", None) is not None:
+        embs.append((inner.embed_tokens_per_layer, cfg.hidden_size_per_layer_input))
+    kept_scales = [e.embed_scale for e, _ in embs]
+    for e, width in embs:
+        e.embed_scale = torch.tensor(math.sqrt(width), dtype=torch.float64)
+    try:
+        yield
+    finally:
+        for obj, attr, orig in originals:
+            setattr(obj, attr, orig)
+        for name, buf in kept.items():
+            setattr(rot, name, buf)
+        for (e, _), sc in zip(embs, kept_scales):
+            e.embed_scale = sc
+
+
+# MoE prompts are redrawn until every router decision they lead to (prompt
+# and greedy positions, every layer) has at least this gap between the
+# top_k-th and the next expert's router score (logit): a near tie would let
+# an engine's rounding pick another expert and change the output wholesale.
+ROUTER_GAP_MIN = 0.02
+
+
+@torch.no_grad()
+def router_min_gap(model, ids: list[int]) -> tuple[float, torch.Tensor]:
+    """(smallest gap, over layers and positions, between the top_k-th and
+    the (top_k+1)-th router score (router.proj output); last-position logits)
+    for one forward of the sequence ids, computing every position."""
+    k = model.config.top_k_experts
+    recs = []
+    handles = [layer.router.proj.register_forward_hook(
+        lambda _m, _i, o: recs.append(o)) for layer in model.model.layers]
+    try:
+        last = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0, -1]
+    finally:
+        for h in handles:
+            h.remove()
+    return min(float((v[..., k - 1] - v[..., k]).min())
+               for v in (torch.topk(r, k + 1, dim=-1).values for r in recs)), last
+
+
+def router_gaps_ok(model, ids: list[int]) -> bool:
+    """True if no router decision of the prompt or of its greedy
+    continuation (the forwards greedy() makes, and the full sequence) is
+    within ROUTER_GAP_MIN of a tie; stops at the first near tie."""
+    seq = list(ids)
+    for _ in range(N_GREEDY + 1):
+        gap, last = router_min_gap(model, seq)
+        if gap < ROUTER_GAP_MIN:
+            return False
+        seq.append(int(torch.argmax(last)))
+    return True
 
 
 @torch.no_grad()
@@ -343,14 +463,36 @@ def sha256_of(path: str) -> str:
 
 def make_tiny(name: str, out_dir: Path) -> tuple[Path, list[dict]]:
     tiny_dir = REPO / "tests/data/tiny"
-    _, cls = gg.hf_classes({"gemma1": "gemma"}.get(name, name))
-    model = cls.from_pretrained(tiny_dir / f"{name}-hf", dtype=torch.float32,
-                                attn_implementation="eager").eval()
-    g = torch.Generator().manual_seed(4242 + TINY.index(name))
-    prompts = []
+    if name in TINY_G4:
+        _, cls = gg.hf_classes("gemma4")
+        # experts_implementation="eager": the plain per-expert loop (the
+        # default, grouped_mm, is the same arithmetic batched differently).
+        model = cls.from_pretrained(tiny_dir / f"{name}-hf", dtype=torch.float32,
+                                    attn_implementation="eager",
+                                    experts_implementation="eager").eval()
+        seed = 4342 + TINY_G4.index(name)
+        maker = "make_tiny_gemma4.py"
+    else:
+        _, cls = gg.hf_classes({"gemma1": "gemma"}.get(name, name))
+        model = cls.from_pretrained(tiny_dir / f"{name}-hf", dtype=torch.float32,
+                                    attn_implementation="eager").eval()
+        seed = 4242 + TINY.index(name)
+        maker = "make_tiny_models.py"
+    g = torch.Generator().manual_seed(seed)
+    prompts, redrawn = [], 0
+    moe = getattr(model.config, "enable_moe_block", False)
     for t in TINY_LENGTHS:
-        ids = torch.randint(4, model.config.vocab_size, (t,), generator=g).tolist()
-        prompts.append([model.config.bos_token_id] + ids[1:])
+        while True:
+            ids = torch.randint(4, model.config.vocab_size, (t,), generator=g).tolist()
+            ids = [model.config.bos_token_id] + ids[1:]
+            if not moe:
+                break
+            if router_gaps_ok(model, ids):
+                break
+            redrawn += 1
+        prompts.append(ids)
+    if moe:
+        print(f"  {redrawn} MoE prompt(s) redrawn for a router gap >= {ROUTER_GAP_MIN}")
     # The committed GGUF must be the same model, bit for bit.
     from_gguf, _ = gg.load_gguf_as_hf(str(tiny_dir / f"{name}.gguf"))
     with torch.no_grad():
@@ -361,12 +503,19 @@ def make_tiny(name: str, out_dir: Path) -> tuple[Path, list[dict]]:
                 raise SystemExit(f"{name}: GGUF and HF folder disagree")
     w = GoldenWriter()
     add_header(w, model, f"tiny random {name} (tests/data/tiny/{name}.gguf, "
-               f"{name}-hf/); make_tiny_models.py", len(prompts), "random ids")
+               f"{name}-hf/); {maker}", len(prompts), "random ids" + (
+                   f"; redrawn until every router decision (prompt and greedy "
+                   f"positions) has a top-k score gap >= {ROUTER_GAP_MIN}" if moe else ""))
     for n, ids in enumerate(prompts):
         add_prompt(w, model, n, ids, list(range(len(ids))), True, None)
     path = out_dir / f"{name}.swgold"
     w.write(path)
-    return path, noise_report(model, prompts)
+    rows = noise_report(model, prompts)
+    if moe:
+        for n, row in enumerate(rows):
+            row["router_min_gap"] = router_min_gap(
+                model, prompts[n] + [int(x) for x in read_golden(path)[f"p{n}.greedy"]])[0]
+    return path, rows
 
 
 def make_real(model_path: str, out_dir: Path) -> tuple[Path, list[dict]]:
@@ -402,7 +551,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=default_model_path(),
                     help="the Gemma 3 270M Q4_K_M GGUF (sha256 checked)")
-    ap.add_argument("--only", nargs="*", default=list(TINY) + [REAL_NAME])
+    ap.add_argument("--only", nargs="*", default=list(TINY) + list(TINY_G4) + [REAL_NAME])
     ap.add_argument("--out", default=str(REPO / "tests/data/golden"))
     args = ap.parse_args()
     torch.manual_seed(0)

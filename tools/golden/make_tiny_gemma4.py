@@ -13,17 +13,18 @@ f32 reference model hold the very same numbers (load the folder with
 dtype=torch.float32). Constant-initialised tensors (norm weights,
 layer_scalar, router scale, per_expert_scale) get random values too.
 
-The three models (Gemma4TextConfig / Gemma4ForCausalLM, hidden 64, 4 query
-heads, head_dim 16 on sliding layers and global_head_dim 32 on full layers,
-vocabulary 512, sliding window 8):
-  gemma4-ple  like E2B: per-layer embeddings (8 per layer), KV sharing (the
-              last 3 of 6 layers reuse layer 1's / layer 2's cache),
-              use_double_wide_mlp (n_ff 256 in the shared layers), MQA
-  gemma4-kv   like 31B: attention_k_eq_v (full layers have no v_proj),
-              2 KV heads on sliding layers, 1 on full layers, proportional
-              RoPE rotating 50% of the full layers' dims
-  gemma4-moe  like 26B-A4B: a 4-expert top-2 MoE block beside the dense MLP
-              in every layer, with attention_k_eq_v (4 / 2 KV heads)
+The three models (Gemma4TextConfig / Gemma4ForCausalLM, 5 layers, hidden 64,
+4 query heads, head_dim 16 on sliding layers and global_head_dim 32 on full
+layers, n_ff 64, vocabulary 512, sliding window 8, final soft-cap 4):
+  gemma4-ple  like E2B: layers S S F S F, per-layer embeddings (8 per
+              layer), KV sharing (layer 3 reuses layer 1's K/V, layer 4
+              layer 2's), use_double_wide_mlp (n_ff 128 in those two), MQA
+  gemma4-kv   like 31B: layers S S F S F, attention_k_eq_v (full layers have
+              no v_proj), 2 KV heads on sliding layers, 1 on full layers,
+              proportional RoPE rotating 50% of the full layers' dims
+  gemma4-moe  like 26B-A4B: layers S F S S F, a 4-expert top-2 MoE block
+              (expert width 16) beside the dense MLP in every layer, with
+              attention_k_eq_v (4 / 2 KV heads)
 config.json: gemma4-ple and gemma4-moe use the layout of the released
 checkpoints (global_head_dim, num_global_key_value_heads); gemma4-kv keeps
 the layout transformers 5.2x writes (per_layer_config), so readers see both.
@@ -39,8 +40,9 @@ Checks run every time (the script fails if one does not hold):
     (bit-equal logits);
   - the final soft-cap bends a good fraction of the raw logits; rope
     inverse frequencies; KV-sharing sources (transformers' rule and the one
-    llama.cpp hard-codes agree); MoE router margins;
-  - the tokenizer: transformers and the `tokenizers` library agree, BOS added.
+    llama.cpp hard-codes agree); every MoE expert gets used;
+  - the tokenizer: transformers and the `tokenizers` library agree, BOS added,
+    decode round-trips, <|turn> is one token.
 
 Run:  /work/refenv/bin/python tools/golden/make_tiny_gemma4.py [--only NAME ...]
       /work/refenv/bin/python tools/golden/make_tiny_gemma4.py --llama-check
@@ -543,7 +545,7 @@ def router_stats(model, ids) -> dict:
         gaps.append((top[:, -2] - top[:, -1]).min())
         counts += torch.nn.functional.one_hot(
             torch.topk(p, cfg.top_k_experts, dim=-1).indices, cfg.num_experts).sum((0, 1))
-    return {"router_min_gap": float(min(gaps)), "expert_use": counts.int().tolist()}
+    return {"router_min_prob_gap": float(min(gaps)), "expert_use": counts.int().tolist()}
 
 
 def describe(model) -> dict:
@@ -576,7 +578,7 @@ def make(name: str, out_dir: Path) -> int:
     info.update(check_softcap(name, model))
     if model.config.enable_moe_block:
         info.update(router_stats(model, probe_ids()))
-        if min(info["expert_use"]) == 0 or info["router_min_gap"] < 1e-5:
+        if min(info["expert_use"]) == 0 or info["router_min_prob_gap"] < 1e-5:
             raise SystemExit(f"{name}: router: {info}")
     total = 0
     for f in [gguf_path] + sorted(hf_dir.iterdir()):
@@ -592,18 +594,30 @@ LLAMA_CHECK_C = r"""
 // Teacher-forced logits for one prompt (all positions, one batch) and a
 // 32-token greedy continuation with the KV cache (EOG ignored), printed as
 // JSON. argv: model prompt-ids(comma) n_greedy kv_type(f16|f32)
+// Or, argv: model tok text: the ids llama.cpp's tokenizer gives text (BOS
+// added, special tokens parsed), comma-separated.
 #include "llama.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 static void quiet(enum ggml_log_level l, const char *t, void *u) { (void)l; (void)t; (void)u; }
 int main(int argc, char **argv) {
-    if (argc != 5) return 2;
+    if (argc != 5 && !(argc == 4 && strcmp(argv[2], "tok") == 0)) return 2;
     llama_log_set(quiet, NULL);
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
+    mp.vocab_only = argc == 4;
     struct llama_model *model = llama_model_load_from_file(argv[1], mp);
     if (!model) { fprintf(stderr, "load failed\n"); return 1; }
+    if (argc == 4) {
+        llama_token toks[1024];
+        int k = llama_tokenize(llama_model_get_vocab(model), argv[3], (int)strlen(argv[3]),
+                               toks, 1024, true, true);
+        for (int i = 0; i < k; i++) printf(i ? ",%d" : "%d", toks[i]);
+        printf("\n");
+        llama_model_free(model);
+        return k < 0;
+    }
     int ids[512], n = 0;
     for (char *s = strtok(argv[2], ","); s; s = strtok(NULL, ",")) ids[n++] = atoi(s);
     int n_greedy = atoi(argv[3]);
@@ -648,6 +662,11 @@ int main(int argc, char **argv) {
 """
 
 
+LLAMA_TOKENIZER_EXTRA = ["", " ", "  leading spaces", "trailing  ", "\n", "\n\n\n",
+                         "a\n\nb\n", "the water the water", "don't stop", "X-ray: 42!",
+                         "<bos>the<eos>", "<|turn>system\nbe brief<turn|>\n"]
+
+
 def build_llama_check(tmp: Path) -> Path:
     src, exe = tmp / "llama_check.c", tmp / "llama_check"
     src.write_text(LLAMA_CHECK_C)
@@ -660,10 +679,24 @@ def build_llama_check(tmp: Path) -> Path:
 
 def llama_check(names) -> None:
     from golden_format import read_golden
+    from transformers import AutoTokenizer
     print(f"llama.cpp {llama_cpp_commit()} (peer build {PEER / 'build/bin'})")
     with tempfile.TemporaryDirectory() as tmp:
         exe = build_llama_check(Path(tmp))
         for name in names:
+            tok = AutoTokenizer.from_pretrained(REPO / f"tests/data/tiny/{name}-hf")
+            same = 0
+            for text in TOKENIZER_PROBES + LLAMA_TOKENIZER_EXTRA:
+                r = subprocess.run([str(exe), str(REPO / f"tests/data/tiny/{name}.gguf"),
+                                    "tok", text], capture_output=True, text=True, check=True)
+                ours = [int(x) for x in r.stdout.split(",")]
+                hf = tok(text)["input_ids"]
+                same += ours == hf
+                if ours != hf:
+                    print(f"  {name} tokenizer differs on {text!r}: transformers {hf} "
+                          f"llama.cpp {ours}")
+            print(f"  {name} tokenizer: llama.cpp == transformers on {same} of "
+                  f"{len(TOKENIZER_PROBES) + len(LLAMA_TOKENIZER_EXTRA)} strings")
             gold = read_golden(REPO / f"tests/data/golden/{name}.swgold")
             gguf_path = REPO / f"tests/data/tiny/{name}.gguf"
             for kv in ("f32", "f16"):
