@@ -10,8 +10,10 @@ target_include_directories(test_plan_identity PRIVATE ${CMAKE_SOURCE_DIR}/src
                            ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_plan_identity PRIVATE spillway)
 # Every plan on the sim, and batches of sessions, bit-identical to the cpu
-# backend: tiny Gemma 1/2/3 (seconds), and the default model (label slow).
-foreach(arch gemma1 gemma2 gemma3)
+# backend: tiny Gemma 1/2/3/4 (seconds; Gemma 4's per-layer inputs on the
+# host or the device, KV-shared layers beside their caches' owners), and
+# the default model (label slow).
+foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv)
   add_test(NAME plan_identity_${arch}
            COMMAND test_plan_identity ${SW_TEST_DATA}/tiny/${arch}.gguf)
   set_tests_properties(plan_identity_${arch} PROPERTIES TIMEOUT 300)

@@ -107,7 +107,7 @@ static void conf_elementwise(backend *b) {
     SW_CHECK_OK(b->vt->submit(b, &(bop){.kind = BOP_GATHER,
                                          .u.gather = {at(dx), at(didx), at(dout), 3, 4, 128}}));
     check_bits(b, "gather", at(dout), want, 3 * 128 * sizeof(float));
-    cpu_rope(x, pos, 4, 8, 16, 10000.0f, 0.125f);
+    cpu_rope(x, pos, 4, 8, 16, 10000.0f, 0.125f, 0);
     SW_CHECK_OK(b->vt->submit(b, &(bop){.kind = BOP_ROPE,
                                          .u.rope = {at(dx), at(dpos), 4, 8, 16, 1e4f, 0.125f}}));
     check_bits(b, "rope", at(dx), x, bytes);

@@ -458,29 +458,40 @@ static void test_rmsnorm(void) {
     memcpy(z, x, sizeof z);
     cpu_rmsnorm(z, w, z, N, ROWS, eps);
     check_bits("rmsnorm in place", z, y, ROWS * N);
+    /* Without a weight (Gemma 4's value norm): as with a weight of ones. */
+    for (int i = 0; i < N; i++)
+        w[i] = 1.0f;
+    cpu_rmsnorm(x, w, y, N, ROWS, eps);
+    cpu_rmsnorm(x, NULL, z, N, ROWS, eps);
+    check_bits("rmsnorm without a weight", z, y, ROWS * N);
 }
 
-static void rope_case(float base, float freq_scale) {
+/* n_pairs: 0 (all) or the pairs turned (Gemma 4's proportional RoPE: the
+ * angles of the whole head's frequencies, the other pairs unchanged). */
+static void rope_case(float base, float freq_scale, int n_pairs) {
     enum { T = 4, H = 3, HD = 64 };
     static float x[T * H * HD], x0[T * H * HD];
     static double ref[T * H * HD];
     const int32_t pos[T] = {0, 1, 37, 1500};
     fill_float(x0, T * H * HD, -1.0f, 1.0f);
     memcpy(x, x0, sizeof x);
-    cpu_rope(x, pos, T, H, HD, base, freq_scale);
+    cpu_rope(x, pos, T, H, HD, base, freq_scale, (uint32_t)n_pairs);
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < H; h++) {
             const float *v = x0 + (t * H + h) * HD;
             double *o = ref + (t * H + h) * HD;
             for (int i = 0; i < HD / 2; i++) {
                 double th = pos[t] * (double)freq_scale * pow(base, -2.0 * i / HD);
+                if (n_pairs != 0 && i >= n_pairs)
+                    th = 0.0;
                 o[i] = v[i] * cos(th) - v[i + HD / 2] * sin(th);
                 o[i + HD / 2] = v[i + HD / 2] * cos(th) + v[i] * sin(th);
             }
         }
     }
     char what[64];
-    snprintf(what, sizeof what, "rope base %g scale %g", (double)base, (double)freq_scale);
+    snprintf(what, sizeof what, "rope base %g scale %g pairs %d", (double)base,
+             (double)freq_scale, n_pairs);
     /* f32 angles at position 1500 carry ~2e-4 rad of rounding. */
     check_close(what, x, ref, T * H * HD, 5e-4, 1e-5);
     check_bits("rope at position 0 is the identity", x, x0, H * HD);
@@ -738,8 +749,9 @@ int main(void) {
     test_kernels_all_isas();
     test_matmul_all(pools);
     test_rmsnorm();
-    rope_case(10000.0f, 1.0f);
-    rope_case(1000000.0f, 0.125f);
+    rope_case(10000.0f, 1.0f, 0);
+    rope_case(1000000.0f, 0.125f, 0);
+    rope_case(1000000.0f, 1.0f, 8); /* a quarter of the pairs */
     test_geglu_softcap_add_scale();
     test_attention(pools);
     for (int i = 0; i < 4; i++)

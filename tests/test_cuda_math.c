@@ -168,7 +168,7 @@ static void test_rope(void) {
         float *x = xmalloc(NT * NH * HD * sizeof(float)), *y = xmalloc(NT * NH * HD * 4);
         for (int i = 0; i < NT * NH * HD; i++)
             x[i] = y[i] = frand(-3, 3);
-        cpu_rope(x, pos, NT, NH, HD, bases[c], scales[c]);
+        cpu_rope(x, pos, NT, NH, HD, bases[c], scales[c], 0);
         uint32_t exact = 0;
         double worst = 0;
         for (int t = 0; t < NT; t++)

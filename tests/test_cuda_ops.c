@@ -181,7 +181,7 @@ static void conf_elementwise(backend *b) {
     got = download_f(b, at(dout), 3 * N / 4);
     SW_CHECK(!memcmp(got, want, 3 * N), "gather: not the cpu backend's bits");
     free(got);
-    cpu_rope(x, pos, 4, 8, 64, 10000.0f, 0.125f);
+    cpu_rope(x, pos, 4, 8, 64, 10000.0f, 0.125f, 0);
     SW_CHECK_OK(b->vt->submit(b, &(bop){.kind = BOP_ROPE,
                                          .u.rope = {at(dx), at(dpos), 4, 8, 64, 1e4f, 0.125f}}));
     got = download_f(b, at(dx), N);

@@ -1,6 +1,6 @@
 /*
  * test_plan_identity.c — placement and batching change no bit of the
- * logits (DESIGN.md "Invariants"), on the tiny Gemma 1/2/3 models (and, with
+ * logits (DESIGN.md "Invariants"), on the tiny Gemma 1-4 models (and, with
  * --default-model, the real Gemma 3 270M):
  *   - plans on the simulated device — every layer resident, every layer
  *     streamed through the ring, every layer on the host, and mixes, with
@@ -18,6 +18,8 @@
 
 #include "check.h"
 #include "engine/engine_internal.h"
+#include "model/model_internal.h"
+#include "plan/plan_api.h"
 #include "runtime/launch.h"
 
 #define N_PROMPT 30
@@ -98,11 +100,31 @@ static float *run(const sw_model *m, const sw_plan_options *o, const engine_hook
     return logits;
 }
 
+/* v's placement, with each KV-shared layer (Gemma 4) pinned where the
+ * layer whose cache it reads computes, as the planner requires. */
+static const char *shared_place(const sw_model *m, const char *place, char *buf, size_t cap) {
+    model_config c;
+    plan_pins pins;
+    if (place == NULL || model_config_from_gguf(m->gguf, &c) != SW_OK ||
+        plan_parse_place(place, c.n_layer, &pins) != SW_OK)
+        return place;
+    int len = snprintf(buf, cap, "%s", place);
+    for (uint32_t il = 0; il < c.n_layer && len > 0 && (size_t)len < cap; il++) {
+        const plan_place owner = pins.layer[model_layer_kv_owner(&c, il)];
+        if (owner != PLACE_AUTO && model_layer_kv_owner(&c, il) != il &&
+            (pins.layer[il] == PLACE_HOST) != (owner == PLACE_HOST))
+            len += snprintf(buf + len, cap - (size_t)len, ",%u=%s", il, plan_place_name(owner));
+    }
+    return buf;
+}
+
 static void test_plans(const sw_model *m, const char *label, const float *ref, uint32_t V,
                        uint32_t n_batch) {
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         const variant *v = &variants[i];
-        sw_plan_options o = options(v->backend, v->place, 1, n_batch);
+        char place[256];
+        sw_plan_options o = options(v->backend, shared_place(m, v->place, place, sizeof place),
+                                    1, n_batch);
         engine_hooks hooks = {.sim_per_op = v->per_op};
         float *got = run(m, &o, &hooks, V);
         SW_CHECK(got != NULL && !memcmp(got, ref, (size_t)N_STEPS * V * sizeof(float)),
@@ -119,7 +141,9 @@ static void test_plans(const sw_model *m, const char *label, const float *ref, u
 static void test_batches(const sw_model *m, const char *label, const variant *v,
                          const float *ref, uint32_t V, uint32_t n_batch) {
     enum { N_SEQ = 3 };
-    sw_plan_options o = options(v->backend, v->place, N_SEQ, n_batch);
+    char place[256];
+    sw_plan_options o = options(v->backend, shared_place(m, v->place, place, sizeof place),
+                                N_SEQ, n_batch);
     sw_engine *e = NULL;
     sw_session *s[N_SEQ] = {0};
     int32_t tokens[N_STEPS];

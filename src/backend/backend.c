@@ -76,7 +76,8 @@ sw_status bop_for_each_mem(bop *op, bop_mem_fn fn, void *user) {
     }
     case BOP_RMSNORM: {
         bop_rmsnorm *a = &op->u.rmsnorm;
-        VISIT(a->w.mem, a->w.n_bytes, false, &a->w);
+        if (a->w.n_bytes != 0)
+            VISIT(a->w.mem, a->w.n_bytes, false, &a->w);
         VISIT(a->x, (uint64_t)a->n * a->n_rows * F, false, NULL);
         VISIT(a->y, (uint64_t)a->n * a->n_rows * F, true, NULL);
         return SW_OK;

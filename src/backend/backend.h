@@ -107,6 +107,7 @@ typedef enum bop_kind {
 } bop_kind;
 
 typedef struct bop_get_rows { btensor w; bmem ids, out; uint32_t n; } bop_get_rows;
+/* w with n_bytes 0 (no buffer): no multiplier (Gemma 4's value norm). */
 typedef struct bop_rmsnorm { bmem x; btensor w; bmem y; uint32_t n, n_rows; float eps; } bop_rmsnorm;
 /* fine: x's magnitude swings along the row (the down projection's input,
  * the GeGLU product); the cpu kernels then quantize it with a scale per 32
@@ -125,6 +126,7 @@ typedef struct bop_rope {
     bmem x, pos;
     uint32_t n_tokens, n_heads, head_dim;
     float base, freq_scale;
+    uint32_t n_pairs;          /* pairs turned, (i, i + hd/2) for i < n_pairs; 0: all */
 } bop_rope;
 typedef struct bop_kv_append { bmem k, v, pos, seq; bkv cache; uint32_t n_tokens; } bop_kv_append;
 typedef struct bop_attention {

@@ -47,7 +47,32 @@ static sw_status rope(backend *b, const block_args *a, bmem x, uint32_t n_heads)
     SUBMIT(b, (bop){.kind = BOP_ROPE,
                     .u.rope = {.x = x, .pos = a->act.pos, .n_tokens = a->n_tokens,
                                .n_heads = n_heads, .head_dim = a->shape->head_dim,
-                               .base = a->rope_base, .freq_scale = a->rope_scale}});
+                               .base = a->rope_base, .freq_scale = a->rope_scale,
+                               .n_pairs = a->shape->rope_pairs}});
+    return SW_OK;
+}
+
+static sw_status scale(backend *b, bmem x, uint64_t n, float s) {
+    SUBMIT(b, (bop){.kind = BOP_SCALE, .u.scale = {.x = x, .s = s, .n = n}});
+    return SW_OK;
+}
+
+/* k and v from h: v from the key projection (k_eq_v) or its own, and
+ * normed per head without a weight (v_norm), before k's norm and RoPE. */
+static sw_status keys_values(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    const uint32_t n = a->n_tokens, rows = n * s->n_head_kv;
+    SW_TRY(matmul_again(b, &a->w[BW_K], t->h, t->k, n));
+    bmem v_src = t->k;
+    if (!s->k_eq_v) {
+        SW_TRY(matmul_again(b, &a->w[BW_V], t->h, t->v, n));
+        v_src = t->v;
+    }
+    if (s->v_norm) /* into v: with k_eq_v, k stays for its own norm */
+        return norm(b, v_src, &(btensor){0}, t->v, s->head_dim, rows, s->norm_eps);
+    if (s->k_eq_v)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "keys as values without the value norm");
     return SW_OK;
 }
 
@@ -64,19 +89,22 @@ static sw_status attention_half(backend *b, const block_args *a) {
 
     SW_TRY(norm(b, t->x, &w[BW_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
     SW_TRY(matmul(b, &w[BW_Q], t->h, t->q, n));
-    SW_TRY(matmul_again(b, &w[BW_K], t->h, t->k, n));
-    SW_TRY(matmul_again(b, &w[BW_V], t->h, t->v, n));
+    if (!s->kv_shared)
+        SW_TRY(keys_values(b, a));
     if (s->qk_norm) {
         SW_TRY(norm(b, t->q, &w[BW_Q_NORM], t->q, hd, n * s->n_head, s->norm_eps));
-        SW_TRY(norm(b, t->k, &w[BW_K_NORM], t->k, hd, n * s->n_head_kv, s->norm_eps));
+        if (!s->kv_shared)
+            SW_TRY(norm(b, t->k, &w[BW_K_NORM], t->k, hd, n * s->n_head_kv, s->norm_eps));
     }
     SW_TRY(rope(b, a, t->q, s->n_head));
-    SW_TRY(rope(b, a, t->k, s->n_head_kv));
-    SUBMIT(b, (bop){.kind = BOP_SCALE, .u.scale = {.x = t->q, .s = s->query_scale,
-                                                   .n = (uint64_t)n * s->n_head * hd}});
-    SUBMIT(b, (bop){.kind = BOP_KV_APPEND,
-                    .u.kv_append = {.k = t->k, .v = t->v, .pos = t->pos, .seq = t->seq,
-                                    .cache = a->kv, .n_tokens = n}});
+    if (!s->kv_shared)
+        SW_TRY(rope(b, a, t->k, s->n_head_kv));
+    if (s->query_scale != 1.0f) /* Gemma 4 normalizes q instead */
+        SW_TRY(scale(b, t->q, (uint64_t)n * s->n_head * hd, s->query_scale));
+    if (!s->kv_shared)
+        SUBMIT(b, (bop){.kind = BOP_KV_APPEND,
+                        .u.kv_append = {.k = t->k, .v = t->v, .pos = t->pos, .seq = t->seq,
+                                        .cache = a->kv, .n_tokens = n}});
     SUBMIT(b, (bop){.kind = BOP_ATTENTION,
                     .u.attention = {.q = t->q, .out = t->att, .pos = t->pos, .seq = t->seq,
                                     .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
@@ -107,7 +135,28 @@ static sw_status ffn_half(backend *b, const block_args *a) {
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
 }
 
+/* Gemma 4's per-layer input: g = gelu_tanh(x·Wgate) * ple (in the gate
+ * buffer), h = rmsnorm(g·Wproj, ple_norm), x += h. */
+static sw_status ple_part(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    const btensor *w = a->w;
+    const uint32_t n = a->n_tokens;
+    SW_TRY(matmul(b, &w[BW_PLE_GATE], t->x, t->gate, n));
+    SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->ple,
+                                                   .out = t->gate,
+                                                   .n = (uint64_t)n * s->n_pl}});
+    SW_TRY(matmul(b, &w[BW_PLE_PROJ], t->gate, t->h, n));
+    SW_TRY(norm(b, t->h, &w[BW_PLE_NORM], t->h, s->n_embd, n, s->norm_eps));
+    return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
+}
+
 sw_status block_run_ops(backend *b, const block_args *a) {
     SW_TRY(attention_half(b, a));
-    return ffn_half(b, a);
+    SW_TRY(ffn_half(b, a));
+    if (a->shape->n_pl)
+        SW_TRY(ple_part(b, a));
+    if (a->layer_scale != 0.0f)
+        SW_TRY(scale(b, a->act.x, (uint64_t)a->n_tokens * a->shape->n_embd, a->layer_scale));
+    return SW_OK;
 }

@@ -13,6 +13,11 @@
  *   x += h
  *   h = rmsnorm(x, ffn_norm);  gate, up = h·Wgate, h·Wup;  gate = gelu_tanh(gate)*up
  *   h = gate·Wdown;  post_norms: h = rmsnorm(h, post_ffw_norm);  x += h
+ * Gemma 4 (gemma4-facts): v_norm: v = rmsnorm(v) per head (no weight);
+ * k_eq_v: v = k before k's norm and RoPE; kv_shared: no k, v or append,
+ * attention over the cache given; RoPE turns rope_pairs pairs; then, with
+ * per-layer inputs, g = gelu_tanh(x·Wple_gate) * ple, h = rmsnorm(g·Wple_proj,
+ * ple_norm), x += h; and x *= layer_scale.
  * block_run_ops() issues exactly these steps as ops; a backend's `block`
  * entry must give the same bits as that sequence on the same kernels.
  */
@@ -53,7 +58,8 @@ typedef enum block_weight {
     BW_COUNT
 } block_weight;
 
-/* What every block of a model shares. */
+/* One block's shape and quirks (Gemma 1-3: the same for every block;
+ * Gemma 4's differ by attention type and KV sharing). */
 typedef struct block_shape {
     uint32_t n_embd, n_ff, n_head, n_head_kv, head_dim;
     float norm_eps;
@@ -61,6 +67,11 @@ typedef struct block_shape {
     float attn_softcap;   /* 0: none */
     bool qk_norm;
     bool post_norms;
+    bool v_norm;          /* v = rmsnorm(v) per head, no weight */
+    bool k_eq_v;          /* no Wv: v is the key projection (before k's norm and RoPE) */
+    bool kv_shared;       /* no K/V of its own: attends over `kv`, another layer's cache */
+    uint32_t rope_pairs;  /* pairs RoPE turns (0: all) */
+    uint32_t n_pl;        /* per-layer embedding width; 0: none */
 } block_shape;
 
 /* One side's activations for up to its n_tok tokens (engine-owned). */
@@ -70,6 +81,7 @@ typedef struct block_acts {
     bmem q, att;         /* (n_tok, n_head * hd) */
     bmem k, v;           /* (n_tok, n_head_kv * hd) */
     bmem gate, up;       /* (n_tok, n_ff) */
+    bmem ple;            /* (n_tok, n_pl): this layer's per-layer input (Gemma 4) */
     bmem pos, seq;       /* (n_tok) int32: position and sequence of each token */
 } block_acts;
 
@@ -79,6 +91,7 @@ typedef struct block_args {
     bkv kv;
     uint32_t window;       /* 0: global attention */
     float rope_base, rope_scale;
+    float layer_scale;     /* the output's multiplier; 0: none */
     block_acts act;
     uint32_t n_tokens;
 } block_args;

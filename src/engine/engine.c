@@ -71,6 +71,7 @@ static sw_status take_workload(sw_engine *e) {
         .n_embd = c->n_embd, .n_ff = c->n_ff, .n_head = c->n_head, .n_head_kv = c->n_head_kv,
         .head_dim = c->n_embd_head, .norm_eps = c->norm_eps, .query_scale = c->query_scale,
         .attn_softcap = c->attn_softcap, .qk_norm = c->qk_norm, .post_norms = c->post_norms,
+        .v_norm = c->v_norm, .n_pl = c->n_embd_per_layer,
     };
     return SW_OK;
 }
@@ -78,7 +79,7 @@ static sw_status take_workload(sw_engine *e) {
 static sw_status create_backends(sw_engine *e) {
     const plan *p = e->plan;
     backend_params bp = {
-        .max_attn_keys = e->n_ctx, .attn_group = e->config.n_head / e->config.n_head_kv,
+        .max_attn_keys = e->n_ctx, .attn_group = model_attn_group(&e->config),
         .max_row_elems = model_max_row_elems(&e->config),
         .exact_dots = p->workload.exact_dots, .bf16_dots = p->workload.bf16_dots,
         .capacity_bytes = p->budget.device_bytes, .link_Bps = p->budget.sim_link_Bps,

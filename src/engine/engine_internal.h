@@ -81,8 +81,9 @@ typedef struct engine_side {
     backend *be;                       /* NULL when the side does not exist */
     backend_buf *buf;                  /* device: the plan's buffer; host: host memory */
     uint8_t *host_base;                /* host side: the allocation */
-    block_acts act;                    /* x, h, ..., pos, seq */
+    block_acts act;                    /* x, h, ..., pos, seq; ple: all layers' */
     bmem ids, out_rows;
+    bmem ple_tmp, ple_idx;             /* Gemma 4's per-layer inputs, assembled */
     backend_event *done;               /* compute-queue mark the host syncs on */
     bool meta_current;                 /* this forward's pos/seq/out_rows are here */
     bool used;                         /* this forward queued work here */
@@ -122,6 +123,7 @@ struct sw_engine {
     uint64_t dev_allocated;            /* device bytes obtained so far (failures) */
     engine_ring ring;
     btensor tok_embd;                  /* host: embedding lookups */
+    btensor ple_embd, ple_proj, ple_proj_norm; /* host: Gemma 4's per-layer inputs */
     btensor lm_head[2], out_norm[2];   /* per side: the LM head's copy there */
     backend_buf *logits_dev;           /* (n_tok, n_vocab) when the LM head is resident */
     bkv *kv;                           /* (n_layer) on its layer's side */

@@ -14,6 +14,7 @@
  * copies read. A failure drains the device and resets the ring, so the
  * next forward starts from a clean state.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,15 +32,21 @@ static sw_status device_wait(sw_engine *e) {
     return st != SW_OK ? st : d->be->vt->event_sync(d->be, d->done);
 }
 
-/* This forward's metadata onto the device, once. */
+/* This forward's metadata (and Gemma 4's per-layer inputs) onto the
+ * device, once. */
 static sw_status upload_meta(sw_engine *e, uint32_t n) {
     engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
-    const uint64_t offs[3] = {e->act.pos, e->act.seq, e->act.out_rows};
+    const model_config *c = &e->config;
+    const uint64_t offs[4] = {e->act.pos, e->act.seq, e->act.out_rows, e->act.ple};
+    const uint64_t bytes[4] = {(uint64_t)n * 4, (uint64_t)n * 4, (uint64_t)n * 4,
+                               (uint64_t)n * c->n_layer * c->n_embd_per_layer * 4};
     if (d->meta_current)
         return SW_OK;
-    for (int i = 0; i < 3; i++) {
-        sw_status st = d->be->vt->copy_h2d(d->be, BQ_COMPUTE, (bmem){d->buf, offs[i]},
-                                           h->host_base + offs[i], (uint64_t)n * 4);
+    for (int i = 0; i < 4; i++) {
+        sw_status st = bytes[i] == 0 ? SW_OK
+                                     : d->be->vt->copy_h2d(d->be, BQ_COMPUTE,
+                                                           (bmem){d->buf, offs[i]},
+                                                           h->host_base + offs[i], bytes[i]);
         if (st != SW_OK)
             return st;
     }
@@ -86,12 +93,23 @@ static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, int si
     const model_config *c = &e->config;
     backend *be = e->side[side].be;
     bool local = model_layer_is_local(c, il);
+    block_shape shape = e->shape; /* this layer's own (Gemma 4's differ) */
+    shape.n_ff = model_layer_n_ff(c, il);
+    shape.n_head_kv = model_layer_n_head_kv(c, il);
+    shape.head_dim = model_layer_head_dim(c, il);
+    shape.k_eq_v = c->layer[il].k_eq_v;
+    shape.kv_shared = !model_layer_owns_kv(c, il);
+    shape.rope_pairs = local ? 0 : c->rope_pairs_global;
+    const tensor_view *ls = &e->weights.layers[il].t[BW_LAYER_SCALE];
     block_args a = {
-        .shape = &e->shape, .kv = e->kv[il], .window = local ? c->sliding_window : 0,
+        .shape = &shape, .kv = e->kv[model_layer_kv_owner(c, il)],
+        .window = local ? c->sliding_window : 0,
         .rope_base = local ? c->rope_base_local : c->rope_base_global,
         .rope_scale = local ? c->rope_scale_local : c->rope_scale_global,
+        .layer_scale = ls->data != NULL ? *(const float *)ls->data : 0.0f,
         .act = e->side[side].act, .n_tokens = n,
     };
+    a.act.ple = bmem_at(a.act.ple, (uint64_t)il * n * c->n_embd_per_layer * sizeof(float));
     memcpy(a.w, w->w, sizeof a.w);
     return be->vt->block ? be->vt->block(be, &a) : block_run_ops(be, &a);
 }
@@ -164,6 +182,44 @@ static sw_status run_logits(sw_engine *e, uint32_t n, uint32_t n_out, float *log
                             (uint64_t)n_out * c->n_vocab * sizeof(float));
 }
 
+#define HOST_SUBMIT(e, ...)                                                              \
+    SW_TRY((e)->host->vt->submit((e)->host, &(bop){__VA_ARGS__}))
+
+/* Gemma 4's per-layer inputs for n tokens, on the host after the scaled
+ * embedding x0 (gemma4-facts): ple = (rmsnorm(x0·Wproj * n_embd^-1/2,
+ * proj_norm per layer) + table[id] * sqrt(n_pl)) * 2^-1/2, assembled
+ * token-major in ple_tmp (the table rows borrowing ple) and then gathered
+ * layer-major into ple, each layer's rows contiguous. The constants are
+ * rounded from double, as transformers' Python floats are. */
+static sw_status per_layer_inputs(sw_engine *e, uint32_t n) {
+    const model_config *c = &e->config;
+    engine_side *h = &e->side[SIDE_HOST];
+    const uint32_t L = c->n_layer, P = c->n_embd_per_layer;
+    const uint64_t all = (uint64_t)n * L * P;
+    HOST_SUBMIT(e, .kind = BOP_MATMUL,
+                .u.matmul = {.w = e->ple_proj, .x = h->act.x, .y = h->ple_tmp, .n_tokens = n});
+    HOST_SUBMIT(e, .kind = BOP_SCALE,
+                .u.scale = {.x = h->ple_tmp, .s = (float)pow(c->n_embd, -0.5), .n = all});
+    HOST_SUBMIT(e, .kind = BOP_RMSNORM,
+                .u.rmsnorm = {.x = h->ple_tmp, .w = e->ple_proj_norm, .y = h->ple_tmp, .n = P,
+                              .n_rows = n * L, .eps = c->norm_eps});
+    HOST_SUBMIT(e, .kind = BOP_GET_ROWS,
+                .u.get_rows = {.w = e->ple_embd, .ids = h->ids, .out = h->act.ple, .n = n});
+    HOST_SUBMIT(e, .kind = BOP_SCALE,
+                .u.scale = {.x = h->act.ple, .s = (float)sqrt(P), .n = all});
+    HOST_SUBMIT(e, .kind = BOP_ADD, .u.add = {.x = h->ple_tmp, .y = h->act.ple, .n = all});
+    HOST_SUBMIT(e, .kind = BOP_SCALE,
+                .u.scale = {.x = h->ple_tmp, .s = (float)pow(2.0, -0.5), .n = all});
+    int32_t *idx = engine_host_meta(e, e->act.ple_idx);
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t t = 0; t < n; t++)
+            idx[(uint64_t)l * n + t] = (int32_t)((uint64_t)t * L + l);
+    HOST_SUBMIT(e, .kind = BOP_GATHER,
+                .u.gather = {.src = h->ple_tmp, .idx = h->ple_idx, .dst = h->act.ple,
+                             .n = n * L, .n_src = n * L, .cols = P});
+    return SW_OK;
+}
+
 static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     const model_config *c = &e->config;
     engine_side *h = &e->side[SIDE_HOST];
@@ -178,6 +234,8 @@ static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     SW_TRY(hb->vt->submit(hb, &(bop){.kind = BOP_SCALE,
                                   .u.scale = {.x = h->act.x, .s = c->embd_scale,
                                               .n = (uint64_t)n * c->n_embd}}));
+    if (c->n_embd_per_layer)
+        SW_TRY(per_layer_inputs(e, n));
     SW_TRY(run_hook(e, -1, SIDE_HOST, n));
     SW_TRY(run_layers(e, n, &side));
     if (n_out > 0) {

@@ -172,6 +172,9 @@ static void reset_views(sw_engine *e) {
     e->weights.tok_embd = e->file_weights.tok_embd;
     e->weights.output = e->file_weights.output;
     e->weights.output_norm = e->file_weights.output_norm;
+    e->weights.ple_embd = e->file_weights.ple_embd; /* used as stored, on the host */
+    e->weights.ple_proj = e->file_weights.ple_proj;
+    e->weights.ple_proj_norm = e->file_weights.ple_proj_norm;
     memcpy(e->weights.layers, e->file_weights.layers,
            e->config.n_layer * sizeof *e->weights.layers);
 }

@@ -105,7 +105,10 @@ static void carve_acts(const act_layout *L, bmem base, engine_side *s) {
         .att = bmem_at(base, L->att), .k = bmem_at(base, L->k), .v = bmem_at(base, L->v),
         .gate = bmem_at(base, L->gate), .up = bmem_at(base, L->up),
         .pos = bmem_at(base, L->pos), .seq = bmem_at(base, L->seq),
+        .ple = bmem_at(base, L->ple),
     };
+    s->ple_tmp = bmem_at(base, L->ple_tmp);
+    s->ple_idx = bmem_at(base, L->ple_idx);
     s->ids = bmem_at(base, L->ids);
     s->out_rows = bmem_at(base, L->out_rows);
 }
@@ -196,7 +199,8 @@ static sw_status init_tables(sw_engine *e) {
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory loading the model");
     for (uint32_t il = 0; il < c->n_layer; il++) {
         uint32_t rows = e->plan->kv_rows[il];
-        e->kv[il] = (bkv){.type = e->kv_type, .row_elems = c->n_head_kv * c->n_embd_head,
+        const uint32_t row = model_layer_n_head_kv(c, il) * model_layer_head_dim(c, il);
+        e->kv[il] = (bkv){.type = e->kv_type, .row_elems = row,
                           .rows = rows, .ring = rows < e->n_ctx ? rows : 0, .n_seq = e->n_seq};
     }
     return SW_OK;
@@ -205,6 +209,9 @@ static sw_status init_tables(sw_engine *e) {
 void engine_bind_host_views(sw_engine *e) {
     backend_buf *hm = e->host->vt->host_memory(e->host);
     e->tok_embd = btensor_of_host(&e->weights.tok_embd, hm);
+    e->ple_embd = btensor_of_host(&e->weights.ple_embd, hm);
+    e->ple_proj = btensor_of_host(&e->weights.ple_proj, hm);
+    e->ple_proj_norm = btensor_of_host(&e->weights.ple_proj_norm, hm);
     e->lm_head[SIDE_HOST] = btensor_of_host(&e->weights.output, hm);
     e->out_norm[SIDE_HOST] = btensor_of_host(&e->weights.output_norm, hm);
     for (uint32_t il = 0; il < e->config.n_layer; il++)

@@ -30,5 +30,9 @@ void act_layout_init(const model_config *c, uint32_t n_tok, act_layout *L) {
     L->pos = take(&at, n * I);
     L->seq = take(&at, n * I);
     L->out_rows = take(&at, n * I);
+    const uint64_t pl = n * c->n_layer * c->n_embd_per_layer;
+    L->ple = take(&at, pl * F);
+    L->ple_tmp = take(&at, pl * F);
+    L->ple_idx = take(&at, c->n_embd_per_layer ? n * c->n_layer * I : 0);
     L->bytes = (at + 255) / 256 * 256;
 }

@@ -8,7 +8,7 @@
  * Per token: the residual stream x, the branch h, q and the attention
  * output (n_head*hd), k and v (n_head_kv*hd), gate and up (n_ff), and the
  * int32 metadata: token id, position, sequence, and the rows whose logits
- * are wanted. Attention's softmax rows are kernel scratch (a GPU keeps
+ * are wanted; Gemma 4's per-layer inputs. Attention's softmax rows are kernel scratch (a GPU keeps
  * them on chip; the cpu backend owns its own), not activations.
  */
 #ifndef SW_MODEL_ACT_H
@@ -26,6 +26,11 @@ typedef struct act_layout {
     uint64_t gate, up;       /* (n_tok, n_ff) */
     uint64_t ids, pos, seq;  /* (n_tok) int32 */
     uint64_t out_rows;       /* (n_tok) int32: rows of x whose logits are wanted */
+    /* Gemma 4's per-layer inputs (empty without): ple holds each layer's
+     * (n, n_pl) rows one layer after another for a forward of n tokens;
+     * ple_tmp the same values token-major as they are assembled; ple_idx
+     * (n_tok * n_layer) int32 the rows that turn one into the other */
+    uint64_t ple, ple_tmp, ple_idx;
     uint64_t bytes;          /* the whole buffer, a multiple of 256 */
 } act_layout;
 

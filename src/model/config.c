@@ -17,7 +17,7 @@
 #include "model/config.h"
 #include "util/error.h"
 
-typedef enum { ARCH_GEMMA1, ARCH_GEMMA2, ARCH_GEMMA3 } arch_id;
+typedef enum { ARCH_GEMMA1, ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4 } arch_id;
 
 /* ARCH.<suffix> into *out; absent keys keep the default (if any). */
 static sw_status key_u32(const gguf_file *f, const char *arch, const char *suffix,
@@ -70,10 +70,12 @@ static sw_status read_arch(const gguf_file *f, model_config *c, arch_id *id) {
         *id = ARCH_GEMMA2;
     else if (!strcmp(c->arch, "gemma3"))
         *id = ARCH_GEMMA3;
+    else if (!strcmp(c->arch, "gemma4"))
+        *id = ARCH_GEMMA4;
     else
         return sw_errorf(SW_ERR_UNSUPPORTED,
-                         "architecture '%s' is not supported (Spillway runs gemma, gemma2 "
-                         "and gemma3)", c->arch);
+                         "architecture '%s' is not supported (Spillway runs gemma, gemma2, "
+                         "gemma3 and gemma4)", c->arch);
     return SW_OK;
 }
 
@@ -190,8 +192,13 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
     arch_id id = ARCH_GEMMA1;
     sw_status st;
     memset(c, 0, sizeof *c);
-    if ((st = read_arch(f, c, &id)) != SW_OK || (st = read_sizes(f, c)) != SW_OK ||
-        (st = read_quirks(f, c, id)) != SW_OK || (st = read_rope_scaling(f, c)) != SW_OK)
+    if ((st = read_arch(f, c, &id)) != SW_OK)
+        return st;
+    if (id == ARCH_GEMMA4)
+        st = model_config_gemma4(f, c);
+    else if ((st = read_sizes(f, c)) == SW_OK && (st = read_quirks(f, c, id)) == SW_OK)
+        st = read_rope_scaling(f, c);
+    if (st != SW_OK)
         return st;
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
     if (embd == NULL)
@@ -202,7 +209,8 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
                          (unsigned long long)embd->ne[1], c->n_embd);
     c->n_vocab = (uint32_t)embd->ne[1];
     c->embd_scale = sqrtf((float)c->n_embd);
-    c->query_scale = query_scale(c, id);
+    if (id != ARCH_GEMMA4)
+        c->query_scale = query_scale(c, id);
     /* An explicit scale (1/sqrt(query_pre_attn_scalar) from a Hugging Face
      * config) wins over the depth rule. */
     if ((st = key_f32(f, c->arch, "attention.scale", &c->query_scale)) != SW_OK)
@@ -237,6 +245,13 @@ uint32_t model_layer_head_dim(const model_config *c, uint32_t il) {
 uint32_t model_layer_n_ff(const model_config *c, uint32_t il) {
     const uint32_t v = layer_of(c, il).n_ff;
     return v ? v : c->n_ff;
+}
+
+uint32_t model_attn_group(const model_config *c) {
+    uint32_t fewest = c->n_head_kv;
+    for (uint32_t il = 0; il < c->n_layer && il < MODEL_MAX_LAYERS; il++)
+        fewest = model_layer_n_head_kv(c, il) < fewest ? model_layer_n_head_kv(c, il) : fewest;
+    return fewest ? c->n_head / fewest : 1;
 }
 
 bool model_layer_owns_kv(const model_config *c, uint32_t il) { return !layer_of(c, il).kv_shared; }

@@ -52,6 +52,9 @@ typedef struct model_config {
     float rope_scale_global;  /* frequency scale (1 / linear factor) */
     float rope_base_local;
     float rope_scale_local;
+    uint32_t rope_pairs_global; /* pairs (i, i + hd/2), i < this, that RoPE turns on
+                                 * full layers (Gemma 4's proportional RoPE:
+                                 * angle pos * base^(-2i/hd)); 0: all */
     bool qk_norm;             /* RMSNorm q and k per head before RoPE */
     bool post_norms;          /* RMSNorm after attention and after the FFN */
     /* Gemma 4 (all zero before it) */
@@ -69,6 +72,10 @@ uint32_t model_layer_n_head_kv(const model_config *c, uint32_t il);
 uint32_t model_layer_head_dim(const model_config *c, uint32_t il);
 uint32_t model_layer_n_ff(const model_config *c, uint32_t il);
 
+/* The most query heads that share a KV head in any layer (attention's
+ * scratch holds their scores together). */
+uint32_t model_attn_group(const model_config *c);
+
 /* Whether layer il keeps a KV cache of its own (not a KV-shared layer). */
 bool model_layer_owns_kv(const model_config *c, uint32_t il);
 
@@ -76,9 +83,13 @@ bool model_layer_owns_kv(const model_config *c, uint32_t il);
 uint32_t model_layer_kv_owner(const model_config *c, uint32_t il);
 
 /* Reads the config from GGUF metadata and the token embedding's shape.
- * Errors: SW_ERR_UNSUPPORTED (architecture not gemma/gemma2/gemma3),
+ * Errors: SW_ERR_UNSUPPORTED (architecture not gemma/gemma2/gemma3/gemma4),
  * SW_ERR_FORMAT (missing or inconsistent key: message names it). */
 sw_status model_config_from_gguf(const gguf_file *f, model_config *out);
+
+/* The Gemma 4 part of model_config_from_gguf (config_gemma4.c): everything
+ * but the vocabulary and embedding scale. Errors as there. */
+sw_status model_config_gemma4(const gguf_file *f, model_config *c);
 
 /* Whether layer il uses the sliding window (local attention). */
 bool model_layer_is_local(const model_config *c, uint32_t il);

@@ -35,14 +35,25 @@ static char *dup_meta_str(const gguf_file *f, const char *key) {
     return out;
 }
 
-/* ARCH.<suffix> as u32, 0 when absent or not representable. */
+/* ARCH.<suffix> as u32 (of a per-layer integer array, as Gemma 4 writes
+ * where layers differ, the largest), 0 when absent or not representable. */
 static uint32_t arch_u32(const gguf_file *f, const char *arch, const char *suffix) {
     char key[256];
     uint64_t v = 0;
+    const gguf_value *arr = NULL;
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    if (gguf_get_uint(f, key, &v) != SW_OK || v > UINT32_MAX)
+    if (gguf_get_array(f, key, &arr) == SW_OK) {
+        if (arr->arr.raw == NULL || arr->arr.elem_type == GGUF_VT_F32 ||
+            arr->arr.elem_type == GGUF_VT_F64)
+            return 0;
+        for (uint64_t i = 0; i < arr->arr.n; i++) {
+            const int64_t x = gguf_array_int(arr, i);
+            v = x > 0 && (uint64_t)x > v ? (uint64_t)x : v;
+        }
+    } else if (gguf_get_uint(f, key, &v) != SW_OK) {
         return 0;
-    return (uint32_t)v;
+    }
+    return v > UINT32_MAX ? 0 : (uint32_t)v;
 }
 
 /* NUL-terminated copies of all metadata keys, in one allocation: the

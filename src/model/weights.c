@@ -25,7 +25,7 @@ static const layer_tensor layer_table[BW_COUNT] = {
     MAT(BW_V, "attn_v", DIM_EMBD, DIM_KV, NEED_V),
     MAT(BW_O, "attn_output", DIM_Q, DIM_EMBD, NEED_ALWAYS),
     NORM(BW_Q_NORM, "attn_q_norm", DIM_HEAD, NEED_QK_NORM),
-    NORM(BW_K_NORM, "attn_k_norm", DIM_HEAD, NEED_QK_NORM),
+    NORM(BW_K_NORM, "attn_k_norm", DIM_HEAD, NEED_K_NORM),
     NORM(BW_POST_ATTN_NORM, "post_attention_norm", DIM_EMBD, NEED_POST_NORMS),
     NORM(BW_FFN_NORM, "ffn_norm", DIM_EMBD, NEED_ALWAYS),
     MAT(BW_GATE, "ffn_gate", DIM_EMBD, DIM_FF, NEED_ALWAYS),
@@ -90,6 +90,7 @@ bool model_has_tensor(const model_config *c, uint32_t il, const layer_tensor *t)
     case NEED_QK_NORM: return c->qk_norm;
     case NEED_POST_NORMS: return c->post_norms;
     case NEED_K: return model_layer_owns_kv(c, il);
+    case NEED_K_NORM: return c->qk_norm && model_layer_owns_kv(c, il);
     case NEED_V: return model_layer_owns_kv(c, il) && !(il < MODEL_MAX_LAYERS &&
                                                         c->layer[il].k_eq_v);
     case NEED_LAYER_SCALE: return c->layer_scale;
@@ -149,7 +150,7 @@ static sw_status bind_norm(const gguf_file *f, const char *name, uint64_t n, flo
 
 /* Floats needed for all norm vectors. */
 static size_t norm_floats(const model_config *c) {
-    size_t n = c->n_embd;
+    size_t n = c->n_embd + c->n_embd_per_layer;
     for (uint32_t il = 0; il < c->n_layer; il++)
         for (size_t s = 0; s < BW_COUNT; s++)
             if (layer_table[s].is_norm && model_has_tensor(c, il, &layer_table[s]))
@@ -200,6 +201,16 @@ sw_status model_weights_bind(const gguf_file *f, const model_config *c, model_we
     if ((st = bind_norm(f, "output_norm.weight", c->n_embd, arena, &w->output_norm)))
         goto fail;
     arena += c->n_embd;
+    if (c->n_embd_per_layer) {
+        const uint64_t pl = (uint64_t)c->n_layer * c->n_embd_per_layer;
+        if ((st = bind_matrix2(f, "per_layer_token_embd.weight", pl, c->n_vocab,
+                               &w->ple_embd)) ||
+            (st = bind_matrix2(f, "per_layer_model_proj.weight", c->n_embd, pl, &w->ple_proj)) ||
+            (st = bind_norm(f, "per_layer_proj_norm.weight", c->n_embd_per_layer, arena,
+                            &w->ple_proj_norm)))
+            goto fail;
+        arena += c->n_embd_per_layer;
+    }
     for (uint32_t il = 0; il < c->n_layer; il++)
         if ((st = bind_layer(f, c, il, &w->layers[il], &arena)) != SW_OK)
             goto fail;

@@ -35,6 +35,7 @@ typedef enum model_dim {
 typedef enum model_need {
     NEED_ALWAYS, NEED_QK_NORM, NEED_POST_NORMS,
     NEED_K,          /* the layer computes its keys (owns a cache) */
+    NEED_K_NORM,     /* ... and norms them (qk_norm) */
     NEED_V,          /* ... and values of their own (not keys as values) */
     NEED_LAYER_SCALE, NEED_PLE, NEED_EXPERTS
 } model_need;
@@ -71,6 +72,10 @@ typedef struct model_weights {
     tensor_view tok_embd;      /* (n_vocab, n_embd) */
     tensor_view output;        /* (n_vocab, n_embd): tok_embd when tied */
     tensor_view output_norm;   /* (n_embd) f32 */
+    /* Gemma 4's per-layer embeddings (unbound without): the table, looked
+     * up by token (n_vocab rows of n_layer x n_pl), the projection of the
+     * embedded token to the same width and its norm (n_pl) f32 */
+    tensor_view ple_embd, ple_proj, ple_proj_norm;
     layer_weights *layers;     /* (n_layer) */
     float *norm_arena;         /* owns every norm vector above */
 } model_weights;

@@ -179,7 +179,7 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     x->host_act_bytes = act.bytes;
     x->dev_act_bytes = plan_padded(act.bytes);
     x->host_scratch_bytes = backend_cpu_scratch_bytes(
-        w->n_threads, w->n_ctx, c->n_head / c->n_head_kv, model_max_row_elems(c));
+        w->n_threads, w->n_ctx, model_attn_group(c), model_max_row_elems(c));
     x->logits_bytes = plan_padded((uint64_t)c->n_vocab * x->n_tok * sizeof(float));
     x->lm_dev_bytes = m->output_bytes + m->output_norm_bytes + x->logits_bytes;
     layer_costs(x);

@@ -84,6 +84,11 @@ static void describe(const model_config *c, const struct model_weights *w, uint3
     if (out->tied)
         memcpy(out->output_type_bytes, embd_types, sizeof embd_types);
     out->output_norm_bytes = plan_padded((uint64_t)c->n_embd * sizeof(float));
+    if (c->n_embd_per_layer) { /* looked up and projected as stored */
+        out->ple_bytes = plan_padded(w->ple_embd.n_bytes);
+        out->ple_proj_bytes = plan_padded(w->ple_proj.n_bytes) +
+                              plan_padded((uint64_t)c->n_embd_per_layer * sizeof(float));
+    }
 }
 
 sw_status plan_model_converted(const model_config *c, const struct model_weights *w,

@@ -13,7 +13,8 @@
  * the sim rehearses the placement a real card would get), then more
  * resident layers, more streamed ones, and the LM head on the device. A layer's KV
  * lives where the layer computes (device for resident and streamed layers,
- * host for host layers), as the engine's forward pass requires.
+ * host for host layers), as the engine's forward pass requires; so a
+ * KV-shared layer (Gemma 4) computes on its cache owner's side.
  *
  * With a device, at least the LM head or one layer must use it (otherwise
  * the cpu backend is the plan to ask for), so a device budget below the
@@ -58,10 +59,24 @@ static void split_free(const uint32_t *free_idx, uint32_t n_free, uint32_t n_str
                               : k < n_res + n_stream ? PLACE_STREAMED : PLACE_HOST;
 }
 
+/* Whether every KV-shared layer computes on the side of the cache it
+ * reads (its owner's: a layer's KV lives where it computes). */
+static bool kv_sides_agree(const plan_ctx *x, const plan_choice *c) {
+    const model_config *m = &x->m->config;
+    for (uint32_t il = 0; il < x->n_layer; il++) {
+        const uint32_t owner = model_layer_kv_owner(m, il);
+        if ((c->place[il] == PLACE_HOST) != (c->place[owner] == PLACE_HOST))
+            return false;
+    }
+    return true;
+}
+
 /* Checks one candidate against the budgets, records the minima for the
  * failure message, and keeps it if it fits and is best. Returns whether it
  * fits. */
 static bool consider(const plan_ctx *x, plan_choice *c, search_result *res) {
+    if (!kv_sides_agree(x, c))
+        return false;
     plan_choice_account(x, c);
     bool uses_device = c->lm == PLACE_RESIDENT || c->n_resident + c->n_streamed > 0;
     if (x->b->has_device && !uses_device)
@@ -153,6 +168,20 @@ static sw_status check_inputs(const plan_model *m, const plan_budget *b, const p
     return SW_OK;
 }
 
+/* Pins that put a KV-shared layer and the layer whose cache it reads on
+ * different sides. */
+static sw_status check_shared_pins(const model_config *c, const plan_pins *pins) {
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        const uint32_t owner = model_layer_kv_owner(c, il);
+        const plan_place a = pins->layer[il], b = pins->layer[owner];
+        if (a != PLACE_AUTO && b != PLACE_AUTO && (a == PLACE_HOST) != (b == PLACE_HOST))
+            return sw_errorf(SW_ERR_ARG, "layer %u reads the KV cache of layer %u (KV "
+                             "sharing), so both compute on one side, but they are pinned %s "
+                             "and %s", il, owner, plan_place_name(a), plan_place_name(b));
+    }
+    return SW_OK;
+}
+
 static bool has_pins(const plan_pins *pins, uint32_t n_layer) {
     if (pins->lm_head != PLACE_AUTO)
         return true;
@@ -166,6 +195,10 @@ static bool has_pins(const plan_pins *pins, uint32_t n_layer) {
 static sw_status refuse_pins(const plan_ctx *x, const search_result *pinned,
                              const search_result *free_res) {
     char need[32], budget[32], fits[32];
+    if (pinned->min_host_bytes == UINT64_MAX) /* every candidate split a shared cache */
+        return sw_errorf(SW_ERR_ARG, "the pinned placement (--place/-ngl) leaves a KV-shared "
+                         "layer on the other side from the layer whose cache it reads; pin "
+                         "them together or drop the pins");
     bool dev_short = pinned->host_ok_any;
     plan_format_size(dev_short ? pinned->min_dev_bytes : pinned->min_host_bytes, need,
                      sizeof need);
@@ -189,7 +222,7 @@ sw_status plan_build(const plan_model *model, const plan_budget *budget,
     if (pins == NULL)
         pins = &no_pins;
     sw_status st = check_inputs(model, budget, rates, work, pins);
-    if (st != SW_OK)
+    if (st != SW_OK || (st = check_shared_pins(&model->config, pins)) != SW_OK)
         return st;
     plan_ctx_init(&x, model, budget, rates, work);
     plan_search(&x, pins, &res);

@@ -300,12 +300,12 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
     case BOP_MATMUL:
         return run_matmul(c, &op->u.matmul);
     case BOP_RMSNORM:
-        cpu_rmsnorm_mt(c->pool, cpu_ptr(n->x), cpu_ptr(n->w.mem), cpu_ptr(n->y), n->n,
-                       n->n_rows, n->eps);
+        cpu_rmsnorm_mt(c->pool, cpu_ptr(n->x), n->w.n_bytes ? cpu_ptr(n->w.mem) : NULL,
+                       cpu_ptr(n->y), n->n, n->n_rows, n->eps);
         return SW_OK;
     case BOP_ROPE:
         cpu_rope(cpu_ptr(r->x), cpu_ptr(r->pos), r->n_tokens, r->n_heads, r->head_dim, r->base,
-                 r->freq_scale);
+                 r->freq_scale, r->n_pairs);
         return SW_OK;
     case BOP_KV_APPEND:
         return run_kv_append(&op->u.kv_append);

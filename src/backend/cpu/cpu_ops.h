@@ -106,15 +106,17 @@ sw_status cpu_matmul_as(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w
 sw_status cpu_get_rows(const tensor_view *w, const int32_t *ids, uint32_t n, float *out);
 
 /* y = x / sqrt(mean(x^2) + eps) * w, per row of length n, n_rows rows;
- * w holds the full multiplier (GGUF norms already include Gemma's +1).
- * x and y may alias. */
+ * w holds the full multiplier (GGUF norms already include Gemma's +1);
+ * w NULL: no multiplier (Gemma 4's value norm). x and y may alias. */
 void cpu_rmsnorm(const float *x, const float *w, float *y, uint32_t n, uint32_t n_rows,
                  float eps);
 
 /* Rotate-half (NEOX) RoPE in place on x: [n_tokens][n_heads][head_dim];
- * token t has position pos[t]; angle_i = pos * freq_scale * base^(-2i/hd). */
+ * token t has position pos[t]; angle_i = pos * freq_scale * base^(-2i/hd)
+ * for the pairs (i, i + hd/2) with i < n_pairs (0: all; Gemma 4's full
+ * layers turn a quarter of them, the rest keep their values). */
 void cpu_rope(float *x, const int32_t *pos, uint32_t n_tokens, uint32_t n_heads,
-              uint32_t head_dim, float base, float freq_scale);
+              uint32_t head_dim, float base, float freq_scale, uint32_t n_pairs);
 
 /* out[i] = gelu_tanh(gate[i]) * up[i], i < n, in PyTorch's operation
  * order with vmath.h's tanh (within 2 ulp of tanh; the same bits in every

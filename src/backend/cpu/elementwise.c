@@ -38,8 +38,12 @@ void cpu_rmsnorm(const float *x, const float *w, float *y, uint32_t n, uint32_t 
         const double ss = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
         const float mean = (float)(ss / (double)n);
         const float inv = 1.0f / sqrtf(mean + eps);
-        for (i = 0; i < n; i++)
-            yr[i] = (xr[i] * inv) * w[i];
+        if (w == NULL)
+            for (i = 0; i < n; i++)
+                yr[i] = xr[i] * inv;
+        else
+            for (i = 0; i < n; i++)
+                yr[i] = (xr[i] * inv) * w[i];
     }
 }
 
@@ -52,9 +56,10 @@ void cpu_rmsnorm(const float *x, const float *w, float *y, uint32_t n, uint32_t 
  * bf16 model; positions are exact in f32 up to 2^24. The pair (i, i+hd/2)
  * is rotated as HF's q*cos + rotate_half(q)*sin. */
 void cpu_rope(float *x, const int32_t *pos, uint32_t n_tokens, uint32_t n_heads,
-              uint32_t head_dim, float base, float freq_scale) {
+              uint32_t head_dim, float base, float freq_scale, uint32_t n_pairs) {
     const uint32_t half = head_dim / 2;
-    for (uint32_t i = 0; i < half; i++) {
+    const uint32_t turned = n_pairs == 0 || n_pairs > half ? half : n_pairs;
+    for (uint32_t i = 0; i < turned; i++) {
         const float inv_freq = 1.0f / powf(base, (float)(2 * i) / (float)head_dim);
         const float step = inv_freq * freq_scale;
         for (uint32_t t = 0; t < n_tokens; t++) {

@@ -86,12 +86,15 @@ sw_status ck_matvec_geglu(cudaStream_t s, const ck_weight *wg, const ck_weight *
 /* out[t] = row ids[t] of w (dequantized); ids outside [0, ne1) give zeros. */
 sw_status ck_get_rows(cudaStream_t s, const ck_weight *w, const int32_t *ids, uint32_t n,
                       float *out);
-/* y = x / sqrt(mean(x^2) + eps) * w per row of n (sum of squares in f64). */
+/* y = x / sqrt(mean(x^2) + eps) * w per row of n (sum of squares in f64);
+ * w NULL: no multiplier. */
 sw_status ck_rmsnorm(cudaStream_t s, const float *x, const float *w, float *y, uint32_t n,
                      uint32_t n_rows, float eps);
-/* Rotate-half RoPE of x (n_tokens, n_heads, head_dim) at pos[t]. */
+/* Rotate-half RoPE of x (n_tokens, n_heads, head_dim) at pos[t], of the
+ * pairs i < n_pairs (0: all). */
 sw_status ck_rope(cudaStream_t s, float *x, const int32_t *pos, uint32_t n_tokens,
-                  uint32_t n_heads, uint32_t head_dim, float base, float freq_scale);
+                  uint32_t n_heads, uint32_t head_dim, float base, float freq_scale,
+                  uint32_t n_pairs);
 sw_status ck_geglu(cudaStream_t s, const float *gate, const float *up, float *out, uint64_t n);
 sw_status ck_add(cudaStream_t s, float *x, const float *y, uint64_t n);
 sw_status ck_scale(cudaStream_t s, float *x, uint64_t n, float f);

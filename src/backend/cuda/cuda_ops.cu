@@ -101,6 +101,8 @@ static sw_status check_op(const bop *op) {
                              "16-byte aligned", (unsigned long long)op->u.matmul.x.off);
         return check_weight(&op->u.matmul.w, "matmul");
     case BOP_RMSNORM:
+        if (op->u.rmsnorm.w.n_bytes == 0) /* no multiplier */
+            return SW_OK;
         if (op->u.rmsnorm.w.type != SW_TYPE_F32 ||
             op->u.rmsnorm.w.n_bytes < (uint64_t)op->u.rmsnorm.n * sizeof(float))
             return sw_errorf(SW_ERR_ARG, "cuda: norm '%s' is not %u f32 values",
@@ -118,6 +120,9 @@ static sw_status check_op(const bop *op) {
     }
 }
 
+/* A norm's multiplier, or NULL without one. */
+static const float *norm_or_null(const btensor *w) { return w->n_bytes ? F(w->mem) : NULL; }
+
 static sw_status run_op(cuda_backend *c, const bop *op) {
     cudaStream_t s = c->stream[BQ_COMPUTE];
     switch (op->kind) {
@@ -133,12 +138,12 @@ static sw_status run_op(cuda_backend *c, const bop *op) {
     }
     case BOP_RMSNORM: {
         const bop_rmsnorm *a = &op->u.rmsnorm;
-        return ck_rmsnorm(s, F(a->x), F(a->w.mem), F(a->y), a->n, a->n_rows, a->eps);
+        return ck_rmsnorm(s, F(a->x), norm_or_null(&a->w), F(a->y), a->n, a->n_rows, a->eps);
     }
     case BOP_ROPE: {
         const bop_rope *a = &op->u.rope;
         return ck_rope(s, F(a->x), I(a->pos), a->n_tokens, a->n_heads, a->head_dim, a->base,
-                       a->freq_scale);
+                       a->freq_scale, a->n_pairs);
     }
     case BOP_KV_APPEND: {
         const bop_kv_append *a = &op->u.kv_append;
@@ -211,8 +216,6 @@ static sw_status check_block(const block_args *a) {
     return SW_OK;
 }
 
-static const float *norm_or_null(const btensor *w) { return w->n_bytes ? F(w->mem) : NULL; }
-
 static sw_status block_attention(cuda_backend *c, const block_args *a) {
     cudaStream_t s = c->stream[BQ_COMPUTE];
     const block_shape *sh = a->shape;
@@ -268,6 +271,11 @@ static sw_status block_ffn(cuda_backend *c, const block_args *a) {
 sw_status cuda_block(backend *b, const block_args *a) {
     if (a == NULL || a->shape == NULL)
         return sw_errorf(SW_ERR_ARG, "cuda: bad block");
+    const block_shape *sh = a->shape;
+    /* Gemma 4's blocks run op by op (the fused kernels are Gemma 1-3's) */
+    if (sh->v_norm || sh->k_eq_v || sh->kv_shared || sh->rope_pairs || sh->n_pl ||
+        a->layer_scale != 0.0f)
+        return block_run_ops(b, a);
     SW_TRY(check_block(a));
     SW_TRY(block_attention(cuda_of(b), a));
     return block_ffn(cuda_of(b), a);

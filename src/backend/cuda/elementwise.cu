@@ -80,12 +80,12 @@ static __device__ float row_rms_inv(const float *x, uint32_t n, float eps) {
     return hd_div(1.0f, sqrtf(hd_add(mean, eps)));
 }
 
-/* y = (x * inv) * w over a row (x and y may alias: each element is read
- * and written by one thread, after the sum). */
+/* y = (x * inv) * w over a row, or x * inv without w (x and y may alias:
+ * each element is read and written by one thread, after the sum). */
 static __device__ void row_scale(const float *x, float inv, const float *w, float *y,
                                  uint32_t n) {
     for (uint32_t i = threadIdx.x; i < n; i += RMS_THREADS)
-        y[i] = hd_mul(hd_mul(x[i], inv), w[i]);
+        y[i] = w != NULL ? hd_mul(hd_mul(x[i], inv), w[i]) : hd_mul(x[i], inv);
 }
 
 __global__ void __launch_bounds__(RMS_THREADS)
@@ -131,14 +131,17 @@ static sw_status make_steps(uint32_t head_dim, float base, float freq_scale, rop
     return SW_OK;
 }
 
+/* Pairs p < turned rotate; the rest keep their values (as cpu_rope). */
 __global__ void k_rope(float *x, const int32_t *pos, uint32_t n_tokens, uint32_t n_heads,
-                       uint32_t head_dim, const rope_steps steps) {
+                       uint32_t head_dim, uint32_t turned, const rope_steps steps) {
     const uint32_t half = head_dim / 2;
     const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (uint64_t)n_tokens * n_heads * half)
         return;
     const uint64_t th = i / half; /* token * n_heads + head */
     const uint32_t p = (uint32_t)(i % half);
+    if (p >= turned)
+        return;
     float *v = x + th * head_dim;
     km_rope_pair(&v[p], &v[p + half], steps.v[p], pos[th / n_heads]);
 }
@@ -266,13 +269,16 @@ sw_status ck_rmsnorm(cudaStream_t s, const float *x, const float *w, float *y, u
 }
 
 sw_status ck_rope(cudaStream_t s, float *x, const int32_t *pos, uint32_t n_tokens,
-                  uint32_t n_heads, uint32_t head_dim, float base, float freq_scale) {
+                  uint32_t n_heads, uint32_t head_dim, float base, float freq_scale,
+                  uint32_t n_pairs) {
     rope_steps steps;
     SW_TRY(make_steps(head_dim, base, freq_scale, &steps));
     const uint64_t n = (uint64_t)n_tokens * n_heads * (head_dim / 2);
+    const uint32_t turned = n_pairs == 0 || n_pairs > head_dim / 2 ? head_dim / 2 : n_pairs;
     if (n == 0)
         return SW_OK;
-    k_rope<<<ew_blocks(n), EW_THREADS, 0, s>>>(x, pos, n_tokens, n_heads, head_dim, steps);
+    k_rope<<<ew_blocks(n), EW_THREADS, 0, s>>>(x, pos, n_tokens, n_heads, head_dim, turned,
+                                               steps);
     return SW_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -481,6 +481,12 @@ static sw_status pj_block(backend *b, const block_args *a) {
     prog_sig s;
     if (a == NULL || a->shape == NULL)
         return sw_errorf(SW_ERR_ARG, "PJRT block: NULL arguments");
+    const block_shape *sh = a->shape;
+    if (sh->v_norm || sh->k_eq_v || sh->kv_shared || sh->rope_pairs || sh->n_pl ||
+        a->layer_scale != 0.0f)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: Gemma 4's blocks (value norm, KV "
+                         "sharing, per-layer inputs, partial RoPE, layer scale) have no "
+                         "programs yet; use --backend cpu, sim or cuda");
     SW_TRY(sticky(impl_of(b)));
     uint32_t Tb = bucket_of(a->n_tokens);
     if (Tb != a->n_tokens)

@@ -47,6 +47,9 @@ sw_status prog_op_sig(const bop *op, prog_sig *s) {
     }
     case BOP_RMSNORM: {
         const bop_rmsnorm *o = &op->u.rmsnorm;
+        if (o->w.n_bytes == 0)
+            return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: a norm without a weight (Gemma 4's "
+                             "value norm) has no program yet; use --backend cpu, sim or cuda");
         in(s, o->x, (uint64_t)o->n_rows * o->n * f);
         in(s, o->w.mem, (uint64_t)o->n * f);
         out(s, o->y, (uint64_t)o->n_rows * o->n * f, -1);
@@ -63,6 +66,10 @@ sw_status prog_op_sig(const bop *op, prog_sig *s) {
     case BOP_ROPE: {
         const bop_rope *o = &op->u.rope;
         uint64_t n = (uint64_t)o->n_tokens * o->n_heads * o->head_dim * f;
+        if (o->n_pairs != 0 && o->n_pairs != o->head_dim / 2)
+            return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: RoPE over part of a head (Gemma 4's "
+                             "full layers) has no program yet; use --backend cpu, sim or "
+                             "cuda");
         in(s, o->x, n);
         in(s, o->pos, (uint64_t)o->n_tokens * 4);
         out(s, o->x, n, -1);

@@ -202,6 +202,8 @@ static sw_status xlate_block(xlate *x, block_args *a) {
             st = xlate_mem(x, &a->w[i].mem, a->w[i].n_bytes, false, &a->w[i]);
     for (size_t i = 0; st == SW_OK && i < sizeof acts / sizeof acts[0]; i++)
         st = xlate_mem(x, acts[i].m, acts[i].bytes, true, NULL);
+    if (st == SW_OK && sh->n_pl) /* Gemma 4's per-layer input, read only */
+        st = xlate_mem(x, &a->act.ple, n * sh->n_pl * F, false, NULL);
     return st;
 }
 
