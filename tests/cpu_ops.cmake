@@ -15,3 +15,6 @@ set_tests_properties(test_bdot PROPERTIES LABELS "cpu" TIMEOUT 60)
 sw_add_c_test(test_mm_again ${CMAKE_CURRENT_SOURCE_DIR}/test_mm_again.c
               ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
 set_tests_properties(test_mm_again PROPERTIES LABELS "cpu" TIMEOUT 60)
+sw_add_c_test(test_moe ${CMAKE_CURRENT_SOURCE_DIR}/test_moe.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
+set_tests_properties(test_moe PROPERTIES LABELS "cpu" TIMEOUT 60)

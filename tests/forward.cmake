@@ -1,7 +1,7 @@
 # forward.cmake — the CPU forward pass against transformers' golden outputs:
 # tiny random Gemma 1/2/3/4 models (committed) and the real default model
 # (Gemma 4: per-layer inputs with KV sharing; keys as values with
-# proportional RoPE; the experts' model waits for the MoE block).
+# proportional RoPE; experts beside the dense MLP).
 # N_BATCH (last argument) is chosen smaller than the prompts and, for the
 # sliding-window models, so chunks straddle the window (ring indexing).
 add_executable(test_forward_golden ${CMAKE_CURRENT_SOURCE_DIR}/test_forward_golden.c
@@ -9,7 +9,7 @@ add_executable(test_forward_golden ${CMAKE_CURRENT_SOURCE_DIR}/test_forward_gold
 target_include_directories(test_forward_golden PRIVATE ${CMAKE_SOURCE_DIR}/src
                            ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_forward_golden PRIVATE spillway)
-foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv)
+foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv gemma4-moe)
   add_test(NAME forward_${arch}
            COMMAND test_forward_golden ${SW_TEST_DATA}/golden/${arch}.swgold
                    ${SW_TEST_DATA}/tiny/${arch}.gguf 7)

@@ -44,3 +44,12 @@ if(SPILLWAY_FUZZ)
   target_link_options(fuzz_gguf PRIVATE -fsanitize=fuzzer)
   target_link_libraries(fuzz_gguf PRIVATE spillway)
 endif()
+
+# Gemma 4 files with one value patched (expert counts, KV sharing with no
+# owner, per-layer tables of the wrong shape): refused by name.
+add_executable(test_gemma4_bad ${CMAKE_CURRENT_SOURCE_DIR}/test_gemma4_bad.c
+               ${CMAKE_CURRENT_SOURCE_DIR}/check.c)
+target_include_directories(test_gemma4_bad PRIVATE ${CMAKE_SOURCE_DIR}/src
+                           ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_gemma4_bad PRIVATE spillway)
+add_test(NAME test_gemma4_bad COMMAND test_gemma4_bad ${SW_TEST_DATA}/tiny)

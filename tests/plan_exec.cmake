@@ -13,7 +13,7 @@ target_link_libraries(test_plan_identity PRIVATE spillway)
 # backend: tiny Gemma 1/2/3/4 (seconds; Gemma 4's per-layer inputs on the
 # host or the device, KV-shared layers beside their caches' owners), and
 # the default model (label slow).
-foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv)
+foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv gemma4-moe)
   add_test(NAME plan_identity_${arch}
            COMMAND test_plan_identity ${SW_TEST_DATA}/tiny/${arch}.gguf)
   set_tests_properties(plan_identity_${arch} PROPERTIES TIMEOUT 300)

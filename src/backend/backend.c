@@ -17,7 +17,7 @@ void backend_destroy(backend *b) {
 const char *bop_name(bop_kind kind) {
     static const char *const names[BOP_COUNT] = {
         "get_rows", "rmsnorm", "matmul", "rope", "kv_append", "attention",
-        "geglu", "add", "scale", "softcap", "gather"};
+        "geglu", "add", "scale", "softcap", "gather", "moe route", "moe experts"};
     return kind < BOP_COUNT ? names[kind] : "?";
 }
 
@@ -118,6 +118,30 @@ sw_status bop_for_each_mem(bop *op, bop_mem_fn fn, void *user) {
         VISIT(a->idx, a->n * I, false, NULL);
         VISIT(a->dst, (uint64_t)a->n * a->cols * F, true, NULL);
         VISIT(a->src, (uint64_t)a->n_src * a->cols * F, false, NULL);
+        return SW_OK;
+    }
+    case BOP_MOE_ROUTE: {
+        bop_moe_route *a = &op->u.moe_route;
+        const uint64_t nk = (uint64_t)a->n_tokens * a->k;
+        VISIT(a->expert_scale.mem, a->expert_scale.n_bytes, false, &a->expert_scale);
+        VISIT(a->scores, (uint64_t)a->n_tokens * a->n_expert * F, false, NULL);
+        VISIT(a->ids, nk * I, true, NULL);
+        VISIT(a->weights, nk * F, true, NULL);
+        return SW_OK;
+    }
+    case BOP_MOE_EXPERTS: {
+        bop_moe_experts *a = &op->u.moe_experts;
+        const uint64_t n = a->n_tokens, e = a->gate_up.ne0, nk = n * a->k;
+        const uint64_t gu = a->n_expert ? a->gate_up.ne1 / a->n_expert : 0;
+        VISIT(a->gate_up.mem, a->gate_up.n_bytes, false, &a->gate_up);
+        VISIT(a->down.mem, a->down.n_bytes, false, &a->down);
+        VISIT(a->x, n * e * F, false, NULL);
+        VISIT(a->ids, nk * I, false, NULL);
+        VISIT(a->weights, nk * F, false, NULL);
+        VISIT(a->out, n * e * F, true, NULL);
+        VISIT(a->xg, n * e * F, true, NULL);
+        VISIT(a->gu, n * gu * F, true, NULL);
+        VISIT(a->yd, n * e * F, true, NULL);
         return SW_OK;
     }
     default:

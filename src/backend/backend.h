@@ -103,6 +103,8 @@ typedef enum bop_kind {
     BOP_SCALE,       /* x *= s */
     BOP_SOFTCAP,     /* x = cap * tanh(x / cap) */
     BOP_GATHER,      /* dst[i] = src[idx[i]], rows of `cols` floats */
+    BOP_MOE_ROUTE,   /* per token: the top k of softmax(scores), renormalised, x expert scale */
+    BOP_MOE_EXPERTS, /* out[t] = sum of its k experts' w * down_e(gelu(gate_e x) * up_e x) */
     BOP_COUNT
 } bop_kind;
 
@@ -140,6 +142,26 @@ typedef struct bop_geglu { bmem gate, up, out; uint64_t n; } bop_geglu;
 typedef struct bop_add { bmem x, y; uint64_t n; } bop_add;
 typedef struct bop_scale { bmem x; uint64_t n; float s; } bop_scale;
 typedef struct bop_softcap { bmem x; uint64_t n; float cap; } bop_softcap;
+/* Gemma 4's router after its projection: scores (n_tokens, n_expert) ->
+ * ids and weights (n_tokens, k): the k largest probabilities of the
+ * softmax (ties to the lower id), divided by their sum, times
+ * expert_scale[id] (f32, n_expert). */
+typedef struct bop_moe_route {
+    bmem scores, ids, weights;
+    btensor expert_scale;
+    uint32_t n_tokens, n_expert, k;
+} bop_moe_route;
+/* The experts of one layer over n_tokens rows of x (n_embd): gate_up
+ * holds n_expert matrices of 2 * n_ff_exp rows (gate rows, then up), down
+ * n_expert of n_embd rows; out[t] = the sum, in ascending expert id, of
+ * weights[t][j] * down_e(gelu_tanh(gate_e x[t]) * up_e x[t]) for
+ * e = ids[t][j]. xg (n_tokens, n_embd), gu (n_tokens, 2 * n_ff_exp) and yd
+ * (n_tokens, n_embd) are the op's scratch. */
+typedef struct bop_moe_experts {
+    btensor gate_up, down;
+    bmem x, ids, weights, out, xg, gu, yd;
+    uint32_t n_tokens, n_expert, k;
+} bop_moe_experts;
 /* src spans n_src rows; every idx[i] must be < n_src. */
 typedef struct bop_gather { bmem src, idx, dst; uint32_t n, n_src, cols; } bop_gather;
 
@@ -157,6 +179,8 @@ typedef struct bop {
         bop_scale scale;
         bop_softcap softcap;
         bop_gather gather;
+        bop_moe_route moe_route;
+        bop_moe_experts moe_experts;
     } u;
 } bop;
 

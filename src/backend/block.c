@@ -7,6 +7,8 @@
  */
 #include "backend/block.h"
 
+#include <math.h>
+
 #include "util/error.h"
 
 /* Submits op, returning from the caller on failure. */
@@ -116,6 +118,31 @@ static sw_status attention_half(backend *b, const block_args *a) {
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
 }
 
+/* Gemma 4's experts beside the MLP, into moe_out: routed by the residual
+ * (normed without a weight, times the router's scale and n_embd^-1/2),
+ * fed rmsnorm(x, ffn_norm_2), their sum normed by post_ffw_norm_2. */
+static sw_status experts(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    const btensor *w = a->w;
+    const uint32_t n = a->n_tokens, k = s->n_expert_used;
+    SW_TRY(norm(b, t->x, &w[BW_ROUTER_SCALE], t->moe_r, s->n_embd, n, s->norm_eps));
+    SW_TRY(scale(b, t->moe_r, (uint64_t)n * s->n_embd, (float)pow(s->n_embd, -0.5)));
+    SW_TRY(matmul(b, &w[BW_ROUTER], t->moe_r, t->moe_scores, n));
+    SUBMIT(b, (bop){.kind = BOP_MOE_ROUTE,
+                    .u.moe_route = {.scores = t->moe_scores, .ids = t->moe_ids,
+                                    .weights = t->moe_w, .expert_scale = w[BW_EXPERT_SCALE],
+                                    .n_tokens = n, .n_expert = s->n_expert, .k = k}});
+    SW_TRY(norm(b, t->x, &w[BW_FFN_NORM_2], t->moe_x, s->n_embd, n, s->norm_eps));
+    SUBMIT(b, (bop){.kind = BOP_MOE_EXPERTS,
+                    .u.moe_experts = {.gate_up = w[BW_GATE_UP_EXPS], .down = w[BW_DOWN_EXPS],
+                                      .x = t->moe_x, .ids = t->moe_ids, .weights = t->moe_w,
+                                      .out = t->moe_out, .xg = t->moe_r, .gu = t->moe_gu,
+                                      .yd = t->moe_yd, .n_tokens = n,
+                                      .n_expert = s->n_expert, .k = k}});
+    return norm(b, t->moe_out, &w[BW_POST_FFW_NORM_2], t->moe_out, s->n_embd, n, s->norm_eps);
+}
+
 static sw_status ffn_half(backend *b, const block_args *a) {
     const block_shape *s = a->shape;
     const block_acts *t = &a->act;
@@ -130,6 +157,11 @@ static sw_status ffn_half(backend *b, const block_args *a) {
                                                    .n = (uint64_t)n * s->n_ff}});
     /* The GeGLU product spans orders of magnitude within a row. */
     SW_TRY(matmul_as(b, &w[BW_DOWN], t->gate, t->h, n, true, false));
+    if (s->n_expert) {
+        SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM_1], t->h, s->n_embd, n, s->norm_eps));
+        SW_TRY(experts(b, a));
+        SW_TRY(add(b, t->h, t->moe_out, (uint64_t)n * s->n_embd));
+    }
     if (s->post_norms)
         SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);

@@ -17,7 +17,10 @@
  * k_eq_v: v = k before k's norm and RoPE; kv_shared: no k, v or append,
  * attention over the cache given; RoPE turns rope_pairs pairs; then, with
  * per-layer inputs, g = gelu_tanh(x·Wple_gate) * ple, h = rmsnorm(g·Wple_proj,
- * ple_norm), x += h; and x *= layer_scale.
+ * ple_norm), x += h; and x *= layer_scale. With experts, the FFN's h is
+ * rmsnorm(h, post_ffw_norm_1) + rmsnorm(experts(rmsnorm(x, ffn_norm_2)),
+ * post_ffw_norm_2), routed by rmsnorm(x) * router_scale * n_embd^-1/2,
+ * before post_ffw_norm.
  * block_run_ops() issues exactly these steps as ops; a backend's `block`
  * entry must give the same bits as that sequence on the same kernels.
  */
@@ -72,6 +75,7 @@ typedef struct block_shape {
     bool kv_shared;       /* no K/V of its own: attends over `kv`, another layer's cache */
     uint32_t rope_pairs;  /* pairs RoPE turns (0: all) */
     uint32_t n_pl;        /* per-layer embedding width; 0: none */
+    uint32_t n_expert, n_expert_used; /* experts beside the MLP; 0: none */
 } block_shape;
 
 /* One side's activations for up to its n_tok tokens (engine-owned). */
@@ -82,6 +86,10 @@ typedef struct block_acts {
     bmem k, v;           /* (n_tok, n_head_kv * hd) */
     bmem gate, up;       /* (n_tok, n_ff) */
     bmem ple;            /* (n_tok, n_pl): this layer's per-layer input (Gemma 4) */
+    /* Gemma 4's experts: the router's input (then the gathered rows) and
+     * scores, the chosen ids and weights, the experts' input, their
+     * gate/up and down scratch, and their output */
+    bmem moe_r, moe_scores, moe_ids, moe_w, moe_x, moe_gu, moe_yd, moe_out;
     bmem pos, seq;       /* (n_tok) int32: position and sequence of each token */
 } block_acts;
 

@@ -71,7 +71,8 @@ static sw_status take_workload(sw_engine *e) {
         .n_embd = c->n_embd, .n_ff = c->n_ff, .n_head = c->n_head, .n_head_kv = c->n_head_kv,
         .head_dim = c->n_embd_head, .norm_eps = c->norm_eps, .query_scale = c->query_scale,
         .attn_softcap = c->attn_softcap, .qk_norm = c->qk_norm, .post_norms = c->post_norms,
-        .v_norm = c->v_norm, .n_pl = c->n_embd_per_layer,
+        .v_norm = c->v_norm, .n_pl = c->n_embd_per_layer, .n_expert = c->n_expert,
+        .n_expert_used = c->n_expert_used,
     };
     return SW_OK;
 }

@@ -106,6 +106,10 @@ static void carve_acts(const act_layout *L, bmem base, engine_side *s) {
         .gate = bmem_at(base, L->gate), .up = bmem_at(base, L->up),
         .pos = bmem_at(base, L->pos), .seq = bmem_at(base, L->seq),
         .ple = bmem_at(base, L->ple),
+        .moe_r = bmem_at(base, L->moe_r), .moe_scores = bmem_at(base, L->moe_scores),
+        .moe_ids = bmem_at(base, L->moe_ids), .moe_w = bmem_at(base, L->moe_w),
+        .moe_x = bmem_at(base, L->moe_x), .moe_gu = bmem_at(base, L->moe_gu),
+        .moe_yd = bmem_at(base, L->moe_yd), .moe_out = bmem_at(base, L->moe_out),
     };
     s->ple_tmp = bmem_at(base, L->ple_tmp);
     s->ple_idx = bmem_at(base, L->ple_idx);

@@ -25,7 +25,8 @@ void layer_pack_build(const model_config *c, uint32_t il, const layer_weights *w
 
 static btensor tensor_at(const tensor_view *v, bmem at) {
     return (btensor){.name = v->name, .type = v->type, .ne0 = v->ne[0],
-                     .ne1 = v->n_dims > 1 ? v->ne[1] : 1, .n_bytes = v->n_bytes, .mem = at};
+                     .ne1 = v->n_dims > 1 ? v->ne[1] * (v->n_dims > 2 ? v->ne[2] : 1) : 1,
+                     .n_bytes = v->n_bytes, .mem = at};
 }
 
 void layer_pack_bind(const layer_weights *w, const layer_pack *p, bmem base, btensor *out) {

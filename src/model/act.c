@@ -34,5 +34,14 @@ void act_layout_init(const model_config *c, uint32_t n_tok, act_layout *L) {
     L->ple = take(&at, pl * F);
     L->ple_tmp = take(&at, pl * F);
     L->ple_idx = take(&at, c->n_embd_per_layer ? n * c->n_layer * I : 0);
+    const uint64_t me = c->n_expert ? n * c->n_embd * F : 0;
+    L->moe_r = take(&at, me);
+    L->moe_scores = take(&at, n * c->n_expert * F);
+    L->moe_ids = take(&at, n * c->n_expert_used * I);
+    L->moe_w = take(&at, n * c->n_expert_used * F);
+    L->moe_x = take(&at, me);
+    L->moe_gu = take(&at, c->n_expert ? n * 2 * c->n_ff_exp * F : 0);
+    L->moe_yd = take(&at, me);
+    L->moe_out = take(&at, me);
     L->bytes = (at + 255) / 256 * 256;
 }

@@ -31,6 +31,8 @@ typedef struct act_layout {
      * ple_tmp the same values token-major as they are assembled; ple_idx
      * (n_tok * n_layer) int32 the rows that turn one into the other */
     uint64_t ple, ple_tmp, ple_idx;
+    /* Gemma 4's experts (empty without; block.h's block_acts says what) */
+    uint64_t moe_r, moe_scores, moe_ids, moe_w, moe_x, moe_gu, moe_yd, moe_out;
     uint64_t bytes;          /* the whole buffer, a multiple of 256 */
 } act_layout;
 

@@ -328,6 +328,28 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
         return cpu_gather_rows(cpu_ptr(op->u.gather.src), op->u.gather.n_src,
                                cpu_ptr(op->u.gather.idx), op->u.gather.n, op->u.gather.cols,
                                cpu_ptr(op->u.gather.dst));
+    case BOP_MOE_ROUTE: {
+        const bop_moe_route *m = &op->u.moe_route;
+        if (m->expert_scale.n_bytes < (uint64_t)m->n_expert * sizeof(float))
+            return sw_errorf(SW_ERR_ARG, "cpu backend: expert scale '%s' is not %u f32 values",
+                             m->expert_scale.name ? m->expert_scale.name : "?", m->n_expert);
+        return cpu_moe_route(cpu_ptr(m->scores), cpu_ptr(m->expert_scale.mem), m->n_tokens,
+                             m->n_expert, m->k, cpu_ptr(m->ids), cpu_ptr(m->weights));
+    }
+    case BOP_MOE_EXPERTS: {
+        const bop_moe_experts *m = &op->u.moe_experts;
+        const tensor_view gu = view_of(&m->gate_up), dn = view_of(&m->down);
+        const cpu_moe_args a = {.gate_up = &gu, .down = &dn, .x = cpu_ptr(m->x),
+                                .weights = cpu_ptr(m->weights), .ids = cpu_ptr(m->ids),
+                                .out = cpu_ptr(m->out), .xg = cpu_ptr(m->xg),
+                                .gu = cpu_ptr(m->gu), .yd = cpu_ptr(m->yd),
+                                .n_tokens = m->n_tokens, .n_expert = m->n_expert, .k = m->k};
+        for (uint64_t i = 0; i < (uint64_t)m->n_tokens * m->k; i++)
+            if (a.ids[i] < 0 || (uint32_t)a.ids[i] >= m->n_expert)
+                return sw_errorf(SW_ERR_ARG, "cpu backend: expert id %d outside 0..%u",
+                                 (int)a.ids[i], m->n_expert - 1);
+        return cpu_moe_experts(c->pool, c->mm_ws, &a);
+    }
     case BOP_COUNT:
         break;
     }

@@ -101,6 +101,29 @@ enum {
 sw_status cpu_matmul_as(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                         const float *x, float *y, uint32_t n_tokens, unsigned flags);
 
+/* Gemma 4's router after its projection (backend.h's BOP_MOE_ROUTE):
+ * for each of n_tokens rows of scores (n_expert), ids and weights (k each)
+ * get the k largest softmax probabilities (descending, ties to the lower
+ * id) divided by their sum and times expert_scale[id]. Errors: SW_ERR_ARG
+ * for k outside 1..n_expert. */
+sw_status cpu_moe_route(const float *scores, const float *expert_scale, uint32_t n_tokens,
+                        uint32_t n_expert, uint32_t k, int32_t *ids, float *weights);
+
+/* BOP_MOE_EXPERTS's operands as host pointers; gate_up and down are views
+ * of n_expert matrices each (ne[1] = rows of all of them). */
+typedef struct cpu_moe_args {
+    const tensor_view *gate_up, *down;
+    const float *x, *weights;
+    const int32_t *ids;
+    float *out, *xg, *gu, *yd;
+    uint32_t n_tokens, n_expert, k;
+} cpu_moe_args;
+
+/* out = the experts' weighted sum per token (BOP_MOE_EXPERTS), with the
+ * pool and workspace of cpu_matmul. Errors: SW_ERR_ARG for weights that
+ * are not n_expert matrices of matching shapes; cpu_matmul's. */
+sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args *a);
+
 /* out[t][:] = row ids[t] of W (dequantized to f32), t < n. Row length ne0.
  * Errors: SW_ERR_ARG for an id >= ne1; SW_ERR_UNSUPPORTED. */
 sw_status cpu_get_rows(const tensor_view *w, const int32_t *ids, uint32_t n, float *out);

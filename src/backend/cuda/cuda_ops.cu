@@ -116,6 +116,11 @@ static sw_status check_op(const bop *op) {
         SW_TRY(check_kv(&a->cache, "attention"));
         return check_heads(a->n_head, a->n_head_kv, a->head_dim, "attention");
     }
+    case BOP_MOE_ROUTE:
+    case BOP_MOE_EXPERTS:
+        return sw_errorf(SW_ERR_UNSUPPORTED, "cuda: Gemma 4's experts (%s) have no kernels "
+                         "yet; keep those layers on the host (--place) or use --backend cpu",
+                         bop_name(op->kind));
     default: return SW_OK;
     }
 }

@@ -124,6 +124,10 @@ sw_status prog_op_sig(const bop *op, prog_sig *s) {
         out(s, o->dst, (uint64_t)o->n * o->cols * f, -1);
         return SW_OK;
     }
+    case BOP_MOE_ROUTE:
+    case BOP_MOE_EXPERTS:
+        return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: Gemma 4's experts (%s) have no program "
+                         "yet; use --backend cpu, sim or cuda", bop_name(op->kind));
     default:
         return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT backend: unknown op %d", (int)op->kind);
     }

@@ -204,6 +204,18 @@ static sw_status xlate_block(xlate *x, block_args *a) {
         st = xlate_mem(x, acts[i].m, acts[i].bytes, true, NULL);
     if (st == SW_OK && sh->n_pl) /* Gemma 4's per-layer input, read only */
         st = xlate_mem(x, &a->act.ple, n * sh->n_pl * F, false, NULL);
+    if (st != SW_OK || sh->n_expert == 0)
+        return st;
+    const uint64_t e = n * sh->n_embd * F, nk = n * sh->n_expert_used;
+    const uint64_t gu = n * (a->w[BW_GATE_UP_EXPS].ne1 / sh->n_expert) * F;
+    struct { bmem *m; uint64_t bytes; } moe[] = {
+        {&a->act.moe_r, e},         {&a->act.moe_scores, n * sh->n_expert * F},
+        {&a->act.moe_ids, nk * 4},  {&a->act.moe_w, nk * F},
+        {&a->act.moe_x, e},         {&a->act.moe_gu, gu},
+        {&a->act.moe_yd, e},        {&a->act.moe_out, e},
+    };
+    for (size_t i = 0; st == SW_OK && i < sizeof moe / sizeof moe[0]; i++)
+        st = xlate_mem(x, moe[i].m, moe[i].bytes, true, NULL);
     return st;
 }
 
