@@ -24,3 +24,15 @@ add_test(NAME tokenize_cli_missing_file_message
          COMMAND spillway_cli tokenize -f ${CMAKE_CURRENT_BINARY_DIR}/no-such-prompt.txt)
 set_tests_properties(tokenize_cli_missing_file_message PROPERTIES
                      PASS_REGULAR_EXPRESSION "cannot open prompt file .*no-such-prompt.txt")
+
+# Gemma 4's vocabulary (BPE by merge rules) on the tiny GGUF against the
+# ids transformers gives (tools/golden/make_gemma4_tokenizer_golden.py).
+add_executable(test_tokenizer_gemma4 ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_gemma4.c
+               ${CMAKE_CURRENT_SOURCE_DIR}/check.c)
+target_include_directories(test_tokenizer_gemma4 PRIVATE ${CMAKE_SOURCE_DIR}/src
+                           ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_tokenizer_gemma4 PRIVATE spillway)
+add_test(NAME test_tokenizer_gemma4
+         COMMAND test_tokenizer_gemma4 ${SW_TEST_DATA}/tiny/gemma4-ple.gguf
+                 ${SW_TEST_DATA}/tokenizer/gemma4_tiny.json)
+set_tests_properties(test_tokenizer_gemma4 PROPERTIES TIMEOUT 60)

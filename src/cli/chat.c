@@ -3,10 +3,11 @@
  * format. One session holds the whole conversation, so each turn only
  * evaluates its new tokens (the KV cache is reused across turns).
  *
- * Turn format: <start_of_turn>user\n{text}<end_of_turn>\n<start_of_turn>model\n
- * and the reply is closed with <end_of_turn>\n. A --system text is folded
- * into the first user turn followed by a blank line, as Gemma 3's template
- * does (Gemma has no system role).
+ * Turn format (cli/turns.h): <start_of_turn>user\n{text}<end_of_turn>\n
+ * <start_of_turn>model\n and the reply closed with <end_of_turn>\n; a
+ * --system text folded into the first user turn followed by a blank line,
+ * as Gemma 3's template does (Gemma 1-3 have no system role). Gemma 4:
+ * <|turn>...<turn|>, and the system text a turn of its own.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "cli/gen_opts.h"
 #include "cli/generate.h"
 #include "cli/model_arg.h"
+#include "cli/turns.h"
 
 #define LINE_MAX_BYTES (1 << 20)
 
@@ -66,16 +68,24 @@ static int build_turn(chat_state *st, const char *system, const char *user, size
     *n = 0;
     if (st->pending >= 0)
         st->ids[(*n)++] = st->pending;
-    if (!st->first_turn && (rc = append_text(st, "<end_of_turn>\n", false, n)))
+    const chat_turns *tt = chat_turns_of(st->model);
+    bool bos = st->first_turn;
+    if (!st->first_turn && (rc = append_text(st, tt->end, false, n)))
         return rc;
-    if ((rc = append_text(st, "<start_of_turn>user\n", st->first_turn, n)))
+    if (st->first_turn && system && system[0] && tt->system != NULL) { /* a turn of its own */
+        if ((rc = append_text(st, tt->system, true, n)) ||
+            (rc = append_text(st, system, false, n)) || (rc = append_text(st, tt->end, false, n)))
+            return rc;
+        bos = false;
+    }
+    if ((rc = append_text(st, tt->user, bos, n)))
         return rc;
-    if (st->first_turn && system && system[0]) {
+    if (st->first_turn && system && system[0] && tt->system == NULL) {
         if ((rc = append_text(st, system, false, n)) || (rc = append_text(st, "\n\n", false, n)))
             return rc;
     }
-    if ((rc = append_text(st, user, false, n)) ||
-        (rc = append_text(st, "<end_of_turn>\n<start_of_turn>model\n", false, n)))
+    if ((rc = append_text(st, user, false, n)) || (rc = append_text(st, tt->end, false, n)) ||
+        (rc = append_text(st, tt->model, false, n)))
         return rc;
     st->first_turn = false;
     return CLI_EXIT_OK;

@@ -6,10 +6,12 @@
  * numbers), and the responses, stream chunks, errors, /v1/models,
  * /health and /metrics.
  *
- * Chat messages become Gemma's turns, as `spillway chat` writes them:
+ * Chat messages become the model's turns, as `spillway chat` writes them
+ * (cli/turns.h):
  *   <start_of_turn>user\n{text}<end_of_turn>\n ... <start_of_turn>model\n
  * with "assistant" as the model's role and a "system" message folded into
- * the next user turn followed by a blank line (Gemma has no system role).
+ * the next user turn followed by a blank line (Gemma 1-3 have no system
+ * role); Gemma 4's <|turn>...<turn|>, its system message a turn of its own.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
 
@@ -20,6 +22,7 @@
 #include <time.h>
 
 #include "cli/serve.h"
+#include "cli/turns.h"
 #include "format/json_util.h"
 #include "util/utf8.h"
 
@@ -103,8 +106,16 @@ static bool completion_prompt(json_object *root, text_buf *t, srv_reply *err) {
     return true;
 }
 
-/* The "messages" of a chat request as Gemma's turns. */
-static bool chat_prompt(json_object *root, text_buf *t, srv_reply *err) {
+/* A turn: its opening markup, the text, the closing markup. */
+static void add_turn(text_buf *t, const char *open, const char *text, size_t len,
+                     const chat_turns *tt) {
+    tb_add(t, open, strlen(open));
+    tb_add(t, text, len);
+    tb_add(t, tt->end, strlen(tt->end));
+}
+
+/* The "messages" of a chat request as the model's turns (cli/turns.h). */
+static bool chat_prompt(json_object *root, const chat_turns *tt, text_buf *t, srv_reply *err) {
     json_object *msgs = NULL;
     if (jsonu_get_arr(root, "messages", "the request", &msgs) != SW_OK ||
         json_object_array_length(msgs) == 0) {
@@ -124,34 +135,31 @@ static bool chat_prompt(json_object *root, text_buf *t, srv_reply *err) {
                                "\"content\"");
             return false;
         }
-        if (!strcmp(role, "system")) {
+        if (!strcmp(role, "system") && tt->system != NULL) {
+            add_turn(t, tt->system, content, len, tt);
+        } else if (!strcmp(role, "system")) {
             system = content;
             system_len = len;
         } else if (!strcmp(role, "user")) {
-            tb_add(t, "<start_of_turn>user\n", 20);
+            tb_add(t, tt->user, strlen(tt->user));
             if (system != NULL) {
                 tb_add(t, system, system_len);
                 tb_add(t, "\n\n", 2);
                 system = NULL;
             }
             tb_add(t, content, len);
-            tb_add(t, "<end_of_turn>\n", 14);
+            tb_add(t, tt->end, strlen(tt->end));
         } else if (!strcmp(role, "assistant")) {
-            tb_add(t, "<start_of_turn>model\n", 21);
-            tb_add(t, content, len);
-            tb_add(t, "<end_of_turn>\n", 14);
+            add_turn(t, tt->model, content, len, tt);
         } else {
             *err = BAD_REQUEST("unknown message role \"%.64s\" (system, user or assistant)",
                                role);
             return false;
         }
     }
-    if (system != NULL) { /* a system message with no user turn after it */
-        tb_add(t, "<start_of_turn>user\n", 20);
-        tb_add(t, system, system_len);
-        tb_add(t, "<end_of_turn>\n", 14);
-    }
-    tb_add(t, "<start_of_turn>model\n", 21);
+    if (system != NULL) /* a system message with no user turn after it */
+        add_turn(t, tt->user, system, system_len, tt);
+    tb_add(t, tt->model, strlen(tt->model));
     return true;
 }
 
@@ -317,7 +325,8 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
         r->chat = chat;
         r->max_tokens = chat ? -1 : DEFAULT_MAX_TOKENS_COMPLETION;
         ok = check_model(s, root, err) && parse_params(s, root, r, err) &&
-             (chat ? chat_prompt(root, &t, err) : completion_prompt(root, &t, err));
+             (chat ? chat_prompt(root, chat_turns_of(s->model), &t, err)
+                   : completion_prompt(root, &t, err));
     }
     if (ok && t.oom) {
         *err = srv_api_error(500, "server_error", "out of memory");

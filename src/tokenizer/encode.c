@@ -36,6 +36,27 @@ static size_t escape_spaces(const char *text, size_t n, bool prefix, char *dst) 
     return m;
 }
 
+/* gemma4's stretches: runs of '\n' and the text between them merged
+ * apart; a run of '\n' that is a token is that token. */
+static sw_status encode_lines(const tokenizer *t, const char *s, size_t n, tok_out *out) {
+    for (size_t i = 0; i < n;) {
+        const bool nl = s[i] == '\n';
+        size_t j = i;
+        while (j < n && (s[j] == '\n') == nl)
+            j++;
+        const int32_t id = nl ? tokenizer_find(t, s + i, j - i) : -1;
+        if (id >= 0) {
+            tok_emit(out, id);
+        } else {
+            sw_status st = tok_spm_encode(t, s + i, j - i, out);
+            if (st != SW_OK)
+                return st;
+        }
+        i = j;
+    }
+    return SW_OK;
+}
+
 /* Encodes the raw stretches and special spans of text in order. `work`
  * has room for 3 * len + 3 bytes. */
 static sw_status encode_parts(const tokenizer *t, const char *text, size_t len,
@@ -47,7 +68,8 @@ static sw_status encode_parts(const tokenizer *t, const char *text, size_t len,
         if (end > pos) {
             bool prefix = t->add_space_prefix && prev_special;
             size_t m = escape_spaces(text + pos, end - pos, prefix, work);
-            sw_status st = tok_spm_encode(t, work, m, out);
+            sw_status st = t->split_newlines ? encode_lines(t, work, m, out)
+                                             : tok_spm_encode(t, work, m, out);
             if (st != SW_OK)
                 return st;
             prev_special = false;
@@ -74,8 +96,8 @@ sw_status tokenizer_encode(const tokenizer *t, const char *text, size_t len, uns
     *n_ids = 0;
     if (!t->can_encode)
         return sw_errorf(SW_ERR_UNSUPPORTED, "tokenizer model '%s' cannot encode: only "
-                         "SentencePiece vocabularies (tokenizer.ggml.model = \"llama\") are "
-                         "supported", t->model);
+                         "SentencePiece vocabularies (tokenizer.ggml.model \"llama\") and "
+                         "Gemma 4's (\"gemma4\") are supported", t->model);
     if (len > MAX_TEXT_BYTES)
         return sw_errorf(SW_ERR_ARG, "tokenize: %zu bytes of text is over the %zu-byte limit; "
                          "split the input", len, MAX_TEXT_BYTES);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/hf_internal.h"
 #include "tokenizer/tok_internal.h"
 #include "util/error.h"
 
@@ -99,6 +100,31 @@ static sw_status read_tokens(const gguf_file *f, const gguf_value **tokens) {
     return SW_OK;
 }
 
+/* A gemma4 vocabulary: scores from the merge rules, and the rules checked
+ * complete against the built tokenizer (gguf_merges.c). */
+static sw_status create_bpe(const gguf_file *f, const gguf_value *tokens,
+                            const tokenizer_config *cfg, tokenizer_token *list,
+                            tokenizer **out) {
+    const uint32_t n = (uint32_t)tokens->arr.n;
+    float *score = malloc((n ? n : 1) * sizeof *score);
+    hf_pairs pairs = {NULL, 0};
+    if (score == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "tokenizer: out of host memory for %u scores", n);
+    sw_status st = tok_gguf_merge_scores(f, tokens, score, &pairs);
+    for (uint32_t i = 0; st == SW_OK && i < n; i++)
+        list[i].score = score[i];
+    if (st == SW_OK)
+        st = tokenizer_create(cfg, list, n, out);
+    if (st == SW_OK && (st = hf_check_merges_complete(*out, &pairs,
+                                                      "tokenizer.ggml.merges")) != SW_OK) {
+        tokenizer_destroy(*out);
+        *out = NULL;
+    }
+    hf_pairs_free(&pairs);
+    free(score);
+    return st;
+}
+
 sw_status tokenizer_create_from_gguf(const gguf_file *f, tokenizer **out) {
     const gguf_value *tokens, *scores, *types;
     tokenizer_token *list = NULL;
@@ -128,6 +154,10 @@ sw_status tokenizer_create_from_gguf(const gguf_file *f, tokenizer **out) {
         list[i].len = (size_t)tokens->arr.items[i].s.len;
         list[i].score = scores ? (float)gguf_array_float(scores, i) : 0.0f;
         list[i].type = types ? (int32_t)gguf_array_int(types, i) : TOK_TYPE_NORMAL;
+    }
+    if (!strcmp(model, "gemma4")) {
+        st = create_bpe(f, tokens, &cfg, list, out);
+        goto fail;
     }
     st = tokenizer_create(&cfg, list, n, out);
 fail:

@@ -33,6 +33,12 @@ typedef struct hf_vocab {
 /* The id spelled text[0..len) in the Hugging Face spelling, or -1. */
 int32_t hf_vocab_find(const hf_vocab *v, const char *text, size_t len);
 
+/* Room for ids below cap (v->path set for messages; errors SW_ERR_FORMAT,
+ * SW_ERR_OOM_HOST); gives a free id its text (borrowed); frees. */
+sw_status hf_vocab_alloc(hf_vocab *v, size_t cap);
+void hf_vocab_put(hf_vocab *v, uint32_t id, const char *text, size_t len);
+void hf_vocab_free(hf_vocab *v);
+
 /* What the tokenizer.json pipeline asks for, once it passed the checks. */
 typedef struct hf_pipeline {
     bool add_space_prefix;  /* normalizer Prepend("▁") */
@@ -69,6 +75,23 @@ void hf_pairs_free(hf_pairs *p);
  * SW_ERR_UNSUPPORTED (more than 2^24 rules), SW_ERR_OOM_HOST. */
 sw_status hf_read_merges(const hf_vocab *v, const json_object *merges, float *score,
                          hf_pairs *pairs);
+
+/* The same over n rules that `rule` hands out one rank at a time (the two
+ * pieces of rule `rank`, or an error naming it): GGUF's
+ * tokenizer.ggml.merges ("a b" strings) as well as tokenizer.json's. */
+typedef sw_status (*hf_rule_fn)(void *user, size_t rank, const char *side[2], size_t len[2]);
+sw_status hf_merge_scores(const hf_vocab *v, size_t n, hf_rule_fn rule, void *user,
+                          float *score, hf_pairs *pairs);
+
+/* Scores (n_vocab of tokens) and rules of a GGUF vocabulary's
+ * tokenizer.ggml.merges (gguf_merges.c). Errors as hf_merge_scores, and
+ * SW_ERR_FORMAT for a missing or malformed key. */
+sw_status tok_gguf_merge_scores(const gguf_file *f, const gguf_value *tokens, float *score,
+                                hf_pairs *pairs);
+
+/* Splits "a b" at its first space into the two pieces; false when there
+ * is no space. */
+bool hf_split_rule(const char *s, size_t n, const char *side[2], size_t len[2]);
 
 /* Refuses a vocabulary where SentencePiece merging (spm.c: any two
  * adjacent symbols whose concatenation is a token) could join two pieces

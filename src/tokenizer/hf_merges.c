@@ -75,19 +75,25 @@ void hf_pairs_free(hf_pairs *p) {
 
 /* The two sides of rule `rank`: ["a", "b"], or "a b" split at the first
  * space as the tokenizers library reads it. */
+bool hf_split_rule(const char *s, size_t n, const char *side[2], size_t len[2]) {
+    const char *space = memchr(s, ' ', n);
+    if (space == NULL)
+        return false;
+    side[0] = s;
+    len[0] = (size_t)(space - s);
+    side[1] = space + 1;
+    len[1] = n - len[0] - 1;
+    return true;
+}
+
 static sw_status rule_sides(json_object *rule, const char *path, size_t rank,
                             const char *side[2], size_t len[2]) {
     if (json_object_is_type(rule, json_type_string)) {
         const char *s = json_object_get_string(rule);
         size_t n = (size_t)json_object_get_string_len(rule);
-        const char *space = memchr(s, ' ', n);
-        if (space == NULL)
+        if (!hf_split_rule(s, n, side, len))
             return sw_errorf(SW_ERR_FORMAT, "%s: model.merges[%zu] '%.60s' is not two pieces "
                              "separated by a space", path, rank, s);
-        side[0] = s;
-        len[0] = (size_t)(space - s);
-        side[1] = space + 1;
-        len[1] = n - len[0] - 1;
         return SW_OK;
     }
     if (json_object_is_type(rule, json_type_array) && json_object_array_length(rule) == 2) {
@@ -105,16 +111,13 @@ static sw_status rule_sides(json_object *rule, const char *path, size_t rank,
                      "array of two strings", path, rank);
 }
 
-/* Applies rule `rank`: checks its pieces and records the product's score.
- * `buf` (*cap bytes, grown as needed) holds the concatenation. */
-static sw_status read_rule(const hf_vocab *v, json_object *rule, size_t rank, float *score,
-                           hf_pairs *pairs, char **buf, size_t *cap) {
-    const char *side[2];
-    size_t len[2];
+/* Applies rule `rank` (pieces side/len): checks them and records the
+ * product's score. `buf` (*cap bytes, grown as needed) holds the
+ * concatenation. */
+static sw_status read_rule(const hf_vocab *v, const char *side[2], const size_t len[2],
+                           size_t rank, float *score, hf_pairs *pairs, char **buf,
+                           size_t *cap) {
     int32_t id[2];
-    sw_status st = rule_sides(rule, v->path, rank, side, len);
-    if (st != SW_OK)
-        return st;
     for (int k = 0; k < 2; k++)
         if ((id[k] = hf_vocab_find(v, side[k], len[k])) < 0)
             return sw_errorf(SW_ERR_FORMAT, "%s: model.merges[%zu] names '%.*s', which is not "
@@ -141,9 +144,25 @@ static sw_status read_rule(const hf_vocab *v, json_object *rule, size_t rank, fl
     return SW_OK;
 }
 
+typedef struct json_rules {
+    const json_object *merges;
+    const char *path;
+} json_rules;
+
+static sw_status json_rule(void *user, size_t rank, const char *side[2], size_t len[2]) {
+    const json_rules *j = user;
+    return rule_sides(json_object_array_get_idx(j->merges, rank), j->path, rank, side, len);
+}
+
 sw_status hf_read_merges(const hf_vocab *v, const json_object *merges, float *score,
                          hf_pairs *pairs) {
-    size_t n = json_object_array_length(merges), n_slots = 16, cap = 0;
+    json_rules j = {merges, v->path};
+    return hf_merge_scores(v, json_object_array_length(merges), json_rule, &j, score, pairs);
+}
+
+sw_status hf_merge_scores(const hf_vocab *v, size_t n, hf_rule_fn rule, void *user,
+                          float *score, hf_pairs *pairs) {
+    size_t n_slots = 16, cap = 0;
     char *buf = NULL;
     sw_status st = SW_OK;
     if (n > MAX_MERGES)
@@ -158,9 +177,12 @@ sw_status hf_read_merges(const hf_vocab *v, const json_object *merges, float *sc
     pairs->mask = n_slots - 1;
     for (uint32_t id = 0; id < v->n; id++)
         score[id] = UNSET;
-    for (size_t rank = 0; rank < n && st == SW_OK; rank++)
-        st = read_rule(v, json_object_array_get_idx(merges, rank), rank, score, pairs, &buf,
-                       &cap);
+    for (size_t rank = 0; rank < n && st == SW_OK; rank++) {
+        const char *side[2];
+        size_t len[2];
+        if ((st = rule(user, rank, side, len)) == SW_OK)
+            st = read_rule(v, side, len, rank, score, pairs, &buf, &cap);
+    }
     for (uint32_t id = 0; id < v->n; id++)
         if (score[id] == UNSET)
             score[id] = -(float)n;

@@ -102,7 +102,7 @@ int32_t hf_vocab_find(const hf_vocab *v, const char *text, size_t len) {
 }
 
 /* Gives id its text; the caller checked that both are free. */
-static void vocab_put(hf_vocab *v, uint32_t id, const char *text, size_t len) {
+void hf_vocab_put(hf_vocab *v, uint32_t id, const char *text, size_t len) {
     uint64_t h = tok_hash(text, len);
     size_t i = (size_t)h & v->slot_mask;
     v->text[id] = text;
@@ -113,7 +113,7 @@ static void vocab_put(hf_vocab *v, uint32_t id, const char *text, size_t len) {
 }
 
 /* Room for ids below cap (the number of entries: dense ids never reach it). */
-static sw_status vocab_alloc(hf_vocab *v, size_t cap) {
+sw_status hf_vocab_alloc(hf_vocab *v, size_t cap) {
     size_t n_slots = 16;
     if (cap > INT32_MAX - 1)
         return sw_errorf(SW_ERR_FORMAT, "%s: %zu tokens exceed the 32-bit id range", v->path,
@@ -130,7 +130,7 @@ static sw_status vocab_alloc(hf_vocab *v, size_t cap) {
     return SW_OK;
 }
 
-static void vocab_free(hf_vocab *v) {
+void hf_vocab_free(hf_vocab *v) {
     free(v->text);
     free(v->len);
     free(v->added);
@@ -169,7 +169,7 @@ static sw_status read_model_vocab(hf_vocab *v, json_object *vocab, size_t cap) {
         if (hf_vocab_find(v, key, len) >= 0) /* json-c cut a key at an escaped NUL */
             return sw_errorf(SW_ERR_FORMAT, "%s: model.vocab holds '%.*s' twice", v->path,
                              clip(len), key);
-        vocab_put(v, (uint32_t)id, key, len);
+        hf_vocab_put(v, (uint32_t)id, key, len);
     }
     return SW_OK;
 }
@@ -217,7 +217,7 @@ static sw_status read_added_token(hf_vocab *v, json_object *tok, size_t i, size_
         return sw_errorf(SW_ERR_FORMAT, "%s '%.*s' has id %lld, which is already '%.*s'", where,
                          clip(len), text, (long long)id, clip(v->len[id]), v->text[id]);
     if (found < 0)
-        vocab_put(v, (uint32_t)id, text, len);
+        hf_vocab_put(v, (uint32_t)id, text, len);
     if (special || v->added[id] == HF_PLAIN)
         v->added[id] = special ? HF_ADDED_SPECIAL : HF_ADDED;
     return SW_OK;
@@ -235,7 +235,7 @@ static sw_status read_vocab(hf_vocab *v, const json_object *root, const json_obj
         return st;
     size_t n_added = added ? json_object_array_length(added) : 0;
     size_t cap = (size_t)json_object_object_length(vocab) + n_added;
-    if ((st = vocab_alloc(v, cap)) != SW_OK || (st = read_model_vocab(v, vocab, cap)) != SW_OK)
+    if ((st = hf_vocab_alloc(v, cap)) != SW_OK || (st = read_model_vocab(v, vocab, cap)) != SW_OK)
         return st;
     for (size_t i = 0; i < n_added && st == SW_OK; i++)
         st = read_added_token(v, json_object_array_get_idx(added, i), i, cap);
@@ -565,7 +565,7 @@ fail:
     free(r.score);
     free(r.respelled);
     free(r.list);
-    vocab_free(&r.v);
+    hf_vocab_free(&r.v);
     json_object_put(r.root);
     free(r.path);
     return st;

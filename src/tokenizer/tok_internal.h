@@ -40,7 +40,10 @@ typedef struct tok_trie_node {
 } tok_trie_node;
 
 struct tokenizer {
-    bool can_encode;            /* model "llama": the SentencePiece algorithm applies */
+    bool can_encode;            /* model "llama" or "gemma4": spm.c's merging applies */
+    bool split_newlines;        /* gemma4: runs of '\n' are merged apart from the rest,
+                                 * and a run that is a token is that token (llama.cpp's
+                                 * gemma4 pre-tokenizer) */
     char model[32];             /* tokenizer.ggml.model, truncated, for messages */
     uint32_t n_vocab;
     char *pool;                 /* all texts, each NUL-terminated */

@@ -250,7 +250,9 @@ static int32_t checked_id(const tokenizer *t, int32_t id) {
 static void set_config(tokenizer *t, const tokenizer_config *cfg) {
     const char *model = cfg->model ? cfg->model : "";
     snprintf(t->model, sizeof t->model, "%s", model);
-    t->can_encode = strcmp(model, "llama") == 0;
+    /* gemma4: BPE by merge rules, read as SentencePiece scores (gguf_merges.c) */
+    t->can_encode = strcmp(model, "llama") == 0 || strcmp(model, "gemma4") == 0;
+    t->split_newlines = strcmp(model, "gemma4") == 0;
     t->bos = checked_id(t, cfg->bos);
     t->eos = checked_id(t, cfg->eos);
     t->unk = checked_id(t, cfg->unk);
@@ -260,6 +262,10 @@ static void set_config(tokenizer *t, const tokenizer_config *cfg) {
     t->add_space_prefix = cfg->add_space_prefix;
     t->start_of_turn = tokenizer_find(t, "<start_of_turn>", 15);
     t->end_of_turn = tokenizer_find(t, "<end_of_turn>", 13);
+    if (t->start_of_turn < 0 && t->end_of_turn < 0) { /* Gemma 4's markup */
+        t->start_of_turn = tokenizer_find(t, "<|turn>", 7);
+        t->end_of_turn = tokenizer_find(t, "<turn|>", 7);
+    }
 }
 
 /* Longest piece: the text length bounds every piece (U+2581 → ' ' only
