@@ -1,7 +1,7 @@
 # hf_model.cmake — Hugging Face folders: tiny transformers checkpoints
 # against their GGUF twins and against transformers' golden logits.
 sw_add_c_test(test_hf_model ${CMAKE_CURRENT_SOURCE_DIR}/test_hf_model.c)
-foreach(arch gemma1 gemma2 gemma3)
+foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv gemma4-moe)
   add_test(NAME forward_${arch}_hf
            COMMAND test_forward_golden ${SW_TEST_DATA}/golden/${arch}.swgold
                    ${SW_TEST_DATA}/tiny/${arch}-hf 7)

@@ -1,6 +1,6 @@
 /*
  * test_hf_model.c — Hugging Face folders as models: each tiny random
- * Gemma 1/2/3 saved by transformers (bf16 safetensors, tests/data/tiny/
+ * Gemma 1/2/3/4 saved by transformers (bf16 safetensors, tests/data/tiny/
  * ARCH-hf) against its GGUF twin (all-F32, tests/data/tiny/ARCH.gguf,
  * written by tools/golden/make_tiny_models.py from the very same numbers).
  *
@@ -252,6 +252,9 @@ int main(void) {
     check_arch("gemma1");
     check_arch("gemma2");
     check_arch("gemma3");
+    check_arch("gemma4-ple"); /* released checkpoints' config layout */
+    check_arch("gemma4-kv");  /* transformers 5.2x's per_layer_config */
+    check_arch("gemma4-moe");
     check_bad_folders();
     return sw_check_finish("test_hf_model");
 }

@@ -1,12 +1,13 @@
 /*
- * test_tokenizer_gemma4.c — Gemma 4's vocabulary (tokenizer.ggml.model
- * "gemma4": BPE by merge rules) from the tiny Gemma 4 GGUF that
- * llama.cpp's converter wrote, against the ids transformers gives for the
- * same texts (tests/data/tokenizer/gemma4_tiny.json, made by
+ * test_tokenizer_gemma4.c — Gemma 4's vocabulary (BPE by merge rules),
+ * from the tiny Gemma 4 GGUF that llama.cpp's converter wrote
+ * (tokenizer.ggml.model "gemma4") or from its Hugging Face folder
+ * (tokenizer.json), against the ids transformers gives for the same texts
+ * (tests/data/tokenizer/gemma4_tiny.json, made by
  * tools/golden/make_gemma4_tokenizer_golden.py): special tokens parsed,
  * BOS first; and every case decodes back to its text.
  *
- * usage: test_tokenizer_gemma4 MODEL.gguf GOLDEN.json
+ * usage: test_tokenizer_gemma4 MODEL GOLDEN.json   (the GGUF, or the HF folder)
  */
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -42,7 +43,7 @@ static void check_case(const sw_model *m, const char *text, json_object *want) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s MODEL.gguf GOLDEN.json\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL GOLDEN.json\n", argv[0]);
         return 2;
     }
     sw_model *m = NULL;

@@ -36,3 +36,7 @@ add_test(NAME test_tokenizer_gemma4
          COMMAND test_tokenizer_gemma4 ${SW_TEST_DATA}/tiny/gemma4-ple.gguf
                  ${SW_TEST_DATA}/tokenizer/gemma4_tiny.json)
 set_tests_properties(test_tokenizer_gemma4 PROPERTIES TIMEOUT 60)
+add_test(NAME test_tokenizer_gemma4_hf
+         COMMAND test_tokenizer_gemma4 ${SW_TEST_DATA}/tiny/gemma4-ple-hf
+                 ${SW_TEST_DATA}/tokenizer/gemma4_tiny.json)
+set_tests_properties(test_tokenizer_gemma4_hf PROPERTIES TIMEOUT 60)

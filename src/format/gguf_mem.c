@@ -110,6 +110,37 @@ sw_status gguf_mem_set_bool(gguf_mem *b, const char *key, bool v) {
     return SW_OK;
 }
 
+/* A scalar array: n elements of elem_type (elem_bytes each, little-endian
+ * as the host stores them on the machines Spillway runs on) copied into
+ * the arena. */
+static sw_status set_array(gguf_mem *b, const char *key, uint32_t elem_type, size_t elem_bytes,
+                           const void *v, uint64_t n) {
+    gguf_kv *kv = new_kv(b, key, GGUF_VT_ARRAY);
+    const uint64_t bytes = n * elem_bytes;
+    uint8_t *raw = kv ? gguf_arena_alloc(b->file->priv, bytes > 0 ? bytes : 1, 1) : NULL;
+    if (raw == NULL)
+        return oom();
+    memcpy(raw, v, n * elem_bytes);
+    kv->value.arr.elem_type = elem_type;
+    kv->value.arr.n = n;
+    kv->value.arr.raw = raw;
+    return SW_OK;
+}
+
+sw_status gguf_mem_set_arr_i32(gguf_mem *b, const char *key, const int32_t *v, uint64_t n) {
+    return set_array(b, key, GGUF_VT_I32, sizeof *v, v, n);
+}
+
+sw_status gguf_mem_set_arr_bool(gguf_mem *b, const char *key, const bool *v, uint64_t n) {
+    uint8_t bytes[1024];
+    if (n > sizeof bytes)
+        return sw_errorf(SW_ERR_ARG, "gguf_mem: '%s': %llu bools are more than %zu", key,
+                         (unsigned long long)n, sizeof bytes);
+    for (uint64_t i = 0; i < n; i++)
+        bytes[i] = v[i] ? 1 : 0;
+    return set_array(b, key, GGUF_VT_BOOL, 1, bytes, n);
+}
+
 sw_status gguf_mem_set_str(gguf_mem *b, const char *key, const char *v) {
     gguf_kv *kv = new_kv(b, key, GGUF_VT_STRING);
     char *s = kv ? arena_strdup(b, v, strlen(v)) : NULL;

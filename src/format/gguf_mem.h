@@ -38,6 +38,10 @@ sw_status gguf_mem_set_u32(gguf_mem *b, const char *key, uint32_t v);
 sw_status gguf_mem_set_f32(gguf_mem *b, const char *key, float v);
 sw_status gguf_mem_set_str(gguf_mem *b, const char *key, const char *v);
 sw_status gguf_mem_set_bool(gguf_mem *b, const char *key, bool v);
+/* Arrays of n I32 values, or of n (at most 1024) bools. Errors:
+ * SW_ERR_OOM_HOST, SW_ERR_ARG. */
+sw_status gguf_mem_set_arr_i32(gguf_mem *b, const char *key, const int32_t *v, uint64_t n);
+sw_status gguf_mem_set_arr_bool(gguf_mem *b, const char *key, const bool *v, uint64_t n);
 
 /* A tensor of `type` with GGUF dimension order ne[0..n_dims) (ne[0]
  * contiguous) at `data`, which must stay valid until gguf_close() of the

@@ -79,6 +79,8 @@ static sw_status read_family(const json_object *root, const char *what, hf_confi
         {"Gemma2ForCausalLM", "gemma2", HF_GEMMA2, false},
         {"Gemma3ForCausalLM", "gemma3_text", HF_GEMMA3, false},
         {"Gemma3ForConditionalGeneration", "gemma3", HF_GEMMA3, true},
+        {"Gemma4ForCausalLM", "gemma4_text", HF_GEMMA4, false},
+        {"Gemma4ForConditionalGeneration", "gemma4", HF_GEMMA4, true},
     };
     json_object *archs = NULL;
     const char *name = NULL;
@@ -104,8 +106,9 @@ static sw_status read_family(const json_object *root, const char *what, hf_confi
             return SW_OK;
         }
     return sw_errorf(SW_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (Spillway "
-                     "runs GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM and the "
-                     "text part of Gemma3ForConditionalGeneration)", what,
+                     "runs GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                     "Gemma4ForCausalLM and the text part of Gemma3ForConditionalGeneration "
+                     "and Gemma4ForConditionalGeneration)", what,
                      name ? name : type ? type : "(none given)");
 }
 
@@ -350,15 +353,22 @@ sw_status hf_config_translate(const json_object *root, const char *what, gguf_me
     rope_spec r;
     uint32_t pattern = 0;
     bool tie = true;
-    if ((st = check_features(t, what, c->family)) || (st = read_sizes(t, what, c->family, &z)) ||
-        (st = read_rope(t, what, c->family, &r)) ||
-        (st = read_pattern(t, what, c->family, z.layers, &pattern)))
+    if (c->family == HF_GEMMA4)
+        st = hf_config_gemma4(t, what, b);
+    else if ((st = check_features(t, what, c->family)) == SW_OK &&
+             (st = read_sizes(t, what, c->family, &z)) == SW_OK &&
+             (st = read_rope(t, what, c->family, &r)) == SW_OK)
+        st = read_pattern(t, what, c->family, z.layers, &pattern);
+    if (st != SW_OK)
         goto done;
     if ((st = jsonu_get_bool(root, "tie_word_embeddings", what, &tie)) == SW_ERR_ARG)
         st = jsonu_get_bool(t, "tie_word_embeddings", what, &tie);
     if (st != SW_OK && st != SW_ERR_ARG)
         goto done;
     c->tie_embeddings = tie;
+    st = SW_OK;
+    if (c->family == HF_GEMMA4)
+        goto done;
     if (z.heads % z.kv_heads != 0) {
         st = sw_errorf(SW_ERR_FORMAT, "%s: num_attention_heads %lld is not a multiple of "
                        "num_key_value_heads %lld", what, (long long)z.heads,

@@ -1,6 +1,6 @@
 /*
- * hf_config.h — a Hugging Face config.json (Gemma, Gemma 2, Gemma 3 and
- * the text part of Gemma 3's multimodal checkpoints) translated into the
+ * hf_config.h — a Hugging Face config.json (Gemma 1 to 4 and the text
+ * part of Gemma 3's and 4's multimodal checkpoints) translated into the
  * metadata keys llama.cpp's converter writes to GGUF, so one model
  * description (model/config.c) serves both containers.
  *
@@ -20,7 +20,7 @@
 #include "format/gguf_mem.h"
 #include "format/json_util.h"
 
-typedef enum hf_family { HF_GEMMA1 = 1, HF_GEMMA2 = 2, HF_GEMMA3 = 3 } hf_family;
+typedef enum hf_family { HF_GEMMA1 = 1, HF_GEMMA2 = 2, HF_GEMMA3 = 3, HF_GEMMA4 = 4 } hf_family;
 
 typedef struct hf_config {
     hf_family family;
@@ -36,5 +36,9 @@ typedef struct hf_config {
  * SW_ERR_OOM_HOST. */
 sw_status hf_config_translate(const json_object *root, const char *what, gguf_mem *b,
                               hf_config *out);
+
+/* The Gemma 4 part of it (hf_config_gemma4.c): text config t into the
+ * gemma4.* keys and the rope_freqs tensor of llama.cpp's converter. */
+sw_status hf_config_gemma4(const json_object *t, const char *what, gguf_mem *b);
 
 #endif

@@ -165,11 +165,43 @@ static sw_status open_shards(const char *dir, shard_set *s) {
 
 /* ---- names ------------------------------------------------------------------ */
 
+/* How a tensor is held: a matrix as stored, a norm as f32 1 + w (Gemma
+ * 1-3; Gemma 4 multiplies by w itself), a vector (scales) as f32 w, or
+ * experts (3-D) as stored. */
+typedef enum tensor_kind { TK_MATRIX, TK_NORM, TK_VECTOR, TK_EXPERTS } tensor_kind;
+
 typedef struct name_map {
     const char *hf;            /* after "layers.N." */
     const char *gguf;          /* after "blk.N." */
     bool norm;
 } name_map;
+
+/* Gemma 4's other layer tensors (gemma4-facts, "Names"). */
+typedef struct kind_map {
+    const char *hf, *gguf;
+    tensor_kind kind;
+} kind_map;
+
+static const kind_map GEMMA4_LAYER_NAMES[] = {
+    {"layer_scalar", "layer_output_scale.weight", TK_VECTOR},
+    {"per_layer_input_gate.weight", "inp_gate.weight", TK_MATRIX},
+    {"per_layer_projection.weight", "proj.weight", TK_MATRIX},
+    {"post_per_layer_input_norm.weight", "post_norm.weight", TK_NORM},
+    {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight", TK_NORM},
+    {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight", TK_NORM},
+    {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight", TK_NORM},
+    {"router.proj.weight", "ffn_gate_inp.weight", TK_MATRIX},
+    {"router.scale", "ffn_gate_inp.scale", TK_VECTOR},
+    {"router.per_expert_scale", "ffn_down_exps.scale", TK_VECTOR},
+    {"experts.gate_up_proj", "ffn_gate_up_exps.weight", TK_EXPERTS},
+    {"experts.down_proj", "ffn_down_exps.weight", TK_EXPERTS},
+};
+
+static const kind_map GEMMA4_GLOBAL_NAMES[] = {
+    {"embed_tokens_per_layer.weight", "per_layer_token_embd.weight", TK_MATRIX},
+    {"per_layer_model_projection.weight", "per_layer_model_proj.weight", TK_MATRIX},
+    {"per_layer_projection_norm.weight", "per_layer_proj_norm.weight", TK_NORM},
+};
 
 static const name_map LAYER_NAMES[] = {
     {"input_layernorm.weight", "attn_norm.weight", true},
@@ -201,11 +233,19 @@ static const char *text_prefix(const shard_set *s) {
     return "model.";
 }
 
+/* A Gemma 4 name from table[n] matching `rest`, or NULL. */
+static const kind_map *find_kind(const kind_map *table, size_t n, const char *rest) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rest, table[i].hf))
+            return &table[i];
+    return NULL;
+}
+
 /* GGUF name for HF tensor `hf` into out; false when it is not part of the
- * text model (vision tower, rotary buffers). */
+ * text model (vision and audio towers, rotary buffers). */
 static bool map_name(const char *hf, const char *prefix, hf_family fam, char *out,
-                     size_t cap, bool *is_norm) {
-    *is_norm = false;
+                     size_t cap, tensor_kind *kind) {
+    *kind = TK_MATRIX;
     if (!strcmp(hf, "lm_head.weight") || !strcmp(hf, "language_model.lm_head.weight")) {
         snprintf(out, cap, "output.weight");
         return true;
@@ -214,19 +254,34 @@ static bool map_name(const char *hf, const char *prefix, hf_family fam, char *ou
     if (strncmp(hf, prefix, pl) != 0)
         return false;
     const char *rest = hf + pl;
+    const bool g4 = fam == HF_GEMMA4;
+    const kind_map *k = NULL;
     if (!strcmp(rest, "embed_tokens.weight")) {
         snprintf(out, cap, "token_embd.weight");
         return true;
     }
     if (!strcmp(rest, "norm.weight")) {
         snprintf(out, cap, "output_norm.weight");
-        *is_norm = true;
+        *kind = TK_NORM;
+        return true;
+    }
+    if (g4 && (k = find_kind(GEMMA4_GLOBAL_NAMES, sizeof GEMMA4_GLOBAL_NAMES /
+                                                       sizeof GEMMA4_GLOBAL_NAMES[0], rest))) {
+        snprintf(out, cap, "%s", k->gguf);
+        *kind = k->kind;
         return true;
     }
     unsigned layer;
     int used = 0;
     if (sscanf(rest, "layers.%u.%n", &layer, &used) != 1 || used == 0 || layer > 100000)
         return false;
+    if (g4 && (k = find_kind(GEMMA4_LAYER_NAMES, sizeof GEMMA4_LAYER_NAMES /
+                                                      sizeof GEMMA4_LAYER_NAMES[0],
+                             rest + used))) {
+        snprintf(out, cap, "blk.%u.%s", layer, k->gguf);
+        *kind = k->kind;
+        return true;
+    }
     for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0]; i++) {
         if (strcmp(rest + used, LAYER_NAMES[i].hf) != 0)
             continue;
@@ -234,7 +289,7 @@ static bool map_name(const char *hf, const char *prefix, hf_family fam, char *ou
         if (fam == HF_GEMMA1 && !strcmp(LAYER_NAMES[i].hf, "post_attention_layernorm.weight"))
             g = "ffn_norm.weight"; /* Gemma 1 has no post norms: this is the pre-FFN one */
         snprintf(out, cap, "blk.%u.%s", layer, g);
-        *is_norm = LAYER_NAMES[i].norm;
+        *kind = LAYER_NAMES[i].norm ? TK_NORM : TK_MATRIX;
         return true;
     }
     return false;
@@ -254,27 +309,33 @@ static sw_status ggml_type_of(const st_file *f, const st_tensor *t, uint32_t *ou
     }
 }
 
-/* Adds one mapped tensor: matrices borrowed as stored, norms as f32 1 + w. */
+/* Adds one mapped tensor: matrices and experts borrowed as stored
+ * (dimensions reversed into GGUF order), norms as f32 1 + w (Gemma 1-3:
+ * HF's x * (1 + w), in f32 as transformers computes it; Gemma 4's norms
+ * and every vector as f32 w). */
 static sw_status add_tensor(gguf_mem *b, const st_file *f, const st_tensor *t,
-                            const char *gname, bool is_norm) {
+                            const char *gname, tensor_kind kind, hf_family fam) {
     uint32_t type = SW_TYPE_F32;
     sw_status st = ggml_type_of(f, t, &type);
     if (st != SW_OK)
         return st;
-    if (t->n_dims != (is_norm ? 1u : 2u) || t->n_elements == 0)
+    const uint32_t dims = kind == TK_EXPERTS ? 3u : kind == TK_MATRIX ? 2u : 1u;
+    if (t->n_dims != dims || t->n_elements == 0)
         return sw_errorf(SW_ERR_FORMAT, "%s: tensor '%s' has %u dimensions, expected %u",
-                         f->path, t->name, t->n_dims, is_norm ? 1u : 2u);
-    uint64_t ne[2] = {t->shape[t->n_dims - 1], t->n_dims == 2 ? t->shape[0] : 1};
+                         f->path, t->name, t->n_dims, dims);
+    uint64_t ne[3] = {1, 1, 1};
+    for (uint32_t d = 0; d < dims; d++)
+        ne[d] = t->shape[dims - 1 - d];
     uint64_t file_offset = f->data_offset + t->offset;
-    if (!is_norm)
-        return gguf_mem_add_tensor(b, gname, type, 2, ne, t->data, file_offset);
+    if (kind == TK_MATRIX || kind == TK_EXPERTS)
+        return gguf_mem_add_tensor(b, gname, type, dims, ne, t->data, file_offset);
     float *w = gguf_mem_alloc(b, t->n_elements * sizeof(float));
     if (w == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory converting '%s'", t->name);
     if ((st = quant_dequantize(type, t->data, w, t->n_elements)) != SW_OK)
         return sw_error_prefix(st, "tensor '%s'", t->name);
-    for (uint64_t i = 0; i < t->n_elements; i++)
-        w[i] += 1.0f; /* HF's x * (1 + w), in f32 as transformers computes it */
+    for (uint64_t i = 0; kind == TK_NORM && fam != HF_GEMMA4 && i < t->n_elements; i++)
+        w[i] += 1.0f;
     return gguf_mem_add_tensor(b, gname, SW_TYPE_F32, 1, ne, w, file_offset);
 }
 
@@ -297,16 +358,16 @@ static sw_status add_tensors(gguf_mem *b, const shard_set *s, const hf_config *c
         info->total_bytes += f->size;
         for (uint64_t k = 0; k < f->n_tensors; k++) {
             const st_tensor *t = &f->tensors[k];
-            bool is_norm;
-            if (!map_name(t->name, prefix, c->family, gname, sizeof gname, &is_norm)) {
+            tensor_kind kind;
+            if (!map_name(t->name, prefix, c->family, gname, sizeof gname, &kind)) {
                 info->n_skipped++;
                 continue;
             }
-            sw_status st = add_tensor(b, f, t, gname, is_norm);
+            sw_status st = add_tensor(b, f, t, gname, kind, c->family);
             if (st != SW_OK)
                 return st;
             has_head |= !strcmp(gname, "output.weight");
-            if (!is_norm)
+            if (kind == TK_MATRIX || kind == TK_EXPERTS)
                 bytes_by_type[t->dtype == ST_F32 ? 0 : t->dtype == ST_F16 ? 1 : 2] += t->n_bytes;
         }
     }
