@@ -29,22 +29,6 @@ static const hf_defaults DEFAULTS[4] = {
 
 static const char *const GGUF_ARCH[4] = {"", "gemma", "gemma2", "gemma3"};
 
-/* An integer member in [lo, hi], or `def` when absent/null. */
-static sw_status get_int(const json_object *o, const char *key, const char *what, int64_t def,
-                         int64_t lo, int64_t hi, int64_t *out) {
-    sw_status st = jsonu_get_i64(o, key, what, out);
-    if (st == SW_ERR_ARG) {
-        *out = def;
-        return SW_OK;
-    }
-    if (st != SW_OK)
-        return st;
-    if (*out < lo || *out > hi)
-        return sw_errorf(SW_ERR_FORMAT, "%s: '%s' = %lld is out of range [%lld, %lld]", what,
-                         key, (long long)*out, (long long)lo, (long long)hi);
-    return SW_OK;
-}
-
 /* A finite positive number member, or `def` when absent/null. */
 static sw_status get_num(const json_object *o, const char *key, const char *what, double def,
                          double *out) {
@@ -218,8 +202,8 @@ static sw_status read_pattern(const json_object *t, const char *what, hf_family 
         *pattern = 0;
         return SW_OK;
     }
-    if ((st = get_int(t, "sliding_window_pattern", what, p, 1, 1 << 20, &p)) != SW_OK ||
-        (st = get_int(t, "_sliding_window_pattern", what, p, 1, 1 << 20, &p)) != SW_OK)
+    if ((st = jsonu_get_int_in(t, "sliding_window_pattern", what, p, 1, 1 << 20, &p)) != SW_OK ||
+        (st = jsonu_get_int_in(t, "_sliding_window_pattern", what, p, 1, 1 << 20, &p)) != SW_OK)
         return st;
     if ((st = jsonu_get_arr(t, "layer_types", what, &types)) == SW_ERR_ARG) {
         *pattern = (uint32_t)p;
@@ -273,14 +257,16 @@ static sw_status read_sizes(const json_object *t, const char *what, hf_family fa
     const hf_defaults *d = &DEFAULTS[fam];
     const int64_t big = (int64_t)1 << 30;
     sw_status st;
-    if ((st = get_int(t, "vocab_size", what, d->vocab, 1, INT32_MAX, &z->vocab)) ||
-        (st = get_int(t, "hidden_size", what, d->hidden, 1, big, &z->hidden)) ||
-        (st = get_int(t, "intermediate_size", what, d->inter, 1, big, &z->inter)) ||
-        (st = get_int(t, "num_hidden_layers", what, d->layers, 1, 512, &z->layers)) ||
-        (st = get_int(t, "num_attention_heads", what, d->heads, 1, 4096, &z->heads)) ||
-        (st = get_int(t, "num_key_value_heads", what, d->kv_heads, 1, 4096, &z->kv_heads)) ||
-        (st = get_int(t, "head_dim", what, d->head_dim, 2, 65536, &z->head_dim)) ||
-        (st = get_int(t, "max_position_embeddings", what, d->max_pos, 1, big, &z->max_pos)) ||
+    if ((st = jsonu_get_int_in(t, "vocab_size", what, d->vocab, 1, INT32_MAX, &z->vocab)) ||
+        (st = jsonu_get_int_in(t, "hidden_size", what, d->hidden, 1, big, &z->hidden)) ||
+        (st = jsonu_get_int_in(t, "intermediate_size", what, d->inter, 1, big, &z->inter)) ||
+        (st = jsonu_get_int_in(t, "num_hidden_layers", what, d->layers, 1, 512, &z->layers)) ||
+        (st = jsonu_get_int_in(t, "num_attention_heads", what, d->heads, 1, 4096, &z->heads)) ||
+        (st = jsonu_get_int_in(t, "num_key_value_heads", what, d->kv_heads, 1, 4096,
+                               &z->kv_heads)) ||
+        (st = jsonu_get_int_in(t, "head_dim", what, d->head_dim, 2, 65536, &z->head_dim)) ||
+        (st = jsonu_get_int_in(t, "max_position_embeddings", what, d->max_pos, 1, big,
+                               &z->max_pos)) ||
         (st = get_num(t, "rms_norm_eps", what, 1e-6, &z->eps)) ||
         (st = get_num(t, "query_pre_attn_scalar", what, d->qpas ? d->qpas : (double)z->head_dim,
                       &z->qpas)) ||

@@ -30,19 +30,6 @@ typedef struct g4_sizes {
     bool local[MAX_LAYERS];
 } g4_sizes;
 
-static sw_status get_i(const json_object *o, const char *key, const char *what, int64_t def,
-                       int64_t lo, int64_t hi, int64_t *out) {
-    sw_status st = jsonu_get_i64(o, key, what, out);
-    if (st == SW_ERR_ARG) {
-        *out = def;
-        return SW_OK;
-    }
-    if (st == SW_OK && (*out < lo || *out > hi))
-        return sw_errorf(SW_ERR_FORMAT, "%s: '%s' = %lld is out of range [%lld, %lld]", what,
-                         key, (long long)*out, (long long)lo, (long long)hi);
-    return st;
-}
-
 /* A number: absent or null → def. */
 static sw_status get_f(const json_object *o, const char *key, const char *what, double def,
                        double *out) {
@@ -95,8 +82,8 @@ static sw_status read_full_heads(const json_object *t, const char *what, g4_size
     sw_status st = jsonu_get_obj(t, "per_layer_config", what, &plc);
     if (st == SW_ERR_ARG) {
         int64_t kvg = z->kv;
-        if ((st = get_i(t, "global_head_dim", what, 512, 2, 65536, &z->hd_full)) ||
-            (st = get_i(t, "num_global_key_value_heads", what, z->kv, 1, 4096, &kvg)))
+        if ((st = jsonu_get_int_in(t, "global_head_dim", what, 512, 2, 65536, &z->hd_full)) ||
+            (st = jsonu_get_int_in(t, "num_global_key_value_heads", what, z->kv, 1, 4096, &kvg)))
             return st;
         z->kv_full = z->k_eq_v ? kvg : z->kv;
         return SW_OK;
@@ -113,8 +100,8 @@ static sw_status read_full_heads(const json_object *t, const char *what, g4_size
         if (!json_object_object_get_ex(plc, idx, &e) || e == NULL)
             continue;
         int64_t hd = z->local[i] ? z->hd : z->hd_full, kv = z->local[i] ? z->kv : z->kv_full;
-        if ((st = get_i(e, "head_dim", what, hd, 2, 65536, &hd)) ||
-            (st = get_i(e, "num_key_value_heads", what, kv, 1, 4096, &kv)))
+        if ((st = jsonu_get_int_in(e, "head_dim", what, hd, 2, 65536, &hd)) ||
+            (st = jsonu_get_int_in(e, "num_key_value_heads", what, kv, 1, 4096, &kv)))
             return st;
         if (z->local[i] && (hd != z->hd || kv != z->kv))
             return sw_errorf(SW_ERR_UNSUPPORTED, "%s: per_layer_config gives sliding layer "
@@ -177,26 +164,27 @@ static sw_status read_sizes(const json_object *t, const char *what, g4_sizes *z)
     const int64_t big = (int64_t)1 << 30;
     sw_status st;
     memset(z, 0, sizeof *z);
-    if ((st = get_i(t, "vocab_size", what, 262144, 1, INT32_MAX, &z->vocab)) ||
-        (st = get_i(t, "hidden_size", what, 2304, 1, big, &z->hidden)) ||
-        (st = get_i(t, "intermediate_size", what, 9216, 1, big, &z->inter)) ||
-        (st = get_i(t, "num_hidden_layers", what, 30, 1, MAX_LAYERS, &z->layers)) ||
-        (st = get_i(t, "num_attention_heads", what, 8, 1, 4096, &z->heads)) ||
-        (st = get_i(t, "num_key_value_heads", what, 4, 1, 4096, &z->kv)) ||
-        (st = get_i(t, "head_dim", what, 256, 2, 65536, &z->hd)) ||
-        (st = get_i(t, "max_position_embeddings", what, 131072, 1, big, &z->max_pos)) ||
-        (st = get_i(t, "sliding_window", what, 512, 1, big, &z->window)) ||
-        (st = get_i(t, "hidden_size_per_layer_input", what, 256, 0, 65536, &z->pl)) ||
-        (st = get_i(t, "num_kv_shared_layers", what, 0, 0, MAX_LAYERS, &z->shared)) ||
+    if ((st = jsonu_get_int_in(t, "vocab_size", what, 262144, 1, INT32_MAX, &z->vocab)) ||
+        (st = jsonu_get_int_in(t, "hidden_size", what, 2304, 1, big, &z->hidden)) ||
+        (st = jsonu_get_int_in(t, "intermediate_size", what, 9216, 1, big, &z->inter)) ||
+        (st = jsonu_get_int_in(t, "num_hidden_layers", what, 30, 1, MAX_LAYERS, &z->layers)) ||
+        (st = jsonu_get_int_in(t, "num_attention_heads", what, 8, 1, 4096, &z->heads)) ||
+        (st = jsonu_get_int_in(t, "num_key_value_heads", what, 4, 1, 4096, &z->kv)) ||
+        (st = jsonu_get_int_in(t, "head_dim", what, 256, 2, 65536, &z->hd)) ||
+        (st = jsonu_get_int_in(t, "max_position_embeddings", what, 131072, 1, big, &z->max_pos)) ||
+        (st = jsonu_get_int_in(t, "sliding_window", what, 512, 1, big, &z->window)) ||
+        (st = jsonu_get_int_in(t, "hidden_size_per_layer_input", what, 256, 0, 65536, &z->pl)) ||
+        (st = jsonu_get_int_in(t, "num_kv_shared_layers", what, 0, 0, MAX_LAYERS, &z->shared)) ||
         (st = get_f(t, "rms_norm_eps", what, 1e-6, &z->eps)) ||
         (st = get_f(t, "final_logit_softcapping", what, 0, &z->final_cap)) ||
         (st = get_b(t, "attention_k_eq_v", what, &z->k_eq_v)) ||
         (st = get_b(t, "use_double_wide_mlp", what, &z->double_wide)) ||
         (st = get_b(t, "enable_moe_block", what, &z->moe)))
         return st;
-    if (z->moe && ((st = get_i(t, "num_experts", what, 0, 1, 1 << 16, &z->n_expert)) ||
-                   (st = get_i(t, "top_k_experts", what, 0, 1, 1 << 16, &z->top_k)) ||
-                   (st = get_i(t, "moe_intermediate_size", what, 0, 1, big, &z->moe_inter))))
+    if (z->moe && ((st = jsonu_get_int_in(t, "num_experts", what, 0, 1, 1 << 16, &z->n_expert)) ||
+                   (st = jsonu_get_int_in(t, "top_k_experts", what, 0, 1, 1 << 16, &z->top_k)) ||
+                   (st = jsonu_get_int_in(t, "moe_intermediate_size", what, 0, 1, big,
+                                          &z->moe_inter))))
         return st;
     if (z->moe && (z->n_expert == 0 || z->top_k == 0 || z->moe_inter == 0))
         return sw_errorf(SW_ERR_FORMAT, "%s: enable_moe_block needs num_experts, top_k_experts "

@@ -206,3 +206,18 @@ sw_status jsonu_get_arr(const json_object *obj, const char *key, const char *wha
     *out = v;
     return SW_OK;
 }
+
+sw_status jsonu_get_int_in(const json_object *o, const char *key, const char *what, int64_t def,
+                          int64_t lo, int64_t hi, int64_t *out) {
+    sw_status st = jsonu_get_i64(o, key, what, out);
+    if (st == SW_ERR_ARG) {
+        *out = def;
+        return SW_OK;
+    }
+    if (st != SW_OK)
+        return st;
+    if (*out < lo || *out > hi)
+        return sw_errorf(SW_ERR_FORMAT, "%s: '%s' = %lld is out of range [%lld, %lld]", what,
+                         key, (long long)*out, (long long)lo, (long long)hi);
+    return SW_OK;
+}

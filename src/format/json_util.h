@@ -49,6 +49,10 @@ sw_status jsonu_get_i64(const json_object *obj, const char *key, const char *wha
                         int64_t *out);
 sw_status jsonu_get_f64(const json_object *obj, const char *key, const char *what,
                         double *out);
+/* An integer member in [lo, hi], or `def` when absent or null. Errors:
+ * SW_ERR_FORMAT naming the key and the range. */
+sw_status jsonu_get_int_in(const json_object *o, const char *key, const char *what, int64_t def,
+                          int64_t lo, int64_t hi, int64_t *out);
 sw_status jsonu_get_bool(const json_object *obj, const char *key, const char *what,
                          bool *out);
 sw_status jsonu_get_str(const json_object *obj, const char *key, const char *what,

@@ -40,8 +40,8 @@ static sw_status key_u32(const gguf_file *f, const char *arch, const char *suffi
     return SW_OK;
 }
 
-static sw_status key_f32(const gguf_file *f, const char *arch, const char *suffix,
-                         float *out) {
+sw_status model_key_f32(const gguf_file *f, const char *arch, const char *suffix,
+                        float *out) {
     char key[128];
     double v;
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -126,22 +126,22 @@ static sw_status read_quirks(const gguf_file *f, model_config *c, arch_id id) {
     c->swa_pattern = id == ARCH_GEMMA2 ? 2 : id == ARCH_GEMMA3 ? 6 : 0;
     c->qk_norm = id == ARCH_GEMMA3;
     c->post_norms = id != ARCH_GEMMA1;
-    if ((st = key_f32(f, a, "attention.layer_norm_rms_epsilon", &c->norm_eps)) != SW_OK ||
-        (st = key_f32(f, a, "rope.freq_base", &c->rope_base_global)) != SW_OK ||
+    if ((st = model_key_f32(f, a, "attention.layer_norm_rms_epsilon", &c->norm_eps)) != SW_OK ||
+        (st = model_key_f32(f, a, "rope.freq_base", &c->rope_base_global)) != SW_OK ||
         (st = key_u32(f, a, "attention.sliding_window", false, &c->sliding_window)) != SW_OK)
         return st;
     if (id != ARCH_GEMMA1 &&
-        ((st = key_f32(f, a, "attn_logit_softcapping", &c->attn_softcap)) != SW_OK))
+        ((st = model_key_f32(f, a, "attn_logit_softcapping", &c->attn_softcap)) != SW_OK))
         return st;
     if (id != ARCH_GEMMA1 &&
-        ((st = key_f32(f, a, "final_logit_softcapping", &c->final_softcap)) != SW_OK))
+        ((st = model_key_f32(f, a, "final_logit_softcapping", &c->final_softcap)) != SW_OK))
         return st;
     if (id == ARCH_GEMMA1)
         c->rope_base_local = c->rope_base_global;
     /* Stated by files translated from Hugging Face configs (and by newer
      * llama.cpp conversions); the published constants above otherwise. */
     if (id == ARCH_GEMMA3 &&
-        (st = key_f32(f, a, "rope.freq_base_swa", &c->rope_base_local)) != SW_OK)
+        (st = model_key_f32(f, a, "rope.freq_base_swa", &c->rope_base_local)) != SW_OK)
         return st;
     if (id != ARCH_GEMMA1 &&
         (st = key_u32(f, a, "attention.sliding_window_pattern", false, &c->swa_pattern)))
@@ -169,7 +169,7 @@ static sw_status read_rope_scaling(const gguf_file *f, model_config *c) {
         return sw_errorf(SW_ERR_UNSUPPORTED, "'%s' = '%.*s' is not supported (only linear)",
                          key, (int)(type.len > 32 ? 32 : type.len), type.ptr);
     float factor = 1.0f;
-    sw_status st = key_f32(f, c->arch, "rope.scaling.factor", &factor);
+    sw_status st = model_key_f32(f, c->arch, "rope.scaling.factor", &factor);
     if (st != SW_OK)
         return st;
     if (!(factor >= 1.0f))
@@ -213,7 +213,7 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
         c->query_scale = query_scale(c, id);
     /* An explicit scale (1/sqrt(query_pre_attn_scalar) from a Hugging Face
      * config) wins over the depth rule. */
-    if ((st = key_f32(f, c->arch, "attention.scale", &c->query_scale)) != SW_OK)
+    if ((st = model_key_f32(f, c->arch, "attention.scale", &c->query_scale)) != SW_OK)
         return st;
     if (!(c->query_scale > 0.0f))
         return sw_errorf(SW_ERR_FORMAT, "model metadata '%s.attention.scale' must be positive",

@@ -87,6 +87,10 @@ uint32_t model_layer_kv_owner(const model_config *c, uint32_t il);
  * SW_ERR_FORMAT (missing or inconsistent key: message names it). */
 sw_status model_config_from_gguf(const gguf_file *f, model_config *out);
 
+/* ARCH.<suffix>, a finite non-negative number, into *out; absent keeps
+ * *out. Errors: SW_ERR_FORMAT naming the key. */
+sw_status model_key_f32(const gguf_file *f, const char *arch, const char *suffix, float *out);
+
 /* The Gemma 4 part of model_config_from_gguf (config_gemma4.c): everything
  * but the vocabulary and embedding scale. Errors as there. */
 sw_status model_config_gemma4(const gguf_file *f, model_config *c);

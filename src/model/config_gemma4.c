@@ -78,21 +78,6 @@ static sw_status key_u32(const gguf_file *f, const char *suffix, uint32_t *out,
     return SW_OK;
 }
 
-static sw_status key_f32(const gguf_file *f, const char *suffix, float *out) {
-    char key[96];
-    double v;
-    snprintf(key, sizeof key, "gemma4.%s", suffix);
-    sw_status st = gguf_get_float(f, key, &v);
-    if (st == SW_ERR_ARG)
-        return SW_OK;
-    if (st != SW_OK)
-        return st;
-    if (!isfinite(v) || v < 0)
-        return sw_errorf(SW_ERR_FORMAT, "model metadata '%s' = %g is out of range", key, v);
-    *out = (float)v;
-    return SW_OK;
-}
-
 /* attention.sliding_window_pattern: one bool per layer. */
 static sw_status read_pattern(const gguf_file *f, model_config *c) {
     const gguf_value *arr = NULL;
@@ -197,10 +182,10 @@ sw_status model_config_gemma4(const gguf_file *f, model_config *c) {
         (st = key_u32(f, "expert_count", &c->n_expert, true)) != SW_OK ||
         (st = key_u32(f, "expert_used_count", &c->n_expert_used, true)) != SW_OK ||
         (st = key_u32(f, "expert_feed_forward_length", &c->n_ff_exp, true)) != SW_OK ||
-        (st = key_f32(f, "attention.layer_norm_rms_epsilon", &c->norm_eps)) != SW_OK ||
-        (st = key_f32(f, "rope.freq_base", &c->rope_base_global)) != SW_OK ||
-        (st = key_f32(f, "rope.freq_base_swa", &c->rope_base_local)) != SW_OK ||
-        (st = key_f32(f, "final_logit_softcapping", &c->final_softcap)) != SW_OK)
+        (st = model_key_f32(f, "gemma4", "attention.layer_norm_rms_epsilon", &c->norm_eps)) ||
+        (st = model_key_f32(f, "gemma4", "rope.freq_base", &c->rope_base_global)) ||
+        (st = model_key_f32(f, "gemma4", "rope.freq_base_swa", &c->rope_base_local)) ||
+        (st = model_key_f32(f, "gemma4", "final_logit_softcapping", &c->final_softcap)))
         return st;
     if (c->n_expert && (c->n_expert_used == 0 || c->n_expert_used > c->n_expert ||
                         c->n_ff_exp == 0))
