@@ -39,6 +39,8 @@ expect 2 "no flags" "$S" synth
 expect 2 "no -o" "$S" synth --shape gemma3-270m
 expect 2 "unknown shape" "$S" synth --shape gemma4-1b -o "$dir/x.gguf"
 expect_err "unknown shape lists the catalog" "gemma2-9b"
+expect 5 "a Gemma 4 shape (not written yet)" "$S" synth --shape gemma4-e2b -o "$dir/x.gguf"
+expect_err "a Gemma 4 shape says so" "Gemma 4 shapes cannot be written yet"
 expect 2 "unknown type" "$S" synth --shape gemma3-270m --type q5_k -o "$dir/x.gguf"
 expect 2 "hf quantized" "$S" synth --shape gemma3-270m --type q4_k --format hf -o "$dir/x"
 expect_err "hf quantized says why" "float weights"

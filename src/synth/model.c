@@ -168,6 +168,11 @@ sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_voc
     sw_status st = catalog_config(shape ? shape : "", m);
     if (st != SW_OK)
         return st;
+    /* Gemma 4's files need per-layer shapes, experts, per-layer embeddings
+     * and a merge-rule vocabulary this writer does not produce yet */
+    if (!strcmp(m->c.arch, "gemma4"))
+        return sw_errorf(SW_ERR_UNSUPPORTED, "synth: %s: Gemma 4 shapes cannot be written yet "
+                         "(spillway plan -m %s plans them without a file)", m->name, m->name);
     m->family = !strcmp(m->c.arch, "gemma") ? 1 : !strcmp(m->c.arch, "gemma2") ? 2 : 3;
     m->n_layer_full = m->c.n_layer;
     if (n_layers > m->n_layer_full)
