@@ -487,6 +487,8 @@ struct sw_plan_options {
                                 * at load (NULL = as stored) */
     const char *place;         /* --place SPEC; NULL */
     int n_gpu_layers;          /* -ngl: first N layers resident; -1 = planner */
+    int n_cpu_moe;             /* -ncmoe: the experts of the first N layers on the
+                                * host (Gemma 4's experts); 0 = the planner's */
     double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */
     int default_rates;         /* 1: ignore doctor's cache, use the defaults */
 };

@@ -187,7 +187,9 @@ static void test_failure_message(void) {
     const char *const want_7b[] = {"device memory (test) is short by", "-c ", "--kv-type f16",
                                    "a smaller model: gemma", " q4_k_m (", "--backend cpu",
                                    "tok/s"};
-    const char *const want_27b[] = {"--weights q8_0", "a smaller model: gemma3-", "bf16"};
+    /* the largest smaller model that fits: Gemma 4's MoE, experts on the host */
+    const char *const want_27b[] = {"--weights q8_0", "a smaller model: gemma4-26b-a4b",
+                                    "bf16"};
     expect_failure("gemma-7b", NULL, 8192, 350ull << 20, want_7b, 7);
     expect_failure("gemma3-27b", "bf16", 131072, 512ull << 20, want_27b, 3);
     plan_rates_default(&r);

@@ -125,6 +125,59 @@ static void test_plan_keeps_no_shared_cache(void) {
     free(p);
 }
 
+/* Experts as placement units: pinned by --place experts:... or -ncmoe,
+ * and chosen by the planner when the device is short (the issue's 26B on
+ * 8 GiB: every layer on the device, its experts on the host). */
+static void test_experts_on_host(void) {
+    plan_model m;
+    plan_rates r;
+    plan_rates_default(&r);
+    plan_budget b = {true, "test", 8ull << 30, 8ull << 30, 32ull << 30, UINT64_MAX, 0, "sim"};
+    plan_workload w = {4096, 1, 64, 2, PLAN_KV_F16, false, false};
+    plan *p = calloc(1, sizeof *p);
+    plan_pins pins;
+    if (p == NULL)
+        return;
+    SW_CHECK_OK(plan_model_from_catalog("gemma4-26b-a4b", NULL, &m));
+    SW_CHECK_OK(plan_build(&m, &b, &r, &w, NULL, p));
+    uint32_t n_dev = 0, n_exp = 0;
+    uint64_t dev_layers = 0;
+    for (uint32_t il = 0; il < 30; il++) {
+        n_dev += p->layer_place[il] != PLACE_HOST;
+        n_exp += p->experts_host[il];
+    }
+    for (uint32_t i = 0; i < p->n_buffers; i++)
+        dev_layers += p->buffers[i].kind == BUF_LAYER ? p->buffers[i].bytes : 0;
+    SW_CHECK(n_dev == 30 && n_exp == 30 && dev_layers < (2ull << 30) &&
+             p->tier_bytes[TIER_DEVICE] <= b.device_bytes,
+             "26B on 8 GiB: %u device layers, %u with experts on the host, %.2f GiB of layers",
+             n_dev, n_exp, dev_layers / 1073741824.0);
+    /* pinned: experts of 0-9 on the host, every layer resident, a big card */
+    b.device_bytes = b.device_total_bytes = 40ull << 30;
+    SW_CHECK_OK(plan_parse_place("all=resident,experts:0-9=host", 30, &pins));
+    SW_CHECK_OK(plan_build(&m, &b, &r, &w, &pins, p));
+    SW_CHECK(p->experts_host[0] && p->experts_host[9], "pinned experts on the host");
+    bool wrong = false;
+    for (uint32_t i = 0; i < p->n_buffers; i++)
+        if (p->buffers[i].kind == BUF_LAYER)
+            wrong |= p->buffers[i].bytes != m.layer_bytes[p->buffers[i].layer] -
+                                                (p->experts_host[p->buffers[i].layer]
+                                                     ? m.layer_expert_bytes[p->buffers[i].layer]
+                                                     : 0);
+    SW_CHECK(!wrong, "device layer buffers leave out exactly the experts on the host");
+    memset(&pins, 0, sizeof pins);
+    plan_pins_apply_ncmoe(&pins, 30, 12);
+    SW_CHECK(pins.experts[11] == PLACE_HOST && pins.experts[12] == PLACE_AUTO, "-ncmoe 12");
+    SW_CHECK(plan_parse_place("experts:0-3=resident", 30, &pins) == SW_ERR_ARG,
+             "experts are host or auto");
+    /* a model without experts refuses experts pins */
+    SW_CHECK_OK(plan_model_from_catalog("gemma4-31b", NULL, &m));
+    SW_CHECK_OK(plan_parse_place("experts:0-3=host", 60, &pins));
+    SW_CHECK(plan_build(&m, &b, &r, &w, &pins, p) == SW_ERR_ARG &&
+             strstr(sw_last_error(), "no experts") != NULL, "experts pinned without experts");
+    free(p);
+}
+
 static void test_bad_shapes(void) {
     model_config *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -168,6 +221,7 @@ int main(void) {
     test_e2b_layers();
     test_k_eq_v_and_experts();
     test_plan_keeps_no_shared_cache();
+    test_experts_on_host();
     test_bad_shapes();
     return sw_check_finish("test_plan_gemma4");
 }

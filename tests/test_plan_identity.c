@@ -31,17 +31,22 @@ typedef struct variant {
     const char *backend;
     const char *place;
     bool per_op;
+    bool experts;   /* only for a model with experts (Gemma 4's) */
 } variant;
 
 static const variant variants[] = {
-    {"sim resident", "sim", "all=resident,lm_head=resident", false},
-    {"sim streamed", "sim", "all=streamed,lm_head=resident", false},
-    {"sim streamed, lm head host", "sim", "all=streamed,lm_head=host", false},
-    {"sim host layers", "sim", "all=host,lm_head=resident", false},
-    {"sim mixed", "sim", "0=resident,1=streamed,2-=host,lm_head=host", false},
-    {"sim interleaved", "sim", "0=streamed,1=host,2-=streamed,lm_head=resident", false},
-    {"sim mixed per op", "sim", "0=host,1=streamed,2-=resident,lm_head=resident", true},
-    {"sim streamed per op", "sim", "all=streamed,lm_head=host", true},
+    {"sim resident", "sim", "all=resident,lm_head=resident", false, false},
+    {"sim streamed", "sim", "all=streamed,lm_head=resident", false, false},
+    {"sim streamed, lm head host", "sim", "all=streamed,lm_head=host", false, false},
+    {"sim host layers", "sim", "all=host,lm_head=resident", false, false},
+    {"sim mixed", "sim", "0=resident,1=streamed,2-=host,lm_head=host", false, false},
+    {"sim interleaved", "sim", "0=streamed,1=host,2-=streamed,lm_head=resident", false, false},
+    {"sim mixed per op", "sim", "0=host,1=streamed,2-=resident,lm_head=resident", true, false},
+    {"sim streamed per op", "sim", "all=streamed,lm_head=host", true, false},
+    {"sim experts on the host", "sim", "all=resident,experts:all=host", false, true},
+    {"sim streamed, experts on host", "sim", "0-2=streamed,3-=host,experts:0-1=host", false,
+     true},
+    {"sim experts on host, per op", "sim", "all=resident,experts:1-=host", true, true},
 };
 
 static int32_t prompt[N_PROMPT];
@@ -120,8 +125,12 @@ static const char *shared_place(const sw_model *m, const char *place, char *buf,
 
 static void test_plans(const sw_model *m, const char *label, const float *ref, uint32_t V,
                        uint32_t n_batch) {
+    model_config c;
+    const bool has_experts = model_config_from_gguf(m->gguf, &c) == SW_OK && c.n_expert > 0;
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         const variant *v = &variants[i];
+        if (v->experts && !has_experts)
+            continue;
         char place[256];
         sw_plan_options o = options(v->backend, shared_place(m, v->place, place, sizeof place),
                                     1, n_batch);
@@ -214,7 +223,7 @@ int main(int argc, char **argv) {
     float *ref = run(m, &cpu, NULL, V);
     if (ref != NULL) {
         test_plans(m, label, ref, V, n_batch);
-        test_batches(m, label, &(variant){"cpu", "cpu", NULL, false}, ref, V, n_batch);
+        test_batches(m, label, &(variant){"cpu", "cpu", NULL, false, false}, ref, V, n_batch);
         test_batches(m, label, &variants[1], ref, V, n_batch);
         test_batches(m, label, &variants[4], ref, V, n_batch);
     }

@@ -143,7 +143,9 @@ static sw_status experts(backend *b, const block_args *a) {
     return norm(b, t->moe_out, &w[BW_POST_FFW_NORM_2], t->moe_out, s->n_embd, n, s->norm_eps);
 }
 
-static sw_status ffn_half(backend *b, const block_args *a) {
+/* The dense MLP into h (with experts beside it, normed by
+ * post_ffw_norm_1). */
+static sw_status ffn_dense(backend *b, const block_args *a) {
     const block_shape *s = a->shape;
     const block_acts *t = &a->act;
     const btensor *w = a->w;
@@ -157,13 +159,24 @@ static sw_status ffn_half(backend *b, const block_args *a) {
                                                    .n = (uint64_t)n * s->n_ff}});
     /* The GeGLU product spans orders of magnitude within a row. */
     SW_TRY(matmul_as(b, &w[BW_DOWN], t->gate, t->h, n, true, false));
-    if (s->n_expert) {
+    if (s->n_expert)
         SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM_1], t->h, s->n_embd, n, s->norm_eps));
-        SW_TRY(experts(b, a));
+    return SW_OK;
+}
+
+/* The rest of the FFN: the experts' output (computed here, or already in
+ * moe_out) added to h, the post-FFN norm and the residual. */
+static sw_status ffn_rest(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    uint32_t n = a->n_tokens;
+    if (s->n_expert) {
+        if (a->phase != BLOCK_FROM_EXPERTS)
+            SW_TRY(experts(b, a));
         SW_TRY(add(b, t->h, t->moe_out, (uint64_t)n * s->n_embd));
     }
     if (s->post_norms)
-        SW_TRY(norm(b, t->h, &w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
+        SW_TRY(norm(b, t->h, &a->w[BW_POST_FFW_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
 }
 
@@ -183,9 +196,20 @@ static sw_status ple_part(backend *b, const block_args *a) {
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);
 }
 
+sw_status block_run_experts(backend *b, const block_args *a) {
+    if (a->shape->n_expert == 0)
+        return sw_errorf(SW_ERR_ARG, "block: experts of a layer without experts");
+    return experts(b, a);
+}
+
 sw_status block_run_ops(backend *b, const block_args *a) {
-    SW_TRY(attention_half(b, a));
-    SW_TRY(ffn_half(b, a));
+    if (a->phase != BLOCK_FROM_EXPERTS) {
+        SW_TRY(attention_half(b, a));
+        SW_TRY(ffn_dense(b, a));
+        if (a->phase == BLOCK_TO_EXPERTS)
+            return SW_OK;
+    }
+    SW_TRY(ffn_rest(b, a));
     if (a->shape->n_pl)
         SW_TRY(ple_part(b, a));
     if (a->layer_scale != 0.0f)

@@ -93,6 +93,11 @@ typedef struct block_acts {
     bmem pos, seq;       /* (n_tok) int32: position and sequence of each token */
 } block_acts;
 
+/* Which part of a block a call runs: all of it, or (Gemma 4's experts
+ * computed elsewhere) up to the dense MLP's norm, then from the experts'
+ * output in act.moe_out on. */
+typedef enum block_phase { BLOCK_WHOLE = 0, BLOCK_TO_EXPERTS, BLOCK_FROM_EXPERTS } block_phase;
+
 typedef struct block_args {
     const block_shape *shape;
     btensor w[BW_COUNT];   /* absent norms have n_bytes 0 */
@@ -102,9 +107,16 @@ typedef struct block_args {
     float layer_scale;     /* the output's multiplier; 0: none */
     block_acts act;
     uint32_t n_tokens;
+    block_phase phase;
 } block_args;
 
-/* The block as a sequence of submits on b's compute queue. */
+/* The block (a->phase of it) as a sequence of submits on b's compute
+ * queue. */
 sw_status block_run_ops(backend *b, const block_args *a);
+
+/* Only the experts (router, experts, their norm) of a, from act.x into
+ * act.moe_out: what another side computes between BLOCK_TO_EXPERTS and
+ * BLOCK_FROM_EXPERTS. Errors: SW_ERR_ARG for a layer without experts. */
+sw_status block_run_experts(backend *b, const block_args *a);
 
 #endif

@@ -17,7 +17,8 @@
 static const char *const flags[] = {
     "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
-    "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots"};
+    "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots",
+    "-ncmoe", "--n-cpu-moe"};
 
 bool plan_opts_has(const char *flag) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -64,6 +65,9 @@ static int parse_counts(sw_plan_options *o, const char *f, const char *v) {
     } else if (!strcmp(f, "-np") || !strcmp(f, "--parallel")) {
         if (cli_parse_long(f, v, 1, 256, &n)) return -1;
         o->n_seq = (uint32_t)n;
+    } else if (!strcmp(f, "-ncmoe") || !strcmp(f, "--n-cpu-moe")) {
+        if (cli_parse_long(f, v, 0, 100000, &n)) return -1;
+        o->n_cpu_moe = (int)n;
     } else {
         if (cli_parse_long(f, v, 0, 100000, &n)) return -1;
         o->n_gpu_layers = (int)n;
@@ -122,6 +126,8 @@ void plan_opts_usage(FILE *out) {
           "  --sim-link-bw R  sim: host-to-device bandwidth, e.g. 16GB/s or 2G\n"
           "  --place SPEC     pin layers, e.g. 0-5=resident,6-=streamed,lm_head=host\n"
           "  -ngl N           first N layers resident, plan the rest\n"
+          "  -ncmoe N         the experts of the first N layers on the host (Gemma 4's\n"
+          "                   26B-A4B; --place experts:0-19=host pins any range)\n"
           "precision:\n"
           "  --kv-type T      KV cache type: f16 (default; f32 with --cpu-dots f32), bf16\n"
           "                   or f32 (twice the bytes)\n"

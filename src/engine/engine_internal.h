@@ -60,6 +60,7 @@ typedef struct engine_host_weights {
 /* A layer's weights as one backend sees them. */
 typedef struct dev_layer {
     btensor w[BW_COUNT];
+    btensor host_w[BW_COUNT];          /* host views, for experts the host computes */
 } dev_layer;
 
 typedef struct engine_ring {

@@ -88,6 +88,31 @@ static sw_status run_hook(sw_engine *e, int layer, int side, uint32_t n) {
     return SW_OK;
 }
 
+/* A device layer whose experts the host computes: the device runs up to
+ * the dense MLP; the residual (after attention, which the experts read)
+ * comes to the host; the host runs the experts from its own views of the
+ * layer into its moe_out, which goes to the device's; the device runs the
+ * rest. Both copies are on the device's compute queue, so they order with
+ * its ops; the host waits for the residual before reading it. */
+static sw_status run_split_block(sw_engine *e, uint32_t il, block_args *a) {
+    engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
+    backend *be = d->be;
+    const uint64_t bytes = (uint64_t)a->n_tokens * e->config.n_embd * sizeof(float);
+    a->phase = BLOCK_TO_EXPERTS;
+    SW_TRY(be->vt->block ? be->vt->block(be, a) : block_run_ops(be, a));
+    SW_TRY(be->vt->copy_d2h(be, BQ_COMPUTE, h->host_base + e->act.x, d->act.x, bytes));
+    SW_TRY(device_wait(e));
+    block_args ha = *a;
+    ha.act = h->act;
+    ha.phase = BLOCK_WHOLE;
+    memcpy(ha.w, e->layers[il].host_w, sizeof ha.w);
+    SW_TRY(block_run_experts(h->be, &ha));
+    SW_TRY(be->vt->copy_h2d(be, BQ_COMPUTE, d->act.moe_out, h->host_base + e->act.moe_out,
+                            bytes));
+    a->phase = BLOCK_FROM_EXPERTS;
+    return be->vt->block ? be->vt->block(be, a) : block_run_ops(be, a);
+}
+
 static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, int side,
                            uint32_t n) {
     const model_config *c = &e->config;
@@ -111,6 +136,8 @@ static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, int si
     };
     a.act.ple = bmem_at(a.act.ple, (uint64_t)il * n * c->n_embd_per_layer * sizeof(float));
     memcpy(a.w, w->w, sizeof a.w);
+    if (side == SIDE_DEVICE && e->plan->experts_host[il])
+        return run_split_block(e, il, &a);
     return be->vt->block ? be->vt->block(be, &a) : block_run_ops(be, &a);
 }
 

@@ -85,11 +85,22 @@ static sw_status convert_layer(sw_engine *e, layer_weights *w, region *r) {
     return SW_OK;
 }
 
+/* Layer il as the device holds it: without its experts when the plan has
+ * the host compute them (they are packed last, so this is a prefix). */
+static layer_weights device_part(const sw_engine *e, uint32_t il, const layer_weights *w) {
+    layer_weights d = *w;
+    if (e->plan->experts_host[il]) {
+        d.t[BW_GATE_UP_EXPS].data = NULL;
+        d.t[BW_DOWN_EXPS].data = NULL;
+    }
+    return d;
+}
+
 /* Writes streamed layer il, packed as in a ring slot and converted where
  * --weights says, at `base` (the plan's `bytes` for it), and points the
  * layer's views there, so the ring streams from this copy. */
 static sw_status fill_pinned(sw_engine *e, uint32_t il, uint8_t *base, uint64_t bytes) {
-    layer_weights *src = &e->weights.layers[il], target = *src;
+    layer_weights *src = &e->weights.layers[il], target = device_part(e, il, src);
     layer_pack pk;
     for (int i = 0; i < BW_COUNT; i++)
         if (is_matrix(i))
@@ -215,16 +226,20 @@ sw_status host_weights_load(sw_engine *e, sw_alloc_failure *failure) {
     reset_views(e);
     if ((st = alloc_buffers(e, failure)) != SW_OK || (st = place_layers(e)) != SW_OK)
         return st;
-    for (uint32_t il = 0; il < e->config.n_layer; il++)
-        layer_pack_build(&e->config, il, &e->weights.layers[il], &e->packs[il]);
+    for (uint32_t il = 0; il < e->config.n_layer; il++) {
+        const layer_weights d = device_part(e, il, &e->weights.layers[il]);
+        layer_pack_build(&e->config, il, &d, &e->packs[il]);
+    }
     return SW_OK;
 }
 
 sw_status host_weights_stage(sw_engine *e, uint32_t il) {
     region staging = {e->hw.staging, e->hw.staging_bytes, 0, "conversion staging"};
     sw_status st = convert_layer(e, &e->weights.layers[il], &staging);
-    if (st == SW_OK)
-        layer_pack_build(&e->config, il, &e->weights.layers[il], &e->packs[il]);
+    if (st == SW_OK) {
+        const layer_weights d = device_part(e, il, &e->weights.layers[il]);
+        layer_pack_build(&e->config, il, &d, &e->packs[il]);
+    }
     return st;
 }
 

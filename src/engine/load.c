@@ -218,9 +218,12 @@ void engine_bind_host_views(sw_engine *e) {
     e->ple_proj_norm = btensor_of_host(&e->weights.ple_proj_norm, hm);
     e->lm_head[SIDE_HOST] = btensor_of_host(&e->weights.output, hm);
     e->out_norm[SIDE_HOST] = btensor_of_host(&e->weights.output_norm, hm);
-    for (uint32_t il = 0; il < e->config.n_layer; il++)
+    for (uint32_t il = 0; il < e->config.n_layer; il++) {
         if (e->plan->layer_place[il] == PLACE_HOST)
             layer_bind_host(&e->weights.layers[il], hm, e->layers[il].w);
+        if (e->plan->experts_host[il]) /* from the mapping: the host's own copy */
+            layer_bind_host(&e->file_weights.layers[il], hm, e->layers[il].host_w);
+    }
 }
 
 static sw_status load_device(sw_engine *e, const sw_engine_options *opt, sw_alloc_failure *f) {

@@ -204,6 +204,8 @@ static sw_status make_pins(const sw_plan_options *o, const plan_budget *b, uint3
         if (st != SW_OK)
             return st;
     }
+    if (o->n_cpu_moe > 0)
+        plan_pins_apply_ncmoe(pins, n_layer, (uint32_t)o->n_cpu_moe);
     if (o->n_gpu_layers >= 0 && b->has_device)
         plan_pins_apply_ngl(pins, n_layer, (uint32_t)o->n_gpu_layers);
     else if (o->n_gpu_layers >= 0)

@@ -105,6 +105,20 @@ static double read_bytes(const plan_model *m, uint32_t il, double n_tok, uint64_
     return read;
 }
 
+/* Of `read` bytes of layer il (by_type), those of the layer without its
+ * experts: returned, with core_bt; exp_bt the experts' part. Scaled per
+ * type by the shares of the stored bytes. */
+static double split_bytes(const plan_model *m, uint32_t il, double read, const uint64_t *by_type,
+                          uint64_t *core_bt, uint64_t *exp_bt) {
+    const double all = (double)m->layer_bytes[il], ex = (double)m->layer_expert_bytes[il];
+    const double ex_read = read - (all - ex); /* read_bytes reads the core whole */
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++) {
+        exp_bt[i] = read > 0 ? (uint64_t)((double)by_type[i] * (ex_read / read)) : 0;
+        core_bt[i] = by_type[i] - exp_bt[i];
+    }
+    return read - ex_read;
+}
+
 /* Per-layer costs on both sides, both passes, both device rate sets. */
 static void layer_costs(plan_ctx *x) {
     const model_config *c = &x->m->config;
@@ -130,19 +144,30 @@ static void layer_costs(plan_ctx *x) {
         double params = E * (nq + kv_mats * nkv) + nq * E + 3 * E * model_layer_n_ff(c, il);
         if (c->n_embd_per_layer)
             params += 2 * E * c->n_embd_per_layer;
-        if (c->n_expert) /* the router, and the experts a token runs */
-            params += E * c->n_expert + 3 * E * c->n_ff_exp * c->n_expert_used;
+        /* the router, and the experts a token runs */
+        const double exp_params = c->n_expert ? E * c->n_expert +
+                                                    3 * E * c->n_ff_exp * c->n_expert_used
+                                              : 0;
+        params += exp_params;
         double visible = x->kv_rows[il] < half ? x->kv_rows[il] : half;
         double kv_read = visible * 2 * nkv * kv_elem_bytes(plan_kv_tensor_type(x->w.kv_type)) *
                          x->w.n_seq;
         double per_tok = 2 * params + 4 * nq * visible;
         for (int p = 0; p < 2; p++) {
-            uint64_t bt[SW_DOCTOR_DECODE_TYPES];
+            uint64_t bt[SW_DOCTOR_DECODE_TYPES], core_bt[SW_DOCTOR_DECODE_TYPES];
+            uint64_t exp_bt[SW_DOCTOR_DECODE_TYPES];
             const double wb = read_bytes(x->m, il, tokens[p], bt);
-            for (int k = 0; k < 2; k++)
+            const double eb = wb - split_bytes(x->m, il, wb, bt, core_bt, exp_bt);
+            const double core_flops = (per_tok - 2 * exp_params) * tokens[p];
+            for (int k = 0; k < 2; k++) {
                 x->dev[k][p][il] = side_cost(&dev[k], wb, bt, kv_read, per_tok * tokens[p],
                                              DEVICE_OPS_PER_LAYER);
+                x->dev_core[k][p][il] = side_cost(&dev[k], wb - eb, core_bt, kv_read,
+                                                  core_flops, DEVICE_OPS_PER_LAYER);
+            }
             x->host[p][il] = side_cost(&host, wb, bt, kv_read, per_tok * tokens[p], 0);
+            x->host_experts[p][il] = side_cost(&host, eb, exp_bt, 0,
+                                               2 * exp_params * tokens[p], 0);
         }
     }
     double lm_flops = 2 * E * c->n_vocab, lm_bytes = (double)x->m->output_bytes;
@@ -185,6 +210,10 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     layer_costs(x);
 }
 
+uint64_t plan_device_layer_bytes(const plan_ctx *x, const plan_choice *c, uint32_t il) {
+    return x->m->layer_bytes[il] - (c->experts_host[il] ? x->m->layer_expert_bytes[il] : 0);
+}
+
 uint64_t plan_all_resident_bytes(const plan_ctx *x) {
     uint64_t total = x->dev_act_bytes + x->lm_dev_bytes;
     for (uint32_t il = 0; il < x->n_layer; il++)
@@ -204,7 +233,9 @@ void plan_choice_account(const plan_ctx *x, plan_choice *c) {
     /* The embedding is looked up on the host, so a converted one stays there. */
     c->conv_bytes = m->embd_conv_bytes + (m->tied ? 0 : m->output_conv_bytes);
     for (uint32_t il = 0; il < x->n_layer; il++) {
-        uint64_t lb = m->layer_bytes[il], cb = m->layer_conv_bytes[il];
+        uint64_t lb = plan_device_layer_bytes(x, c, il), cb = m->layer_conv_bytes[il];
+        if (c->place[il] != PLACE_HOST && c->experts_host[il]) /* read from the mapping */
+            mapped += m->layer_expert_bytes[il];
         if (c->place[il] == PLACE_RESIDENT) {
             c->n_resident++;
             dev += lb + x->kv_bytes[il];
@@ -250,6 +281,14 @@ void plan_choice_account(const plan_ctx *x, plan_choice *c) {
     c->disk_bytes = mapped > room ? mapped - room : 0;
 }
 
+/* A device layer's seconds: the whole layer, or its device part then its
+ * experts on the host (the device waits for them). */
+static double device_layer_s(const plan_ctx *x, const plan_choice *c, int k, int p,
+                             uint32_t il) {
+    return c->experts_host[il] ? x->dev_core[k][p][il].s + x->host_experts[p][il].s
+                               : x->dev[k][p][il].s;
+}
+
 /* Steady-state seconds of one pass: layers in order, each streamed layer
  * waiting for its copy; copies run in order on one link as soon as their
  * slot is free (the layer K streamed layers earlier has been computed). */
@@ -264,16 +303,17 @@ static double simulate(const plan_ctx *x, const plan_choice *c, int k, int p, do
                 t += x->host[p][il].s;
                 continue;
             }
+            const double s = device_layer_s(x, c, k, p, il);
             if (c->place[il] == PLACE_STREAMED) {
                 double *slot = &slot_free[seq++ % PLAN_RING_SLOTS];
                 double start = link_free > *slot ? link_free : *slot;
-                link_free = start + (double)x->m->layer_bytes[il] / rate;
+                link_free = start + (double)plan_device_layer_bytes(x, c, il) / rate;
                 t = t > link_free ? t : link_free;
-                t += x->dev[k][p][il].s;
+                t += s;
                 *slot = t;
                 continue;
             }
-            t += x->dev[k][p][il].s;
+            t += s;
         }
         t += tail_s;
         end = t;
@@ -289,9 +329,15 @@ static double sum_categories(const plan_ctx *x, const plan_choice *c, int k, int
     for (int i = 0; i < CAT_COUNT; i++)
         cat_s[i] = 0;
     for (uint32_t il = 0; il < x->n_layer; il++) {
-        const cost_term *t = c->place[il] == PLACE_HOST ? &x->host[p][il] : &x->dev[k][p][il];
+        const bool split = c->place[il] != PLACE_HOST && c->experts_host[il];
+        const cost_term *t = c->place[il] == PLACE_HOST ? &x->host[p][il]
+                           : split ? &x->dev_core[k][p][il] : &x->dev[k][p][il];
         cat_s[t->cat] += t->s;
         total += t->s;
+        if (split) {
+            cat_s[x->host_experts[p][il].cat] += x->host_experts[p][il].s;
+            total += x->host_experts[p][il].s;
+        }
     }
     const cost_term *lm = c->lm == PLACE_RESIDENT ? &x->lm_dev[k][p] : &x->lm_host[p];
     cat_s[lm->cat] += lm->s;

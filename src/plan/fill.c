@@ -55,7 +55,7 @@ static void device_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
     }
     for (uint32_t il = 0; il < x->n_layer; il++)
         if (c->place[il] == PLACE_RESIDENT)
-            add_buf(p, TIER_DEVICE, BUF_LAYER, (int32_t)il, x->m->layer_bytes[il],
+            add_buf(p, TIER_DEVICE, BUF_LAYER, (int32_t)il, plan_device_layer_bytes(x, c, il),
                     "layer %u weights", il);
     for (uint32_t k = 0; k < p->ring_slots; k++)
         add_buf(p, TIER_DEVICE, BUF_RING_SLOT, (int32_t)k, c->slot_bytes, "ring slot %u", k);
@@ -68,7 +68,8 @@ static void host_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
     if (c->stream_pinned)
         for (uint32_t il = 0; il < x->n_layer; il++)
             if (c->place[il] == PLACE_STREAMED)
-                add_buf(p, TIER_PINNED, BUF_OTHER, (int32_t)il, x->m->layer_bytes[il],
+                add_buf(p, TIER_PINNED, BUF_OTHER, (int32_t)il,
+                        plan_device_layer_bytes(x, c, il),
                         "pinned layer %u", il);
     add_buf(p, TIER_HOST, BUF_ACTIVATIONS, -1, x->host_act_bytes, "host activations");
     add_buf(p, TIER_HOST, BUF_SCRATCH, -1, x->host_scratch_bytes, "host kernel scratch");
@@ -103,7 +104,7 @@ static void layer_notes(const plan_ctx *x, const plan_choice *c, plan *p) {
     char r[96], sz[32], sz2[32];
     uint64_t res_bytes = 0, host_bytes = 0;
     for (uint32_t il = 0; il < x->n_layer; il++)
-        res_bytes += c->place[il] == PLACE_RESIDENT ? x->m->layer_bytes[il] : 0;
+        res_bytes += c->place[il] == PLACE_RESIDENT ? plan_device_layer_bytes(x, c, il) : 0;
     for (uint32_t il = 0; il < x->n_layer; il++)
         host_bytes += c->place[il] == PLACE_HOST ? x->m->layer_bytes[il] : 0;
     if (c->n_resident) {
@@ -246,6 +247,27 @@ static void pin_note(const plan_ctx *x, const plan_pins *pins, plan *p) {
              "the rest", r[0], r[1], r[2]);
 }
 
+/* Why experts sit on the host, when some do. */
+static void experts_note(const plan_ctx *x, const plan_choice *c, plan *p) {
+    plan_place mark[PLAN_MAX_LAYERS];
+    uint64_t bytes = 0;
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < x->n_layer; il++) {
+        mark[il] = c->experts_host[il] ? PLACE_HOST : PLACE_AUTO;
+        bytes += c->experts_host[il] ? x->m->layer_expert_bytes[il] : 0;
+        n += c->experts_host[il];
+    }
+    if (n == 0)
+        return;
+    char r[96], sz[32];
+    const model_config *m = &x->m->config;
+    plan_format_ranges(mark, x->n_layer, PLACE_HOST, r, sizeof r);
+    plan_format_size(bytes, sz, sizeof sz);
+    note(p, "experts of layers %s on the host (%s, read from the mapping: %u of %u per "
+         "token); the device holds the rest of those layers", r, sz, m->n_expert_used,
+         m->n_expert);
+}
+
 void plan_fill(const plan_ctx *x, const plan_choice *c, const plan_pins *pins, plan *p) {
     memset(p, 0, sizeof *p);
     p->model = *x->m;
@@ -254,6 +276,7 @@ void plan_fill(const plan_ctx *x, const plan_choice *c, const plan_pins *pins, p
     p->rates = *x->r;
     for (uint32_t il = 0; il < x->n_layer; il++) {
         p->layer_place[il] = c->place[il];
+        p->experts_host[il] = c->experts_host[il];
         p->kv_tier[il] = c->place[il] == PLACE_HOST ? TIER_HOST : TIER_DEVICE;
         p->kv_rows[il] = x->kv_rows[il];
     }
@@ -269,6 +292,7 @@ void plan_fill(const plan_ctx *x, const plan_choice *c, const plan_pins *pins, p
     note(p, "rates: %s", x->r->measured ? "measured by spillway doctor"
                                         : "defaults (run spillway doctor to measure)");
     layer_notes(x, c, p);
+    experts_note(x, c, p);
     lm_note(x, c, pins, p);
     kv_note(x, c, p);
     host_notes(x, c, p);

@@ -85,12 +85,16 @@ static sw_status apply_item(const char *item, uint32_t n_layer, plan_pins *pins)
         pins->lm_head = place;
         return SW_OK;
     }
+    const bool experts = !strncmp(lhs, "experts:", 8);
+    if (experts && place != PLACE_HOST && place != PLACE_AUTO)
+        return sw_errorf(SW_ERR_ARG, "--place item '%s': experts are host or auto (a "
+                         "device layer holds its experts unless they are on the host)", item);
     uint32_t lo = 0, hi = 0;
-    sw_status st = parse_range(item, lhs, n_layer, &lo, &hi);
+    sw_status st = parse_range(item, experts ? lhs + 8 : lhs, n_layer, &lo, &hi);
     if (st != SW_OK)
         return st;
     for (uint32_t il = lo; il <= hi; il++)
-        pins->layer[il] = place;
+        *(experts ? &pins->experts[il] : &pins->layer[il]) = place;
     return SW_OK;
 }
 
@@ -120,6 +124,12 @@ sw_status plan_parse_place(const char *spec, uint32_t n_layer, plan_pins *pins) 
             return SW_OK;
         p += len + 1;
     }
+}
+
+void plan_pins_apply_ncmoe(plan_pins *pins, uint32_t n_layer, uint32_t n) {
+    for (uint32_t il = 0; il < n && il < n_layer && il < PLAN_MAX_LAYERS; il++)
+        if (pins->experts[il] == PLACE_AUTO)
+            pins->experts[il] = PLACE_HOST;
 }
 
 void plan_pins_apply_ngl(plan_pins *pins, uint32_t n_layer, uint32_t ngl) {

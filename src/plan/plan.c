@@ -11,7 +11,10 @@
  * then to what a reference accelerator behind the same link would run
  * faster (ties arise on the sim, whose device computes at host speed, so
  * the sim rehearses the placement a real card would get), then more
- * resident layers, more streamed ones, and the LM head on the device. A layer's KV
+ * resident layers, more streamed ones, and the LM head on the device. With
+ * experts (Gemma 4), each split is tried twice: experts where pinned, and
+ * every device layer's experts computed by the host from the mapping (the
+ * device then holds the rest of those layers). A layer's KV
  * lives where the layer computes (device for resident and streamed layers,
  * host for host layers), as the engine's forward pass requires; so a
  * KV-shared layer (Gemma 4) computes on its cache owner's side.
@@ -103,6 +106,14 @@ static bool consider(const plan_ctx *x, plan_choice *c, search_result *res) {
     return true;
 }
 
+/* Which device layers' experts the host computes: those pinned there,
+ * and with `all` every device layer's (layers with experts only). */
+static void place_experts(const plan_ctx *x, const plan_pins *pins, bool all, plan_choice *c) {
+    for (uint32_t il = 0; il < x->n_layer; il++)
+        c->experts_host[il] = c->place[il] != PLACE_HOST && x->m->layer_expert_bytes[il] &&
+                              (all || pins->experts[il] == PLACE_HOST);
+}
+
 void plan_search(const plan_ctx *x, const plan_pins *pins, search_result *res) {
     uint32_t free_idx[PLAN_MAX_LAYERS], n_free = 0;
     plan_choice c;
@@ -115,21 +126,27 @@ void plan_search(const plan_ctx *x, const plan_pins *pins, search_result *res) {
         if (pins->layer[il] == PLACE_AUTO)
             free_idx[n_free++] = il;
     }
+    /* experts where pinned, or every device layer's on the host */
+    const int n_expert_modes =
+        x->m->config.n_expert && x->b->has_device && !x->m->convert_type[0] ? 2 : 1;
     const plan_place lm_opts[2] = {PLACE_RESIDENT, PLACE_HOST};
-    for (int k = 0; k < 2; k++) {
-        c.lm = lm_opts[k];
-        if ((pins->lm_head != PLACE_AUTO && pins->lm_head != c.lm) ||
-            (c.lm == PLACE_RESIDENT && !x->b->has_device))
-            continue;
-        for (uint32_t n_host = 0; n_host <= n_free; n_host++) {
-            if (!x->b->has_device && n_host != n_free)
+    for (int em = 0; em < n_expert_modes; em++) {
+        for (int k = 0; k < 2; k++) {
+            c.lm = lm_opts[k];
+            if ((pins->lm_head != PLACE_AUTO && pins->lm_head != c.lm) ||
+                (c.lm == PLACE_RESIDENT && !x->b->has_device))
                 continue;
-            for (uint32_t n_stream = 0; n_stream + n_host <= n_free; n_stream++) {
-                if (!x->b->has_device && n_stream > 0)
-                    break;
-                split_free(free_idx, n_free, n_stream, n_host, &c);
-                if (consider(x, &c, res))
-                    break;
+            for (uint32_t n_host = 0; n_host <= n_free; n_host++) {
+                if (!x->b->has_device && n_host != n_free)
+                    continue;
+                for (uint32_t n_stream = 0; n_stream + n_host <= n_free; n_stream++) {
+                    if (!x->b->has_device && n_stream > 0)
+                        break;
+                    split_free(free_idx, n_free, n_stream, n_host, &c);
+                    place_experts(x, pins, em == 1, &c);
+                    if (consider(x, &c, res))
+                        break;
+                }
             }
         }
     }
@@ -170,7 +187,14 @@ static sw_status check_inputs(const plan_model *m, const plan_budget *b, const p
 
 /* Pins that put a KV-shared layer and the layer whose cache it reads on
  * different sides. */
-static sw_status check_shared_pins(const model_config *c, const plan_pins *pins) {
+static sw_status check_shared_pins(const plan_model *m, const plan_pins *pins) {
+    const model_config *c = &m->config;
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        if (pins->experts[il] == PLACE_HOST && (c->n_expert == 0 || m->convert_type[0]))
+            return sw_errorf(SW_ERR_ARG, "experts pinned to the host (layer %u), but %s", il,
+                             c->n_expert ? "--weights converts the weights at load, which "
+                                           "experts on the host do not take yet"
+                                         : "the model has no experts");
     for (uint32_t il = 0; il < c->n_layer; il++) {
         const uint32_t owner = model_layer_kv_owner(c, il);
         const plan_place a = pins->layer[il], b = pins->layer[owner];
@@ -222,7 +246,7 @@ sw_status plan_build(const plan_model *model, const plan_budget *budget,
     if (pins == NULL)
         pins = &no_pins;
     sw_status st = check_inputs(model, budget, rates, work, pins);
-    if (st != SW_OK || (st = check_shared_pins(&model->config, pins)) != SW_OK)
+    if (st != SW_OK || (st = check_shared_pins(model, pins)) != SW_OK)
         return st;
     plan_ctx_init(&x, model, budget, rates, work);
     plan_search(&x, pins, &res);

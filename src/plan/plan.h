@@ -15,6 +15,9 @@
  *   STREAMED  kept in pinned/host memory, copied into one of `ring_slots`
  *             device slots ahead of use (prefetch ring_slots - 1 ahead);
  *   HOST      computed by the CPU backend where the weights live.
+ * A device layer's experts (Gemma 4's mixture of experts) may stay on the
+ * host (experts_host): the device holds the rest of the layer, the host
+ * computes the experts between its two halves.
  */
 #ifndef SW_PLAN_PLAN_H
 #define SW_PLAN_PLAN_H
@@ -125,6 +128,9 @@ typedef struct plan_workload {
 typedef struct plan_pins {
     plan_place layer[PLAN_MAX_LAYERS];
     plan_place lm_head;             /* AUTO, RESIDENT (device) or HOST */
+    /* a layer's experts (Gemma 4): AUTO, or HOST (computed on the host
+     * while the rest of a device layer stays on the device) */
+    plan_place experts[PLAN_MAX_LAYERS];
 } plan_pins;
 
 /* What a buffer is for; the engine allocates by kind, in plan order. */
@@ -162,6 +168,9 @@ typedef struct plan {
     plan_tier kv_tier[PLAN_MAX_LAYERS];        /* DEVICE or HOST */
     uint32_t kv_rows[PLAN_MAX_LAYERS];         /* kv_layer_rows(), per sequence */
     plan_place lm_head_place;                  /* RESIDENT or HOST */
+    bool experts_host[PLAN_MAX_LAYERS];        /* a device layer whose experts the
+                                                * host computes from the mapping: its
+                                                * device bytes leave them out */
     uint32_t ring_slots;                       /* 0 when nothing streams, else >= 2 */
     uint64_t ring_slot_bytes;                  /* largest streamed layer */
     uint32_t n_buffers;

@@ -112,7 +112,8 @@ void plan_format_size(uint64_t bytes, char *buf, size_t cap);
  * order (later items override earlier ones):
  *   SPEC  := ITEM (',' ITEM)*
  *   ITEM  := LAYERS '=' PLACE | 'lm_head' '=' ('resident' | 'device' | 'host')
- *   LAYERS:= N | N '-' M | N '-' (to the last) | 'all'
+ *   LAYERS:= N | N '-' M | N '-' (to the last) | 'all', or 'experts:' LAYERS
+ *            (a layer's experts: host or auto)
  *   PLACE := resident | device | streamed | stream | host | cpu | auto
  * e.g. "0-11=resident,12-20=streamed,21-=host,lm_head=host".
  * Errors: SW_ERR_ARG naming the item (bad syntax, layer >= n_layer). */
@@ -121,6 +122,10 @@ sw_status plan_parse_place(const char *spec, uint32_t n_layer, plan_pins *pins);
 /* -ngl N: the first min(N, n_layer) layers RESIDENT where still AUTO (pins
  * from --place win); the rest stay AUTO for the planner. */
 void plan_pins_apply_ngl(plan_pins *pins, uint32_t n_layer, uint32_t ngl);
+
+/* -ncmoe N: the experts of the first min(N, n_layer) layers on the host
+ * where still AUTO (llama.cpp's --n-cpu-moe). */
+void plan_pins_apply_ncmoe(plan_pins *pins, uint32_t n_layer, uint32_t n);
 
 /* ---- printing ------------------------------------------------------------ */
 

@@ -54,12 +54,17 @@ typedef struct plan_ctx {
      * every placement that hides its copies ties). */
     cost_term dev[2][2][PLAN_MAX_LAYERS];    /* layer computed on the device */
     cost_term host[2][PLAN_MAX_LAYERS];      /* layer computed on the host */
+    /* a device layer without its experts, and its experts on the host
+     * (layers with experts only; otherwise dev and zero) */
+    cost_term dev_core[2][2][PLAN_MAX_LAYERS];
+    cost_term host_experts[2][PLAN_MAX_LAYERS];
     cost_term lm_dev[2][2], lm_host[2];
 } plan_ctx;
 
 /* A candidate placement and what it costs. */
 typedef struct plan_choice {
     plan_place place[PLAN_MAX_LAYERS];
+    bool experts_host[PLAN_MAX_LAYERS]; /* a device layer's experts on the host */
     plan_place lm;                  /* PLACE_RESIDENT or PLACE_HOST */
     uint32_t n_resident, n_streamed, n_host;
     uint64_t slot_bytes;            /* largest streamed layer; 0 if none */
@@ -86,8 +91,8 @@ typedef struct plan_choice {
 void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
                    const plan_rates *r, const plan_workload *w);
 
-/* From c->place and c->lm: counts, device/host bytes, stream source, disk
- * spill. Does not predict speed. */
+/* From c->place, c->experts_host and c->lm: counts, device/host bytes,
+ * stream source, disk spill. Does not predict speed. */
 void plan_choice_account(const plan_ctx *x, plan_choice *c);
 
 /* Fills pass_s, link_s and cat by simulating the streaming pipeline. */
@@ -95,6 +100,10 @@ void plan_choice_predict(const plan_ctx *x, plan_choice *c);
 
 /* "compute", "device memory", "host compute", "host memory", "link", "disk" */
 const char *plan_cat_name(cost_cat cat);
+
+/* Bytes of layer il a device holds under choice c: all of it, or without
+ * its experts when the host computes them. */
+uint64_t plan_device_layer_bytes(const plan_ctx *x, const plan_choice *c, uint32_t il);
 
 /* Bytes a device holds when the whole model is resident (for "frees"). */
 uint64_t plan_all_resident_bytes(const plan_ctx *x);

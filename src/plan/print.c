@@ -204,6 +204,12 @@ static void print_layers(FILE *out, const plan *p) {
                 kinds[k] == PLACE_STREAMED ? ", prefetch 1 ahead" : "");
         sep = "   ";
     }
+    plan_place mark[PLAN_MAX_LAYERS];
+    for (uint32_t il = 0; il < p->model.config.n_layer; il++)
+        mark[il] = p->experts_host[il] ? PLACE_HOST : PLACE_AUTO;
+    plan_format_ranges(mark, p->model.config.n_layer, PLACE_HOST, r, sizeof r);
+    if (r[0])
+        fprintf(out, "%sexperts of %s on the host", sep, r);
     fprintf(out, "\n%-9s %s\n", "lm head", p->lm_head_place == PLACE_RESIDENT ? "device" : "host");
 }
 
@@ -353,10 +359,11 @@ static void json_placement(FILE *out, const plan *p) {
     fputs(",\"layers\":[", out);
     for (uint32_t il = 0; il < p->model.config.n_layer; il++)
         fprintf(out, "%s{\"layer\":%u,\"place\":\"%s\",\"bytes\":%" PRIu64 ",\"kv\":\"%s\","
-                "\"kv_rows\":%u,\"local\":%s}", il ? "," : "", il,
+                "\"kv_rows\":%u,\"local\":%s%s}", il ? "," : "", il,
                 plan_place_name(p->layer_place[il]), p->model.layer_bytes[il],
                 plan_tier_name(p->kv_tier[il]), p->kv_rows[il],
-                model_layer_is_local(&p->model.config, il) ? "true" : "false");
+                model_layer_is_local(&p->model.config, il) ? "true" : "false",
+                p->experts_host[il] ? ",\"experts\":\"host\"" : "");
     fprintf(out, "],\"lm_head\":\"%s\",\"ring\":{\"slots\":%u,\"slot_bytes\":%" PRIu64 "}",
             plan_place_name(p->lm_head_place), p->ring_slots, p->ring_slot_bytes);
     fprintf(out, ",\"stream_source\":%s", p->ring_slots == 0 ? "null"

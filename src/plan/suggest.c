@@ -214,7 +214,7 @@ static void describe_min(const plan_ctx *x, const plan_choice *c, char *buf, siz
     char a[32], l[32], k[32], s[32], h[32];
     uint64_t lay = 0, kv = 0;
     for (uint32_t il = 0; il < x->n_layer; il++) {
-        lay += c->place[il] == PLACE_RESIDENT ? x->m->layer_bytes[il] : 0;
+        lay += c->place[il] == PLACE_RESIDENT ? plan_device_layer_bytes(x, c, il) : 0;
         kv += c->place[il] != PLACE_HOST ? x->kv_bytes[il] : 0;
     }
     plan_format_size(x->dev_act_bytes, a, sizeof a);
