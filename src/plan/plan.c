@@ -12,9 +12,10 @@
  * faster (ties arise on the sim, whose device computes at host speed, so
  * the sim rehearses the placement a real card would get), then more
  * resident layers, more streamed ones, and the LM head on the device. With
- * experts (Gemma 4), each split is tried twice: experts where pinned, and
- * every device layer's experts computed by the host from the mapping (the
- * device then holds the rest of those layers). A layer's KV
+ * experts (Gemma 4), each split is tried with the experts of the first N
+ * device layers computed by the host from the mapping, for every N (the
+ * device then holds the rest of those layers), besides those pinned there.
+ * Ties keep the fewest experts on the host (the first N tried). A layer's KV
  * lives where the layer computes (device for resident and streamed layers,
  * host for host layers), as the engine's forward pass requires; so a
  * KV-shared layer (Gemma 4) computes on its cache owner's side.
@@ -106,12 +107,13 @@ static bool consider(const plan_ctx *x, plan_choice *c, search_result *res) {
     return true;
 }
 
-/* Which device layers' experts the host computes: those pinned there,
- * and with `all` every device layer's (layers with experts only). */
-static void place_experts(const plan_ctx *x, const plan_pins *pins, bool all, plan_choice *c) {
+/* Which device layers' experts the host computes: those pinned there, and
+ * those of the layers below `cut` (layers with experts only). */
+static void place_experts(const plan_ctx *x, const plan_pins *pins, uint32_t cut,
+                          plan_choice *c) {
     for (uint32_t il = 0; il < x->n_layer; il++)
         c->experts_host[il] = c->place[il] != PLACE_HOST && x->m->layer_expert_bytes[il] &&
-                              (all || pins->experts[il] == PLACE_HOST);
+                              (il < cut || pins->experts[il] == PLACE_HOST);
 }
 
 void plan_search(const plan_ctx *x, const plan_pins *pins, search_result *res) {
@@ -126,11 +128,12 @@ void plan_search(const plan_ctx *x, const plan_pins *pins, search_result *res) {
         if (pins->layer[il] == PLACE_AUTO)
             free_idx[n_free++] = il;
     }
-    /* experts where pinned, or every device layer's on the host */
-    const int n_expert_modes =
-        x->m->config.n_expert && x->b->has_device && !x->m->convert_type[0] ? 2 : 1;
+    /* experts where pinned, and those of the first `cut` layers (-ncmoe's
+     * family): every cut from none to all */
+    const uint32_t max_cut =
+        x->m->config.n_expert && x->b->has_device && !x->m->convert_type[0] ? x->n_layer : 0;
     const plan_place lm_opts[2] = {PLACE_RESIDENT, PLACE_HOST};
-    for (int em = 0; em < n_expert_modes; em++) {
+    for (uint32_t cut = 0; cut <= max_cut; cut++) {
         for (int k = 0; k < 2; k++) {
             c.lm = lm_opts[k];
             if ((pins->lm_head != PLACE_AUTO && pins->lm_head != c.lm) ||
@@ -143,7 +146,7 @@ void plan_search(const plan_ctx *x, const plan_pins *pins, search_result *res) {
                     if (!x->b->has_device && n_stream > 0)
                         break;
                     split_free(free_idx, n_free, n_stream, n_host, &c);
-                    place_experts(x, pins, em == 1, &c);
+                    place_experts(x, pins, cut, &c);
                     if (consider(x, &c, res))
                         break;
                 }
