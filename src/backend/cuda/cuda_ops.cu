@@ -119,8 +119,8 @@ static sw_status check_op(const bop *op) {
     case BOP_MOE_ROUTE:
     case BOP_MOE_EXPERTS:
         return sw_errorf(SW_ERR_UNSUPPORTED, "cuda: Gemma 4's experts (%s) have no kernels "
-                         "yet; keep those layers on the host (--place) or use --backend cpu",
-                         bop_name(op->kind));
+                         "yet; keep them on the host (--place experts:all=host, or -ncmoe N "
+                         "for every layer) or use --backend cpu", bop_name(op->kind));
     default: return SW_OK;
     }
 }
