@@ -89,10 +89,9 @@ static sw_status convert_layer(sw_engine *e, layer_weights *w, region *r) {
  * the host compute them (they are packed last, so this is a prefix). */
 static layer_weights device_part(const sw_engine *e, uint32_t il, const layer_weights *w) {
     layer_weights d = *w;
-    if (e->plan->experts_host[il]) {
-        d.t[BW_GATE_UP_EXPS].data = NULL;
-        d.t[BW_DOWN_EXPS].data = NULL;
-    }
+    for (int r = 0; e->plan->experts_host[il] && r < BW_COUNT; r++)
+        if (model_is_expert((block_weight)r))
+            d.t[r].data = NULL;
     return d;
 }
 

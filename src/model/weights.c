@@ -73,6 +73,10 @@ uint64_t model_tensor_elems(const model_config *c, uint32_t il, const layer_tens
            model_dim_value(c, il, t->ne2);
 }
 
+bool model_is_expert(block_weight role) {
+    return role == BW_GATE_UP_EXPS || role == BW_DOWN_EXPS;
+}
+
 uint64_t model_max_row_elems(const model_config *c) {
     uint64_t most = c->n_embd; /* the embedding and LM head rows */
     for (uint32_t il = 0; il < c->n_layer; il++)

@@ -60,6 +60,10 @@ uint64_t model_dim_value(const model_config *c, uint32_t il, model_dim d);
 /* Elements of tensor t in layer il (ne0 * ne1 * ne2; ne0 for vectors). */
 uint64_t model_tensor_elems(const model_config *c, uint32_t il, const layer_tensor *t);
 
+/* Whether role is one of a layer's experts (packed last, so a layer
+ * without them is a prefix of its buffer). */
+bool model_is_expert(block_weight role);
+
 /* The longest matrix row (elements) of any weight: what kernel scratch is
  * sized for. */
 uint64_t model_max_row_elems(const model_config *c);

@@ -224,10 +224,6 @@ static uint64_t matrix_bytes(uint32_t type, uint64_t ne0, uint64_t rows) {
     return row * rows;
 }
 
-static bool is_expert(block_weight role) {
-    return role == BW_GATE_UP_EXPS || role == BW_DOWN_EXPS;
-}
-
 /* One layer as packed, from the layer table of model/weights.h; by_type
  * gets the bytes of each decode type (quant/types.h), *experts the part
  * that is experts. */
@@ -248,7 +244,7 @@ static uint64_t layer_bytes(const model_config *c, const char *type, uint32_t il
         uint32_t mt = matrix_type(type, t->role, il, c->n_layer, ne0);
         uint64_t b = plan_padded(matrix_bytes(mt, ne0, model_tensor_elems(c, il, t) / ne0));
         total += b;
-        *experts += is_expert(t->role) ? b : 0;
+        *experts += model_is_expert(t->role) ? b : 0;
         if (type_decode_index(mt) >= 0)
             by_type[type_decode_index(mt)] += b;
     }

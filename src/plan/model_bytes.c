@@ -61,7 +61,7 @@ static uint64_t layer_bytes(const model_config *c, uint32_t il, const layer_weig
         }
         const uint64_t b = matrix_bytes(&w->t[table[i].role], convert, m, conv, by_type);
         total += b;
-        if (table[i].role == BW_GATE_UP_EXPS || table[i].role == BW_DOWN_EXPS)
+        if (model_is_expert(table[i].role))
             m->layer_expert_bytes[il] += b;
     }
     return total;
