@@ -3,9 +3,11 @@
  * counter-based generator (same values whatever the chunking), the
  * synthetic vocabulary (Gemma's layout, unique pieces, every merged piece
  * the join of two earlier ones), the streaming GGUF and safetensors writers
- * (read back by our readers from memory, misuse refused), and synth_write's
- * errors (bad options, existing or unwritable paths, cancellation), which
- * must leave nothing behind.
+ * (read back by our readers from memory, misuse refused), Gemma 4's tensor
+ * lists at full size (never written here: KV-shared layers without keys,
+ * per-layer embeddings, 3-D experts), and synth_write's errors (bad
+ * options, existing or unwritable paths, cancellation), which must leave
+ * nothing behind.
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 
@@ -101,7 +103,7 @@ static bool piece_is(const synth_vocab *v, uint32_t id, const char *s) {
 
 static void check_vocab(uint32_t n, uint32_t sot) {
     synth_vocab v;
-    SW_CHECK_OK(synth_vocab_build(n, sot, &v));
+    SW_CHECK_OK(synth_vocab_build(n, sot, false, &v));
     SW_CHECK(v.n == n, "%u tokens, want %u", v.n, n);
     SW_CHECK(piece_is(&v, 0, "<pad>") && piece_is(&v, 1, "<eos>") && piece_is(&v, 2, "<bos>") &&
              piece_is(&v, 3, "<unk>"), "ids 0-3 as Gemma");
@@ -135,7 +137,7 @@ static void check_vocab(uint32_t n, uint32_t sot) {
     SW_CHECK(bad_score == 0, "%d scores do not decrease with id", bad_score);
     SW_CHECK(synth_vocab_find(&v, "no such piece!!", 15) == -1, "absent piece");
     synth_vocab w;
-    SW_CHECK_OK(synth_vocab_build(n, sot, &w));
+    SW_CHECK_OK(synth_vocab_build(n, sot, false, &w));
     SW_CHECK(w.off[n] == v.off[n] && !memcmp(w.text, v.text, v.off[n]), "deterministic");
     synth_vocab_free(&w);
     synth_vocab_free(&v);
@@ -146,7 +148,8 @@ static void test_vocab(void) {
     check_vocab(256000, 106); /* Gemma 1/2 */
     check_vocab(512, 106);    /* the smallest allowed */
     synth_vocab v;
-    SW_CHECK(synth_vocab_build(300, 106, &v) == SW_ERR_ARG, "too small a vocabulary");
+    SW_CHECK(synth_vocab_build(300, 106, false, &v) == SW_ERR_ARG,
+             "too small a vocabulary");
 }
 
 /* ---- writers -------------------------------------------------------------------- */
@@ -376,8 +379,95 @@ static void test_errors(const char *dir) {
     }
 }
 
+/* ---- Gemma 4's tensor lists ------------------------------------------------------ */
+
+static const synth_tensor *find_t(const synth_model *m, const char *name) {
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->t[i].gguf_name, name))
+            return &m->t[i];
+    return NULL;
+}
+
+/* t exists with shape [ne0, ne1, ne2], stored as `type`. */
+static void want_t(const synth_model *m, const char *name, uint64_t ne0, uint64_t ne1,
+                   uint64_t ne2, uint32_t type) {
+    const synth_tensor *t = find_t(m, name);
+    SW_CHECK(t != NULL, "%s: %s present", m->name, name);
+    if (t == NULL)
+        return;
+    SW_CHECK(t->ne0 == ne0 && t->ne1 == ne1 && t->ne2 == ne2 &&
+             t->n_dims == (ne2 > 1 ? 3u : ne1 > 1 ? 2u : 1u) && t->gguf_type == type,
+             "%s: %s [%llu, %llu, %llu] %u-D %s, want [%llu, %llu, %llu] %s", m->name, name,
+             (unsigned long long)t->ne0, (unsigned long long)t->ne1,
+             (unsigned long long)t->ne2, t->n_dims, type_name(t->gguf_type),
+             (unsigned long long)ne0, (unsigned long long)ne1, (unsigned long long)ne2,
+             type_name(type));
+}
+
+static void test_gemma4_lists(void) {
+    synth_model m;
+    const uint32_t Q4 = SW_TYPE_Q4_K, F32 = SW_TYPE_F32;
+    /* E2B (gemma4-facts): 35 layers, the last 20 read earlier caches and are
+     * double-wide; full layers every 5th with 512-wide heads; PLE 256 */
+    SW_CHECK_OK(synth_model_build("gemma4-e2b", 0, 0, Q4, &m));
+    want_t(&m, "per_layer_token_embd.weight", 35 * 256, 262144, 1, Q4);
+    want_t(&m, "per_layer_model_proj.weight", 1536, 35 * 256, 1, Q4);
+    want_t(&m, "per_layer_proj_norm.weight", 256, 1, 1, F32);
+    want_t(&m, "rope_freqs.weight", 256, 1, 1, F32);
+    want_t(&m, "blk.0.attn_k.weight", 1536, 256, 1, Q4);
+    want_t(&m, "blk.4.attn_q.weight", 1536, 8 * 512, 1, Q4);
+    want_t(&m, "blk.4.attn_v.weight", 1536, 512, 1, Q4);
+    want_t(&m, "blk.14.ffn_gate.weight", 1536, 6144, 1, Q4);
+    want_t(&m, "blk.15.ffn_gate.weight", 1536, 12288, 1, Q4);
+    want_t(&m, "blk.15.inp_gate.weight", 1536, 256, 1, Q4);
+    want_t(&m, "blk.15.proj.weight", 256, 1536, 1, Q4);
+    want_t(&m, "blk.15.layer_output_scale.weight", 1, 1, 1, F32);
+    SW_CHECK(find_t(&m, "blk.15.attn_k.weight") == NULL && find_t(&m, "blk.34.attn_v.weight") ==
+             NULL && find_t(&m, "blk.20.attn_k_norm.weight") == NULL,
+             "KV-shared layers have no keys or values");
+    SW_CHECK(find_t(&m, "blk.0.ffn_gate_inp.weight") == NULL, "E2B has no experts");
+    const synth_tensor *r = find_t(&m, "rope_freqs.weight");
+    SW_CHECK(r != NULL && r->kind == SYNTH_ROPE && r->n_ones == 64, "RoPE turns 64 of 256 pairs");
+    float v[256] = {0};
+    if (r != NULL)
+        synth_fill(1, r, 0, 256, v);
+    SW_CHECK(v[63] == 1.0f && v[64] == 1e30f && v[255] == 1e30f, "rope_freqs values");
+    const synth_tensor *n = find_t(&m, "blk.3.attn_norm.weight");
+    if (n != NULL)
+        synth_fill(1, n, 0, 256, v);
+    SW_CHECK(n != NULL && n->kind == SYNTH_SCALE && v[0] >= 0.89f && v[0] <= 1.11f &&
+             v[0] != v[1] && half_bf16_to_f32(half_f32_to_bf16(v[0])) == v[0],
+             "Gemma 4 norms are multipliers near 1, exact in bf16: %g", (double)v[0]);
+    synth_model_free(&m);
+
+    /* 26B-A4B: 128 experts of 704 and a dense MLP of 2112 (neither a
+     * multiple of 256: Q8_0 under q4_k), keys as values on full layers */
+    SW_CHECK_OK(synth_model_build("gemma4-26b-a4b", 0, 0, Q4, &m));
+    want_t(&m, "blk.0.ffn_gate_up_exps.weight", 2816, 2 * 704, 128, Q4);
+    want_t(&m, "blk.0.ffn_down_exps.weight", 704, 2816, 128, SW_TYPE_Q8_0);
+    want_t(&m, "blk.0.ffn_gate_inp.weight", 2816, 128, 1, Q4);
+    want_t(&m, "blk.0.ffn_gate_inp.scale", 2816, 1, 1, F32);
+    want_t(&m, "blk.0.ffn_down_exps.scale", 128, 1, 1, F32);
+    want_t(&m, "blk.0.pre_ffw_norm_2.weight", 2816, 1, 1, F32);
+    want_t(&m, "blk.5.attn_k.weight", 2816, 2 * 512, 1, Q4);
+    SW_CHECK(find_t(&m, "blk.5.attn_v.weight") == NULL && find_t(&m, "blk.4.attn_v.weight"),
+             "full layers take values from their keys");
+    SW_CHECK(find_t(&m, "per_layer_token_embd.weight") == NULL, "26B has no PLE");
+    want_t(&m, "blk.0.ffn_down.weight", 2112, 2816, 1, SW_TYPE_Q8_0);
+    SW_CHECK(m.n_fallback == 2 * 30 && strstr(m.fallback_note, "2112") != NULL,
+             "the fallbacks are reported: %u, %s", m.n_fallback, m.fallback_note);
+    synth_model_free(&m);
+
+    /* --layers keeps the layers' own shapes; the maxima follow them */
+    SW_CHECK_OK(synth_model_build("gemma4-e2b", 4, 1024, Q4, &m));
+    SW_CHECK(m.c.n_layer == 4 && m.c.n_ff == 6144 && find_t(&m, "rope_freqs.weight") == NULL,
+             "4 sliding layers: n_ff %u, no rope_freqs", m.c.n_ff);
+    synth_model_free(&m);
+}
+
 int main(void) {
     test_generator();
+    test_gemma4_lists();
     test_vocab();
     test_gguf_writer();
     test_st_writer();

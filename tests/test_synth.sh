@@ -39,8 +39,9 @@ expect 2 "no flags" "$S" synth
 expect 2 "no -o" "$S" synth --shape gemma3-270m
 expect 2 "unknown shape" "$S" synth --shape gemma4-1b -o "$dir/x.gguf"
 expect_err "unknown shape lists the catalog" "gemma2-9b"
-expect 5 "a Gemma 4 shape (not written yet)" "$S" synth --shape gemma4-e2b -o "$dir/x.gguf"
-expect_err "a Gemma 4 shape says so" "Gemma 4 shapes cannot be written yet"
+expect 2 "a Gemma 4 HF folder ending on a sliding layer" "$S" synth --shape gemma4-e2b \
+    --format hf --layers 6 -o "$dir/x"
+expect_err "... says which counts work" "choose a multiple of 5"
 expect 2 "unknown type" "$S" synth --shape gemma3-270m --type q5_k -o "$dir/x.gguf"
 expect 2 "hf quantized" "$S" synth --shape gemma3-270m --type q4_k --format hf -o "$dir/x"
 expect_err "hf quantized says why" "float weights"
@@ -70,6 +71,10 @@ expect 0 "info" "$S" info -m "$m"
 checks=$((checks + 1))
 grep -q "synthetic gemma3-270m" "$dir/out" || { echo "FAIL: info name"; fails=$((fails + 1)); }
 expect 0 "run" "$S" run -m "$m" -p hello -n 4 --temp 0 -c 64 -t 2
+expect 0 "write gemma4" "$S" synth --shape gemma4-e2b --type q8_0 --layers 2 --vocab 512 \
+    -q -o "$dir/g4.gguf"
+expect 0 "run gemma4" "$S" run -m "$dir/g4.gguf" -p hello -n 4 --temp 0 -c 64 -t 2
+rm -f "$dir/g4.gguf"
 expect 0 "write hf" "$S" synth --shape gemma-2b --format hf --type f16 "${small[@]}" -o "$dir/hf"
 checks=$((checks + 1))
 for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do

@@ -10,7 +10,11 @@
  * without the +1, shards with their index, tokenizer files), whose logits
  * through the engine equal those of the GGUF twin of the same seed.
  *
- * Files are small (1 layer of the 2B shapes, 2 of gemma3-270m, a
+ * Gemma 4's E2B (5 layers: per-layer embeddings, a full layer of 512-wide
+ * heads) is read back layer by layer and run; its KV-shared and expert
+ * layers are too large to write here (test_synth checks their lists).
+ *
+ * Files are small (1 layer of the 2B shapes, 2 of gemma3-270m, 5 of E2B, a
  * 1024-token vocabulary except one full Gemma 3 vocabulary) and go to
  * /dev/shm when it exists.
  */
@@ -26,6 +30,7 @@
 
 #include "check.h"
 #include "format/gguf.h"
+#include "format/hf_model.h"
 #include "format/json_util.h"
 #include "format/safetensors.h"
 #include "model/config.h"
@@ -236,6 +241,66 @@ static void test_gguf_models(void) {
     gguf_close(g);
     check_runs(path);
     unlink(path);
+}
+
+/* Gemma 4: every layer's shape read back as the catalog has it (head
+ * size, KV heads, MLP width, sliding, keys as values, sharing), the
+ * model-wide fields, the weights bound and the engine run. */
+/* g's config (either container) is the catalog's, layer by layer. */
+static void check_gemma4_config(const gguf_file *g, const char *shape, uint32_t n_layer,
+                                model_config *c) {
+    model_config ref = catalog_config(shape);
+    if (model_config_from_gguf(g, c) != SW_OK) {
+        SW_CHECK(0, "%s: read back: %s", shape, sw_last_error());
+        return;
+    }
+    SW_CHECK(!strcmp(c->arch, "gemma4") && c->n_layer == n_layer && c->n_embd == ref.n_embd &&
+             c->n_head == ref.n_head && c->n_embd_head == ref.n_embd_head &&
+             c->n_embd_per_layer == ref.n_embd_per_layer && c->n_expert == ref.n_expert &&
+             c->n_expert_used == ref.n_expert_used && c->n_ff_exp == ref.n_ff_exp &&
+             c->sliding_window == ref.sliding_window &&
+             c->final_softcap == ref.final_softcap &&
+             c->rope_base_global == ref.rope_base_global &&
+             c->rope_base_local == ref.rope_base_local &&
+             c->rope_pairs_global == ref.rope_pairs_global && c->qk_norm && c->v_norm &&
+             c->layer_scale && c->query_scale == 1.0f && c->n_ctx_train == ref.n_ctx_train,
+             "%s: model-wide fields read back", shape);
+    for (uint32_t il = 0; il < n_layer; il++)
+        SW_CHECK(model_layer_head_dim(c, il) == model_layer_head_dim(&ref, il) &&
+                 model_layer_n_head_kv(c, il) == model_layer_n_head_kv(&ref, il) &&
+                 model_layer_n_ff(c, il) == model_layer_n_ff(&ref, il) &&
+                 model_layer_is_local(c, il) == model_layer_is_local(&ref, il) &&
+                 c->layer[il].k_eq_v == ref.layer[il].k_eq_v &&
+                 model_layer_owns_kv(c, il) == model_layer_owns_kv(&ref, il),
+                 "%s layer %u: shape read back", shape, il);
+}
+
+/* Gemma 4: every layer's shape read back as the catalog has it (head
+ * size, KV heads, MLP width, sliding, keys as values, sharing), the
+ * model-wide fields, the weights bound and the engine run. */
+static void check_gemma4(const char *shape, uint32_t n_layer, const char *type) {
+    char path[512];
+    SW_CHECK_OK(synth(shape, type, "gguf", n_layer, 1024, "g4.gguf", path, sizeof path));
+    gguf_file *g = NULL;
+    model_config c;
+    SW_CHECK_OK(gguf_open(path, &g));
+    if (g == NULL)
+        return;
+    check_gemma4_config(g, shape, n_layer, &c);
+    model_weights w;
+    SW_CHECK_OK(model_weights_bind(g, &c, &w));
+    model_weights_free(&w);
+    const gguf_value *merges;
+    SW_CHECK(gguf_get_array(g, "tokenizer.ggml.merges", &merges) == SW_OK && merges->arr.n > 0,
+             "a gemma4 vocabulary carries its merge rules");
+    gguf_close(g);
+    check_runs(path);
+    unlink(path);
+}
+
+static void test_gemma4(void) {
+    check_gemma4("gemma4-e2b", 5, "q4_k"); /* PLE; four sliding layers, one full */
+    check_gemma4("gemma4-e2b", 5, "bf16");
 }
 
 /* ---- determinism ---------------------------------------------------------------- */
@@ -570,6 +635,22 @@ static void test_hf(void) {
                 check_hf_tokenizer(dir);
             nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         }
+    /* Gemma 4 (E2B, 5 layers: PLE, a full layer): the config's per-layer
+     * shape and the twins' logits; a folder must end on a full layer */
+    SW_CHECK_OK(synth("gemma4-e2b", "bf16", "hf", 5, 1024, "hf4", dir, sizeof dir));
+    SW_CHECK_OK(synth("gemma4-e2b", "bf16", "gguf", 5, 1024, "twin4.gguf", gpath, sizeof gpath));
+    check_twin_logits(dir, gpath);
+    gguf_file *g4 = NULL;
+    hf_model_info info;
+    model_config c4;
+    SW_CHECK_OK(hf_model_open(dir, &g4, &info));
+    if (g4 != NULL)
+        check_gemma4_config(g4, "gemma4-e2b", 5, &c4);
+    gguf_close(g4);
+    unlink(gpath);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    SW_CHECK(synth("gemma4-e2b", "bf16", "hf", 6, 1024, "hf6", dir, sizeof dir) == SW_ERR_ARG,
+             "a Gemma 4 folder ending on a sliding layer is refused");
     /* shards: 5 MB per file splits gemma3-270m's 2 layers (~22 MB) */
     synth_options o = synth_options_default();
     synth_result r;
@@ -594,6 +675,7 @@ int main(void) {
         return sw_check_finish("test_synth_models");
     }
     test_gguf_models();
+    test_gemma4();
     test_determinism();
     test_hf();
     nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

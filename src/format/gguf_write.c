@@ -162,7 +162,8 @@ sw_status gguf_writer_kv_str(gguf_writer *w, const char *key, const char *s) {
 
 sw_status gguf_writer_array_begin(gguf_writer *w, const char *key, uint32_t elem_type,
                                   uint64_t n) {
-    if (elem_type != GGUF_VT_STRING && elem_type != GGUF_VT_F32 && elem_type != GGUF_VT_I32)
+    if (elem_type != GGUF_VT_STRING && elem_type != GGUF_VT_F32 && elem_type != GGUF_VT_I32 &&
+        elem_type != GGUF_VT_BOOL)
         return sw_errorf(SW_ERR_ARG, "GGUF writer: arrays of %s are not supported",
                          gguf_vtype_name(elem_type));
     sw_status st = kv_begin(w, key, GGUF_VT_ARRAY);
@@ -199,6 +200,11 @@ sw_status gguf_writer_array_f32(gguf_writer *w, float v) {
 sw_status gguf_writer_array_i32(gguf_writer *w, int32_t v) {
     sw_status st = array_elem(w, GGUF_VT_I32);
     return st != SW_OK ? st : buf_le(&w->kv, (uint32_t)v, 4);
+}
+
+sw_status gguf_writer_array_bool(gguf_writer *w, bool v) {
+    sw_status st = array_elem(w, GGUF_VT_BOOL);
+    return st != SW_OK ? st : buf_le(&w->kv, v ? 1 : 0, 1);
 }
 
 /* Bytes of a tensor of shape ne[0..n_dims) and `type` into *out. */

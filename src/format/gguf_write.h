@@ -48,7 +48,8 @@ sw_status gguf_writer_kv_f32(gguf_writer *w, const char *key, float v);
 sw_status gguf_writer_kv_bool(gguf_writer *w, const char *key, bool v);
 sw_status gguf_writer_kv_str(gguf_writer *w, const char *key, const char *s);
 
-/* An array key of n elements of elem_type (GGUF_VT_STRING, _F32, _I32):
+/* An array key of n elements of elem_type (GGUF_VT_STRING, _F32, _I32,
+ * _BOOL):
  * begin, then exactly n calls of the matching push. The next kv/tensor
  * call fails with SW_ERR_ARG if fewer or more elements were pushed. */
 sw_status gguf_writer_array_begin(gguf_writer *w, const char *key, uint32_t elem_type,
@@ -56,6 +57,7 @@ sw_status gguf_writer_array_begin(gguf_writer *w, const char *key, uint32_t elem
 sw_status gguf_writer_array_str(gguf_writer *w, const char *s, size_t len);
 sw_status gguf_writer_array_f32(gguf_writer *w, float v);
 sw_status gguf_writer_array_i32(gguf_writer *w, int32_t v);
+sw_status gguf_writer_array_bool(gguf_writer *w, bool v);
 
 /* Declares the next tensor: ne[0] is the contiguous dimension (GGUF order),
  * type a ggml type id. Errors: SW_ERR_ARG (duplicate name, bad shape, a

@@ -295,6 +295,30 @@ static bool map_name(const char *hf, const char *prefix, hf_family fam, char *ou
     return false;
 }
 
+/* The inverse of map_name for Gemma 4, over the same tables. */
+bool hf_gemma4_name(const char *gguf, char *out, size_t cap) {
+    if (!strcmp(gguf, "token_embd.weight"))
+        return snprintf(out, cap, "model.embed_tokens.weight") > 0;
+    if (!strcmp(gguf, "output_norm.weight"))
+        return snprintf(out, cap, "model.norm.weight") > 0;
+    for (size_t i = 0; i < sizeof GEMMA4_GLOBAL_NAMES / sizeof GEMMA4_GLOBAL_NAMES[0]; i++)
+        if (!strcmp(gguf, GEMMA4_GLOBAL_NAMES[i].gguf))
+            return snprintf(out, cap, "model.%s", GEMMA4_GLOBAL_NAMES[i].hf) > 0;
+    unsigned layer;
+    int used = 0;
+    if (sscanf(gguf, "blk.%u.%n", &layer, &used) != 1 || used == 0)
+        return false;
+    const char *rest = gguf + used;
+    for (size_t i = 0; i < sizeof GEMMA4_LAYER_NAMES / sizeof GEMMA4_LAYER_NAMES[0]; i++)
+        if (!strcmp(rest, GEMMA4_LAYER_NAMES[i].gguf))
+            return snprintf(out, cap, "model.layers.%u.%s", layer,
+                            GEMMA4_LAYER_NAMES[i].hf) > 0;
+    for (size_t i = 0; i < sizeof LAYER_NAMES / sizeof LAYER_NAMES[0]; i++)
+        if (!strcmp(rest, LAYER_NAMES[i].gguf))
+            return snprintf(out, cap, "model.layers.%u.%s", layer, LAYER_NAMES[i].hf) > 0;
+    return false;
+}
+
 /* ---- tensors ------------------------------------------------------------------ */
 
 static sw_status ggml_type_of(const st_file *f, const st_tensor *t, uint32_t *out) {

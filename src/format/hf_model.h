@@ -43,4 +43,11 @@ bool hf_is_folder(const char *path);
  * SW_ERR_UNSUPPORTED (architecture, dtype), SW_ERR_OOM_HOST. */
 sw_status hf_model_open(const char *dir, gguf_file **out, hf_model_info *info);
 
+/* The Hugging Face name (Gemma4ForCausalLM's, "model." prefixed) of Gemma
+ * 4's GGUF tensor `gguf` ("blk.3.attn_q.weight" ->
+ * "model.layers.3.self_attn.q_proj.weight") into out, from the tables the
+ * reader maps by; false for a name without one (rope_freqs, which
+ * transformers computes). */
+bool hf_gemma4_name(const char *gguf, char *out, size_t cap);
+
 #endif

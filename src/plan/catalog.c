@@ -133,6 +133,7 @@ static sw_status gemma4_layers(const catalog_entry *e, model_config *c) {
     c->qk_norm = c->v_norm = c->layer_scale = true;
     c->final_softcap = 30.0f;
     c->rope_base_global = 1000000.0f;
+    c->rope_pairs_global = g->head_dim_full / 8; /* proportional RoPE turns 25% of a head */
     c->n_embd_per_layer = g->n_pl;
     c->n_expert = g->n_expert;
     c->n_expert_used = g->n_expert_used;

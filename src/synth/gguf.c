@@ -1,8 +1,10 @@
 /*
  * gguf.c — synth's GGUF output: the metadata llama.cpp's converter writes
- * for Gemma 1/2/3 (gemma-facts §3.2, §3.5), the synthetic vocabulary, then
- * token_embd, the blocks and output_norm. Matrices and the (tied)
- * embedding in the requested type, norm vectors in F32 holding 1 + w.
+ * for Gemma 1/2/3 (gemma-facts §3.2, §3.5) and Gemma 4 (gemma4-facts,
+ * "Names": per-layer arrays, the sliding pattern as bools), the synthetic
+ * vocabulary (Gemma 4's with its merge rules), then the tensors in the
+ * model's order. Matrices and the (tied) embedding in the requested type,
+ * norm vectors in F32 holding 1 + w (Gemma 4's: the multiplier itself).
  * Written to PATH.tmp.<pid>, fsynced, renamed over PATH.
  */
 #define _POSIX_C_SOURCE 200809L /* getpid, lstat */
@@ -25,7 +27,16 @@
     "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}" \
     "{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
 
-const char *synth_chat_template(void) { return GEMMA_CHAT_TEMPLATE; }
+/* Gemma 4's turns (gemma4-facts): a system turn of its own. */
+#define GEMMA4_CHAT_TEMPLATE                                                                 \
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}"  \
+    "{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}"        \
+    "{{ '<|turn>' + role + '\\n' + message['content'] | trim + '<turn|>\\n' }}"            \
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|turn>model\\n' }}{% endif %}"
+
+const char *synth_chat_template(bool gemma4) {
+    return gemma4 ? GEMMA4_CHAT_TEMPLATE : GEMMA_CHAT_TEMPLATE;
+}
 
 /* llama.cpp's general.file_type for a file of mostly `type`. */
 static uint32_t file_type(uint32_t type) {
@@ -43,6 +54,69 @@ static uint32_t file_type(uint32_t type) {
             return st;                                                                       \
     } while (0)
 
+/* gemma4.<key>: one value when every layer has it, else an array. */
+static sw_status put_per_layer(gguf_writer *w, const char *key, const model_config *c,
+                               uint32_t (*get)(const model_config *, uint32_t)) {
+    bool same = true;
+    for (uint32_t il = 1; il < c->n_layer; il++)
+        same = same && get(c, il) == get(c, 0);
+    if (same)
+        return gguf_writer_kv_u32(w, key, get(c, 0));
+    sw_status st = gguf_writer_array_begin(w, key, GGUF_VT_I32, c->n_layer);
+    for (uint32_t il = 0; st == SW_OK && il < c->n_layer; il++)
+        st = gguf_writer_array_i32(w, (int32_t)get(c, il));
+    return st;
+}
+
+static uint32_t layer_ff(const model_config *c, uint32_t il) { return model_layer_n_ff(c, il); }
+static uint32_t layer_kv(const model_config *c, uint32_t il) {
+    return model_layer_n_head_kv(c, il);
+}
+
+/* Head sizes of full and sliding layers (the catalog's, whichever layers
+ * --layers kept). */
+static void head_dims(const model_config *c, uint32_t *full, uint32_t *swa) {
+    *full = c->n_embd_head;
+    *swa = c->n_embd_head;
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        if (model_layer_is_local(c, il))
+            *swa = model_layer_head_dim(c, il);
+}
+
+static sw_status put_gemma4(gguf_writer *w, const model_config *c) {
+    char key[96];
+    uint32_t full, swa, shared = 0;
+    sw_status st;
+#define KEY(suffix) (snprintf(key, sizeof key, "gemma4." suffix), key)
+    head_dims(c, &full, &swa);
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        shared += !model_layer_owns_kv(c, il);
+    TRY(put_per_layer(w, KEY("feed_forward_length"), c, layer_ff));
+    TRY(put_per_layer(w, KEY("attention.head_count_kv"), c, layer_kv));
+    TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
+    TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base_swa"), c->rope_base_local));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), full));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), full));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.key_length_swa"), swa));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.value_length_swa"), swa));
+    TRY(gguf_writer_kv_u32(w, KEY("rope.dimension_count"), full));
+    TRY(gguf_writer_kv_u32(w, KEY("rope.dimension_count_swa"), swa));
+    TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.shared_kv_layers"), shared));
+    TRY(gguf_writer_kv_u32(w, KEY("embedding_length_per_layer_input"), c->n_embd_per_layer));
+    TRY(gguf_writer_array_begin(w, KEY("attention.sliding_window_pattern"), GGUF_VT_BOOL,
+                                c->n_layer));
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        TRY(gguf_writer_array_bool(w, model_layer_is_local(c, il)));
+    if (c->n_expert != 0) {
+        TRY(gguf_writer_kv_u32(w, KEY("expert_count"), c->n_expert));
+        TRY(gguf_writer_kv_u32(w, KEY("expert_used_count"), c->n_expert_used));
+        TRY(gguf_writer_kv_u32(w, KEY("expert_feed_forward_length"), c->n_ff_exp));
+    }
+#undef KEY
+    return SW_OK;
+}
+
 static sw_status put_arch(gguf_writer *w, const synth_model *m, uint32_t type) {
     const model_config *c = &m->c;
     char key[96], name[96];
@@ -55,21 +129,25 @@ static sw_status put_arch(gguf_writer *w, const synth_model *m, uint32_t type) {
     TRY(gguf_writer_kv_u32(w, KEY("context_length"), c->n_ctx_train));
     TRY(gguf_writer_kv_u32(w, KEY("embedding_length"), c->n_embd));
     TRY(gguf_writer_kv_u32(w, KEY("block_count"), c->n_layer));
-    TRY(gguf_writer_kv_u32(w, KEY("feed_forward_length"), c->n_ff));
     TRY(gguf_writer_kv_u32(w, KEY("attention.head_count"), c->n_head));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.head_count_kv"), c->n_head_kv));
     TRY(gguf_writer_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps));
+    TRY(gguf_writer_kv_u32(w, "general.file_type", file_type(type)));
+    if (c->sliding_window != 0)
+        TRY(gguf_writer_kv_u32(w, KEY("attention.sliding_window"), c->sliding_window));
+    if (type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K)
+        TRY(gguf_writer_kv_u32(w, "general.quantization_version", 2));
+    if (m->family == 4)
+        return put_gemma4(w, c);
+    TRY(gguf_writer_kv_u32(w, KEY("feed_forward_length"), c->n_ff));
+    TRY(gguf_writer_kv_u32(w, KEY("attention.head_count_kv"), c->n_head_kv));
     TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), c->n_embd_head));
     TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), c->n_embd_head));
-    TRY(gguf_writer_kv_u32(w, "general.file_type", file_type(type)));
     if (m->family == 2) {
         TRY(gguf_writer_kv_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap));
         TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
     }
     if (m->family == 3)
         TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
-    if (c->sliding_window != 0)
-        TRY(gguf_writer_kv_u32(w, KEY("attention.sliding_window"), c->sliding_window));
     /* Readers infer the 27B query scale from the depth, which --layers
      * changes: state it (model/config.c prefers a stated scale). */
     TRY(gguf_writer_kv_f32(w, KEY("attention.scale"), c->query_scale));
@@ -77,16 +155,51 @@ static sw_status put_arch(gguf_writer *w, const synth_model *m, uint32_t type) {
         TRY(gguf_writer_kv_str(w, KEY("rope.scaling.type"), "linear"));
         TRY(gguf_writer_kv_f32(w, KEY("rope.scaling.factor"), 1.0f / c->rope_scale_global));
     }
-    if (type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K)
-        TRY(gguf_writer_kv_u32(w, "general.quantization_version", 2));
 #undef KEY
     return SW_OK;
 }
 
-static sw_status put_vocab(gguf_writer *w, const synth_vocab *v) {
+/* Gemma 4's merge rules as "left right" strings (pieces have no spaces:
+ * SentencePiece writes them as U+2581). */
+typedef struct merge_put {
+    gguf_writer *w;
+    const synth_vocab *v;
     sw_status st;
-    TRY(gguf_writer_kv_str(w, "tokenizer.ggml.model", "llama"));
-    TRY(gguf_writer_kv_str(w, "tokenizer.ggml.pre", "default"));
+} merge_put;
+
+static void count_rule(void *user, uint32_t a, uint32_t b) {
+    (void)user, (void)a, (void)b;
+}
+
+static void put_rule(void *user, uint32_t a, uint32_t b) {
+    merge_put *p = user;
+    size_t la, lb;
+    const char *pa = synth_piece(p->v, a, &la), *pb = synth_piece(p->v, b, &lb);
+    char buf[64];
+    if (p->st != SW_OK || la + lb + 1 > sizeof buf)
+        return;
+    memcpy(buf, pa, la);
+    buf[la] = ' ';
+    memcpy(buf + la + 1, pb, lb);
+    p->st = gguf_writer_array_str(p->w, buf, la + lb + 1);
+}
+
+static sw_status put_merges(gguf_writer *w, const synth_vocab *v) {
+    uint64_t n = 0;
+    for (uint32_t k = v->first_merged; k < v->n; k++)
+        n += synth_vocab_merges(v, k, count_rule, NULL);
+    merge_put p = {w, v, gguf_writer_array_begin(w, "tokenizer.ggml.merges", GGUF_VT_STRING, n)};
+    for (uint32_t k = v->first_merged; p.st == SW_OK && k < v->n; k++)
+        synth_vocab_merges(v, k, put_rule, &p);
+    return p.st;
+}
+
+static sw_status put_vocab(gguf_writer *w, const synth_vocab *v) {
+    const bool gemma4 = v->gemma4;
+    sw_status st;
+    TRY(gguf_writer_kv_str(w, "tokenizer.ggml.model", gemma4 ? "gemma4" : "llama"));
+    if (!gemma4)
+        TRY(gguf_writer_kv_str(w, "tokenizer.ggml.pre", "default"));
     TRY(gguf_writer_array_begin(w, "tokenizer.ggml.tokens", GGUF_VT_STRING, v->n));
     for (uint32_t i = 0; i < v->n; i++) {
         size_t len;
@@ -99,6 +212,8 @@ static sw_status put_vocab(gguf_writer *w, const synth_vocab *v) {
     TRY(gguf_writer_array_begin(w, "tokenizer.ggml.token_type", GGUF_VT_I32, v->n));
     for (uint32_t i = 0; i < v->n; i++)
         TRY(gguf_writer_array_i32(w, v->type[i]));
+    if (gemma4)
+        TRY(put_merges(w, v));
     TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 2));
     TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", 1));
     TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.unknown_token_id", 3));
@@ -106,7 +221,7 @@ static sw_status put_vocab(gguf_writer *w, const synth_vocab *v) {
     TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_bos_token", true));
     TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_eos_token", false));
     TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_space_prefix", false));
-    TRY(gguf_writer_kv_str(w, "tokenizer.chat_template", GEMMA_CHAT_TEMPLATE));
+    TRY(gguf_writer_kv_str(w, "tokenizer.chat_template", synth_chat_template(gemma4)));
     return SW_OK;
 }
 
@@ -114,9 +229,8 @@ static sw_status put_tensors(gguf_writer *w, const synth_model *m) {
     sw_status st;
     for (size_t i = 0; i < m->n; i++) {
         const synth_tensor *t = &m->t[i];
-        uint64_t ne[2] = {t->ne0, t->ne1};
-        TRY(gguf_writer_add_tensor(w, t->gguf_name, t->kind == SYNTH_NORM ? 1 : 2, ne,
-                                   t->gguf_type));
+        uint64_t ne[3] = {t->ne0, t->ne1, t->ne2};
+        TRY(gguf_writer_add_tensor(w, t->gguf_name, t->n_dims, ne, t->gguf_type));
     }
     return SW_OK;
 }

@@ -170,6 +170,10 @@ static void config_body(jsonw *j, const void *ctx) {
     const synth_model *m = cc->m;
     const model_config *c = &m->c;
     int f = m->family;
+    if (f == 4) {
+        synth_gemma4_config_json(j, m, cc->type == SW_TYPE_F16);
+        return;
+    }
     jw_obj(j);
     if (f == 3)
         config_int(j, "_sliding_window_pattern", c->swa_pattern);
@@ -252,7 +256,10 @@ typedef struct hf_job {
     uint64_t data_bytes;  /* sum of tensor bytes */
 } hf_job;
 
-static uint64_t hf_bytes(const synth_tensor *t) { return t->ne0 * t->ne1 * 2; }
+static uint64_t hf_bytes(const synth_tensor *t) { return t->ne0 * synth_rows(t) * 2; }
+
+/* Tensors transformers computes itself (rope_freqs) are GGUF only. */
+static bool in_hf(const synth_tensor *t) { return t->hf_name[0] != '\0'; }
 
 static int by_hf_name(const void *a, const void *b) {
     return strcmp((*(const synth_tensor *const *)a)->hf_name,
@@ -270,6 +277,9 @@ static sw_status plan_shards(hf_job *h) {
     if (h->shard_of == NULL || h->shards == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");
     for (size_t i = 0; i < m->n; i++) {
+        h->shard_of[i] = SIZE_MAX;
+        if (!in_hf(&m->t[i]))
+            continue;
         uint64_t b = hf_bytes(&m->t[i]);
         if (h->n_shards == 0 || (cur > 0 && cur + b > max)) {
             h->n_shards++;
@@ -280,7 +290,7 @@ static sw_status plan_shards(hf_job *h) {
         h->shard_of[i] = h->n_shards - 1;
         h->shards[h->n_shards - 1].n++;
     }
-    for (size_t s = 0, first = 0; s < h->n_shards; first += h->shards[s].n, s++) {
+    for (size_t s = 0; s < h->n_shards; s++) {
         shard *sh = &h->shards[s];
         if (h->n_shards == 1)
             snprintf(sh->name, sizeof sh->name, "model.safetensors");
@@ -289,16 +299,16 @@ static sw_status plan_shards(hf_job *h) {
                      (unsigned)(s + 1) % 100000u, (unsigned)h->n_shards % 100000u);
         if ((sh->order = malloc(sh->n * sizeof *sh->order)) == NULL)
             return sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");
-        for (size_t k = 0; k < sh->n; k++)
-            sh->order[k] = &m->t[first + k];
+        for (size_t i = 0, k = 0; i < m->n; i++)
+            if (h->shard_of[i] == s)
+                sh->order[k++] = &m->t[i];
         qsort(sh->order, sh->n, sizeof *sh->order, by_hf_name);
         sw_status st = st_writer_create(&sh->w);
         for (size_t k = 0; st == SW_OK && k < sh->n; k++) {
             const synth_tensor *t = sh->order[k];
-            uint64_t shape[2] = {t->ne1, t->ne0};
-            bool vec = t->kind == SYNTH_NORM;
+            uint64_t shape[3] = {t->ne2, t->ne1, t->ne0}; /* HF order: outermost first */
             st = st_writer_add(sh->w, t->hf_name, h->type == SW_TYPE_F16 ? ST_F16 : ST_BF16,
-                               vec ? 1 : 2, vec ? shape + 1 : shape);
+                               t->n_dims, shape + 3 - t->n_dims);
         }
         uint64_t file_bytes = 0;
         if (st == SW_OK && (st = st_writer_file_bytes(sh->w, &file_bytes)) == SW_OK)
@@ -351,8 +361,12 @@ static void index_body(jsonw *j, const void *ctx) {
     const hf_job *h = ctx;
     const synth_model *m = h->m;
     uint64_t n_params = 0;
+    size_t n_hf = 0;
     for (size_t i = 0; i < m->n; i++)
-        n_params += m->t[i].ne0 * m->t[i].ne1;
+        if (in_hf(&m->t[i])) {
+            n_params += m->t[i].ne0 * synth_rows(&m->t[i]);
+            n_hf++;
+        }
     jw_obj(j);
     jw_key(j, "metadata");
     jw_obj(j);
@@ -368,10 +382,11 @@ static void index_body(jsonw *j, const void *ctx) {
         j->st = sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");
         return;
     }
-    for (size_t i = 0; i < m->n; i++)
-        all[i] = &m->t[i];
-    qsort(all, m->n, sizeof *all, by_hf_name);
-    for (size_t k = 0; k < m->n; k++) {
+    for (size_t i = 0, k = 0; i < m->n; i++)
+        if (in_hf(&m->t[i]))
+            all[k++] = &m->t[i];
+    qsort(all, n_hf, sizeof *all, by_hf_name);
+    for (size_t k = 0; k < n_hf; k++) {
         jw_key(j, all[k]->hf_name);
         jw_str(j, h->shards[h->shard_of[all[k] - m->t]].name);
     }
@@ -432,6 +447,12 @@ static uint64_t json_bytes_estimate(const synth_model *m) {
 
 sw_status synth_write_hf(synth_ctx *x, const synth_model *m, const synth_vocab *v,
                          uint32_t type, synth_result *r) {
+    /* transformers makes the last layer full whatever layer_types says */
+    if (m->family == 4 && model_layer_is_local(&m->c, m->c.n_layer - 1))
+        return sw_errorf(SW_ERR_ARG, "--layers %u: a Gemma 4 Hugging Face folder must end on a "
+                         "full-attention layer (transformers makes the last layer full); %s "
+                         "has one every %u layers: choose a multiple of %u, or --format gguf",
+                         m->c.n_layer, m->name, m->c.swa_pattern, m->c.swa_pattern);
     hf_job h = {.x = x, .m = m, .type = type};
     bool made_dir = false;
     char *path = synth_strf("%s", x->o->path);

@@ -49,7 +49,7 @@ void synth_tokenizer_config_json(jsonw *j, const void *ctx) {
     jw_obj_end(j);
     const char *pairs[][2] = {
         {"backend", "tokenizers"}, {"bos_token", "<bos>"},
-        {"chat_template", synth_chat_template()}, {"clean_up_tokenization_spaces", NULL},
+        {"chat_template", synth_chat_template(v->gemma4)}, {"clean_up_tokenization_spaces", NULL},
         {"eos_token", "<eos>"}, {"mask_token", "<mask>"},
         {"model_max_length", NULL}, {"pad_token", "<pad>"},
         {"spaces_between_special_tokens", NULL}, {"tokenizer_class", "GemmaTokenizer"},
@@ -156,30 +156,21 @@ static void added_tokens(jsonw *j, const synth_vocab *v) {
     jw_arr_end(j);
 }
 
-static void merge_pair(jsonw *j, const synth_vocab *v, uint32_t a, uint32_t b) {
+typedef struct merge_out {
+    jsonw *j;
+    const synth_vocab *v;
+} merge_out;
+
+static void merge_pair(void *user, uint32_t a, uint32_t b) {
+    const merge_out *o = user;
+    jsonw *j = o->j;
     size_t la, lb;
+    const synth_vocab *v = o->v;
     const char *pa = synth_piece(v, a, &la), *pb = synth_piece(v, b, &lb);
     jw_arr(j);
     jw_strn(j, pa, la);
     jw_strn(j, pb, lb);
     jw_arr_end(j);
-}
-
-/* The merges of piece k: the two pieces it was made of first, then every
- * other split into two normal pieces (what SentencePiece's score-ordered
- * merging may also use), so BPE by merge rank and SentencePiece by score
- * reach the same pieces. */
-static void piece_merges(jsonw *j, const synth_vocab *v, uint32_t k) {
-    size_t len;
-    const char *p = synth_piece(v, k, &len);
-    merge_pair(j, v, (uint32_t)v->left[k], (uint32_t)v->right[k]);
-    for (size_t cut = 1; cut < len; cut++) {
-        int32_t a = synth_vocab_find(v, p, cut), b = synth_vocab_find(v, p + cut, len - cut);
-        if (a < 0 || b < 0 || v->type[a] != SYNTH_TOK_NORMAL ||
-            v->type[b] != SYNTH_TOK_NORMAL || a == v->left[k])
-            continue;
-        merge_pair(j, v, (uint32_t)a, (uint32_t)b);
-    }
 }
 
 static void bpe_model(jsonw *j, const synth_vocab *v) {
@@ -212,8 +203,9 @@ static void bpe_model(jsonw *j, const synth_vocab *v) {
     jw_obj_end(j);
     jw_key(j, "merges");
     jw_arr(j);
+    merge_out o = {j, v};
     for (uint32_t k = v->first_merged; k < v->n; k++)
-        piece_merges(j, v, k);
+        synth_vocab_merges(v, k, merge_pair, &o);
     jw_arr_end(j);
     jw_obj_end(j);
 }

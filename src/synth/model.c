@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/hf_model.h"
+#include "model/weights.h"
 #include "plan/catalog.h"
 #include "quant/half.h"
 #include "quant/types.h"
@@ -35,6 +37,11 @@ static inline float unit(uint32_t bits) {
 }
 
 void synth_fill(uint64_t seed, const synth_tensor *t, uint64_t start, size_t n, float *out) {
+    if (t->kind == SYNTH_ROPE) { /* rotated pairs, then pairs left alone */
+        for (size_t k = 0; k < n; k++)
+            out[k] = start + k < t->n_ones ? 1.0f : 1e30f;
+        return;
+    }
     uint64_t key = mix64(seed * GOLDEN + mix64(t->stream + 0x632be59bd9b4e019ull));
     float a = t->half_width;
     size_t i = 0;
@@ -53,6 +60,9 @@ void synth_fill(uint64_t seed, const synth_tensor *t, uint64_t start, size_t n, 
     if (t->kind == SYNTH_NORM) /* exactly representable in bf16 (and f16) */
         for (size_t k = 0; k < n; k++)
             out[k] = half_bf16_to_f32(half_f32_to_bf16(out[k]));
+    if (t->kind == SYNTH_SCALE) /* 1 + w, exact in bf16 and f16 too */
+        for (size_t k = 0; k < n; k++)
+            out[k] = half_bf16_to_f32(half_f32_to_bf16(1.0f + out[k]));
 }
 
 /* Per-layer tensors in HF state-dict order. `role` keys the generator. */
@@ -120,12 +130,15 @@ static uint32_t matrix_type(synth_model *m, uint32_t type, uint64_t ne0) {
 
 static void set_tensor(synth_tensor *t, synth_kind kind, uint64_t ne0, uint64_t ne1,
                        uint64_t stream, uint32_t gguf_type) {
+    const bool vec = kind == SYNTH_NORM || kind == SYNTH_SCALE || kind == SYNTH_ROPE;
     t->kind = kind;
     t->ne0 = ne0;
     t->ne1 = ne1;
+    t->ne2 = 1;
+    t->n_dims = vec ? 1 : 2;
     t->stream = stream;
     t->gguf_type = gguf_type;
-    t->half_width = kind == SYNTH_NORM ? NORM_HALF_WIDTH : sqrtf(3.0f / (float)ne0);
+    t->half_width = vec ? NORM_HALF_WIDTH : sqrtf(3.0f / (float)ne0);
 }
 
 static void add_layer(synth_model *m, uint32_t il, uint32_t type) {
@@ -141,6 +154,93 @@ static void add_layer(synth_model *m, uint32_t il, uint32_t type) {
         snprintf(t->hf_name, sizeof t->hf_name, "model.layers.%u.%s.weight", il, sp->hf);
         snprintf(t->gguf_name, sizeof t->gguf_name, "blk.%u.%s.weight", il, sp->gguf);
     }
+}
+
+/* ---- Gemma 4: every tensor from the shared layer table ------------------- */
+
+/* Stream keys of the globals; layers use ((il + 1) << 8 | role). */
+enum { S_EMBD, S_NORM, S_PLE_EMBD, S_PLE_PROJ, S_PLE_NORM, S_ROPE };
+
+static synth_tensor *add_global(synth_model *m, const char *gguf, synth_kind kind,
+                                uint64_t ne0, uint64_t ne1, uint64_t stream, uint32_t type) {
+    synth_tensor *t = &m->t[m->n++];
+    const bool vec = kind == SYNTH_NORM || kind == SYNTH_SCALE || kind == SYNTH_ROPE;
+    set_tensor(t, kind, ne0, ne1, stream, vec ? SW_TYPE_F32 : matrix_type(m, type, ne0));
+    snprintf(t->gguf_name, sizeof t->gguf_name, "%s.weight", gguf);
+    if (!hf_gemma4_name(t->gguf_name, t->hf_name, sizeof t->hf_name))
+        t->hf_name[0] = '\0'; /* rope_freqs: transformers computes it */
+    return t;
+}
+
+/* Layer il's tensors: norms and scales as full multipliers near 1 (Gemma 4
+ * has no +1), matrices and the 3-D experts in the requested type. */
+static void add_gemma4_layer(synth_model *m, uint32_t il, uint32_t type) {
+    size_t n_table;
+    const layer_tensor *table = model_layer_tensors(&n_table);
+    for (size_t i = 0; i < n_table; i++) {
+        const layer_tensor *lt = &table[i];
+        if (!model_has_tensor(&m->c, il, lt))
+            continue;
+        synth_tensor *t = &m->t[m->n++];
+        const uint64_t ne0 = model_dim_value(&m->c, il, lt->ne0);
+        const uint64_t stream = ((uint64_t)il + 1) << 8 | (uint64_t)lt->role;
+        if (lt->is_norm) {
+            set_tensor(t, SYNTH_SCALE, ne0, 1, stream, SW_TYPE_F32);
+        } else {
+            set_tensor(t, SYNTH_MATRIX, ne0, model_dim_value(&m->c, il, lt->ne1), stream,
+                       matrix_type(m, type, ne0));
+            t->ne2 = model_dim_value(&m->c, il, lt->ne2);
+            t->n_dims = t->ne2 > 1 ? 3 : 2;
+        }
+        snprintf(t->gguf_name, sizeof t->gguf_name, "blk.%u.%s", il, lt->suffix);
+        (void)hf_gemma4_name(t->gguf_name, t->hf_name, sizeof t->hf_name);
+    }
+}
+
+/* The model-wide maxima of the layers kept (a reader derives them so). */
+static void gemma4_truncate(model_config *c) {
+    c->n_ff = c->n_head_kv = 0;
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        const uint32_t ff = model_layer_n_ff(c, il), kv = model_layer_n_head_kv(c, il);
+        c->n_ff = ff > c->n_ff ? ff : c->n_ff;
+        c->n_head_kv = kv > c->n_head_kv ? kv : c->n_head_kv;
+    }
+}
+
+static bool has_full_layer(const model_config *c) {
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        if (!model_layer_is_local(c, il))
+            return true;
+    return false;
+}
+
+/* Globals in the order llama.cpp's converter writes them, then the
+ * layers, then the final norm. rope_freqs only where a full layer reads
+ * it (llama.cpp refuses a file with a tensor no layer uses). */
+static sw_status build_gemma4(synth_model *m, uint32_t type) {
+    model_config *c = &m->c;
+    gemma4_truncate(c);
+    size_t n_table;
+    (void)model_layer_tensors(&n_table);
+    m->t = calloc((size_t)c->n_layer * n_table + 8, sizeof *m->t);
+    if (m->t == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");
+    const uint64_t pl = (uint64_t)c->n_layer * c->n_embd_per_layer;
+    if (has_full_layer(c))
+        add_global(m, "rope_freqs", SYNTH_ROPE, c->n_embd_head / 2, 1, S_ROPE, SW_TYPE_F32)
+            ->n_ones = c->rope_pairs_global ? c->rope_pairs_global : c->n_embd_head / 2;
+    add_global(m, "token_embd", SYNTH_EMBD, c->n_embd, c->n_vocab, S_EMBD, type);
+    if (pl != 0)
+        add_global(m, "per_layer_token_embd", SYNTH_EMBD, pl, c->n_vocab, S_PLE_EMBD, type);
+    for (uint32_t il = 0; il < c->n_layer; il++)
+        add_gemma4_layer(m, il, type);
+    add_global(m, "output_norm", SYNTH_SCALE, c->n_embd, 1, S_NORM, SW_TYPE_F32);
+    if (pl != 0) {
+        add_global(m, "per_layer_model_proj", SYNTH_MATRIX, c->n_embd, pl, S_PLE_PROJ, type);
+        add_global(m, "per_layer_proj_norm", SYNTH_SCALE, c->n_embd_per_layer, 1, S_PLE_NORM,
+                   SW_TYPE_F32);
+    }
+    return SW_OK;
 }
 
 /* The catalog's config for `shape`, or SW_ERR_ARG listing the names. */
@@ -168,12 +268,8 @@ sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_voc
     sw_status st = catalog_config(shape ? shape : "", m);
     if (st != SW_OK)
         return st;
-    /* Gemma 4's files need per-layer shapes, experts, per-layer embeddings
-     * and a merge-rule vocabulary this writer does not produce yet */
-    if (!strcmp(m->c.arch, "gemma4"))
-        return sw_errorf(SW_ERR_UNSUPPORTED, "synth: %s: Gemma 4 shapes cannot be written yet "
-                         "(spillway plan -m %s plans them without a file)", m->name, m->name);
-    m->family = !strcmp(m->c.arch, "gemma") ? 1 : !strcmp(m->c.arch, "gemma2") ? 2 : 3;
+    m->family = !strcmp(m->c.arch, "gemma") ? 1 : !strcmp(m->c.arch, "gemma2") ? 2
+              : !strcmp(m->c.arch, "gemma3") ? 3 : 4;
     m->n_layer_full = m->c.n_layer;
     if (n_layers > m->n_layer_full)
         return sw_errorf(SW_ERR_ARG, "--layers %u: %s has %u layers; choose 1..%u", n_layers,
@@ -186,6 +282,8 @@ sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_voc
     if (n_vocab != 0)
         m->c.n_vocab = n_vocab;
     m->query_pre_attn = (uint32_t)lroundf(1.0f / (m->c.query_scale * m->c.query_scale));
+    if (m->family == 4)
+        return build_gemma4(m, type);
     m->t = calloc((size_t)m->c.n_layer * N_LAYER_SPECS + 2, sizeof *m->t);
     if (m->t == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");

@@ -125,8 +125,9 @@ sw_status synth_stream_tensor(synth_ctx *x, const synth_tensor *t, uint32_t type
     uint64_t rows_per_chunk = x->chunk_elems / t->ne0;
     if (rows_per_chunk == 0)
         rows_per_chunk = 1; /* chunk_elems >= the longest row: cannot happen */
-    for (uint64_t r0 = 0; r0 < t->ne1; r0 += rows_per_chunk) {
-        uint64_t rows = t->ne1 - r0 < rows_per_chunk ? t->ne1 - r0 : rows_per_chunk;
+    const uint64_t n_rows = synth_rows(t);
+    for (uint64_t r0 = 0; r0 < n_rows; r0 += rows_per_chunk) {
+        uint64_t rows = n_rows - r0 < rows_per_chunk ? n_rows - r0 : rows_per_chunk;
         sw_status st = chunk_run(x, t, type, add, r0, rows, row_bytes);
         if (st == SW_OK)
             st = emit(user, x->bytes, (size_t)(rows * row_bytes));
@@ -195,7 +196,7 @@ static void fill_result(const synth_model *m, const synth_vocab *v, synth_result
     r->n_vocab = v->n;
     r->n_tensors = m->n;
     for (size_t i = 0; i < m->n; i++)
-        r->n_params += m->t[i].ne0 * m->t[i].ne1;
+        r->n_params += m->t[i].kind == SYNTH_ROPE ? 0 : m->t[i].ne0 * synth_rows(&m->t[i]);
     r->n_fallback = m->n_fallback;
     snprintf(r->fallback_note, sizeof r->fallback_note, "%s", m->fallback_note);
 }
@@ -218,7 +219,8 @@ sw_status synth_write(const synth_options *o, synth_result *r) {
     bool hf = o->format && !strcasecmp(o->format, "hf");
     if ((st = synth_model_build(o->shape, o->n_layers, o->n_vocab, type, &m)) != SW_OK)
         goto done;
-    if ((st = synth_vocab_build(m.c.n_vocab, m.family == 3 ? 105 : 106, &v)) != SW_OK ||
+    const uint32_t sot = m.family >= 3 ? 105 : 106;
+    if ((st = synth_vocab_build(m.c.n_vocab, sot, m.family == 4, &v)) != SW_OK ||
         (st = ctx_init(&x, o, &m)) != SW_OK)
         goto done;
     fill_result(&m, &v, r);

@@ -17,14 +17,20 @@
 
 /* ---- model description (model.c) ---------------------------------------- */
 
-typedef enum { SYNTH_EMBD, SYNTH_MATRIX, SYNTH_NORM } synth_kind;
+/* SYNTH_NORM: Gemma 1-3's w, stored as 1 + w in GGUF; SYNTH_SCALE: a full
+ * multiplier near 1 (Gemma 4's norms and scales), the same value in both
+ * formats; SYNTH_ROPE: Gemma 4's rope_freqs, a constant (GGUF only). */
+typedef enum { SYNTH_EMBD, SYNTH_MATRIX, SYNTH_NORM, SYNTH_SCALE, SYNTH_ROPE } synth_kind;
 
 typedef struct synth_tensor {
     char gguf_name[48];     /* "blk.3.attn_q.weight" */
-    char hf_name[80];       /* "model.layers.3.self_attn.q_proj.weight" */
+    char hf_name[80];       /* "model.layers.3.self_attn.q_proj.weight"; "": GGUF only */
     synth_kind kind;
     uint64_t ne0;           /* row length (GGUF ne[0], HF shape[-1]) */
-    uint64_t ne1;           /* rows; 1 for vectors */
+    uint64_t ne1;           /* rows (of one matrix); 1 for vectors */
+    uint64_t ne2;           /* matrices (Gemma 4's experts); 1 otherwise */
+    uint32_t n_dims;        /* 1 (vectors), 2 or 3 */
+    uint32_t n_ones;        /* SYNTH_ROPE: leading 1.0 values, 1e30 after */
     uint64_t stream;        /* generator key: (layer, role), independent of depth */
     float half_width;       /* uniform in [-half_width, half_width) */
     uint32_t gguf_type;     /* stored type in a GGUF file */
@@ -32,11 +38,12 @@ typedef struct synth_tensor {
 
 typedef struct synth_model {
     char name[64];          /* catalog name */
-    int family;             /* 1, 2, 3 */
+    int family;             /* 1, 2, 3, 4 */
     model_config c;         /* n_layer already truncated */
     uint32_t n_layer_full;
     uint32_t query_pre_attn; /* HF query_pre_attn_scalar */
-    synth_tensor *t;        /* HF state-dict order: embedding, layers, final norm */
+    synth_tensor *t;        /* HF state-dict order: embedding, layers, final norm
+                             * (Gemma 4: its globals first, then the layers) */
     size_t n;
     uint32_t n_fallback;    /* matrices not stored in the requested type */
     char fallback_note[160];
@@ -56,6 +63,11 @@ void synth_model_free(synth_model *m);
  * value for norms (w, not 1 + w). */
 void synth_fill(uint64_t seed, const synth_tensor *t, uint64_t start, size_t n, float *out);
 
+/* Rows of all of t's matrices (ne1 * ne2). */
+static inline uint64_t synth_rows(const synth_tensor *t) {
+    return t->ne1 * t->ne2;
+}
+
 /* ---- vocabulary (vocab.c) ------------------------------------------------ */
 
 enum { SYNTH_TOK_NORMAL = 1, SYNTH_TOK_UNKNOWN = 2, SYNTH_TOK_CONTROL = 3, SYNTH_TOK_BYTE = 6 };
@@ -70,14 +82,16 @@ typedef struct synth_vocab {
     uint32_t n_slot;         /* power of two */
     uint32_t first_normal;   /* first single-character piece */
     uint32_t first_merged;   /* first piece made by a merge */
-    uint32_t sot, eot;       /* <start_of_turn>, <end_of_turn> */
+    uint32_t sot, eot;       /* <start_of_turn>, <end_of_turn> (<|turn>, <turn|>) */
+    bool gemma4;             /* Gemma 4's turn markers and chat template */
 } synth_vocab;
 
 /* Gemma's layout: <pad> <eos> <bos> <unk> <mask> [multimodal] <unusedK>...
- * <start_of_turn>=sot <end_of_turn>, 256 byte tokens, "▁" "\n" "\t" and
- * printable ASCII, then pieces that each join two earlier pieces (fixed,
- * independent of the seed). Errors: SW_ERR_ARG (n too small), OOM. */
-sw_status synth_vocab_build(uint32_t n, uint32_t sot, synth_vocab *out);
+ * <start_of_turn>=sot <end_of_turn> (Gemma 4: <|turn> <turn|>), 256 byte
+ * tokens, "▁" "\n" "\t" and printable ASCII, then pieces that each join two
+ * earlier pieces (fixed, independent of the seed). Errors: SW_ERR_ARG (n
+ * too small), OOM. */
+sw_status synth_vocab_build(uint32_t n, uint32_t sot, bool gemma4, synth_vocab *out);
 void synth_vocab_free(synth_vocab *v);
 static inline const char *synth_piece(const synth_vocab *v, uint32_t id, size_t *len) {
     *len = v->off[id + 1] - v->off[id];
@@ -87,6 +101,13 @@ static inline const char *synth_piece(const synth_vocab *v, uint32_t id, size_t 
 int32_t synth_vocab_find(const synth_vocab *v, const char *s, size_t len);
 /* SentencePiece score: 0 for control and byte tokens, -id otherwise. */
 float synth_vocab_score(const synth_vocab *v, uint32_t id);
+/* The BPE merge rules that make merged piece k, for each calling
+ * rule(user, left, right): the two pieces it was made of first, then every
+ * other split into two normal pieces (what SentencePiece's score-ordered
+ * merging may also use), so BPE by rule rank and SentencePiece by score
+ * reach the same pieces. Returns the number of rules. */
+size_t synth_vocab_merges(const synth_vocab *v, uint32_t k,
+                          void (*rule)(void *user, uint32_t a, uint32_t b), void *user);
 
 /* ---- streaming JSON (json.c) --------------------------------------------- */
 
@@ -187,8 +208,13 @@ sw_status synth_stream_tensor(synth_ctx *x, const synth_tensor *t, uint32_t type
 void synth_tokenizer_json(jsonw *j, const void *ctx);
 void synth_tokenizer_config_json(jsonw *j, const void *ctx);
 
-/* Gemma's chat template (Jinja), as official files carry it. */
-const char *synth_chat_template(void);
+/* Gemma's chat template (Jinja), as official files carry it (Gemma 4's
+ * turns when gemma4). */
+const char *synth_chat_template(bool gemma4);
+
+/* config.json of a Gemma 4 model (hf_config4.c): ctx is the synth_model;
+ * f16 picks the dtype named. */
+void synth_gemma4_config_json(jsonw *j, const synth_model *m, bool f16);
 
 /* The two output formats. */
 sw_status synth_write_gguf(synth_ctx *x, const synth_model *m, const synth_vocab *v,

@@ -102,7 +102,7 @@ static sw_status add_merged(synth_vocab *v, uint32_t n) {
     return SW_OK;
 }
 
-static void add_base(synth_vocab *v, uint32_t sot) {
+static void add_base(synth_vocab *v, uint32_t sot, bool gemma4) {
     static const char *const head[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>",
                                        "[multimodal]"};
     char buf[32];
@@ -113,9 +113,9 @@ static void add_base(synth_vocab *v, uint32_t sot) {
         add_fixed(v, buf, SYNTH_TOK_CONTROL);
     }
     v->sot = v->n;
-    add_fixed(v, "<start_of_turn>", SYNTH_TOK_CONTROL);
+    add_fixed(v, gemma4 ? "<|turn>" : "<start_of_turn>", SYNTH_TOK_CONTROL);
     v->eot = v->n;
-    add_fixed(v, "<end_of_turn>", SYNTH_TOK_CONTROL);
+    add_fixed(v, gemma4 ? "<turn|>" : "<end_of_turn>", SYNTH_TOK_CONTROL);
     for (unsigned b = 0; b < 256; b++) {
         snprintf(buf, sizeof buf, "<0x%02X>", b);
         add_fixed(v, buf, SYNTH_TOK_BYTE);
@@ -131,7 +131,7 @@ static void add_base(synth_vocab *v, uint32_t sot) {
     v->first_merged = v->n;
 }
 
-sw_status synth_vocab_build(uint32_t n, uint32_t sot, synth_vocab *v) {
+sw_status synth_vocab_build(uint32_t n, uint32_t sot, bool gemma4, synth_vocab *v) {
     memset(v, 0, sizeof *v);
     if (sot < 6 || n < sot + 2 + 256 + 97 + 1)
         return sw_errorf(SW_ERR_ARG, "synth: a vocabulary of %u tokens is too small", n);
@@ -148,11 +148,28 @@ sw_status synth_vocab_build(uint32_t n, uint32_t sot, synth_vocab *v) {
         synth_vocab_free(v);
         return sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory for %u tokens", n);
     }
-    add_base(v, sot);
+    v->gemma4 = gemma4;
+    add_base(v, sot, gemma4);
     sw_status st = add_merged(v, n);
     if (st != SW_OK)
         synth_vocab_free(v);
     return st;
+}
+
+size_t synth_vocab_merges(const synth_vocab *v, uint32_t k,
+                          void (*rule)(void *user, uint32_t a, uint32_t b), void *user) {
+    size_t len, n = 1;
+    const char *p = synth_piece(v, k, &len);
+    rule(user, (uint32_t)v->left[k], (uint32_t)v->right[k]);
+    for (size_t cut = 1; cut < len; cut++) {
+        int32_t a = synth_vocab_find(v, p, cut), b = synth_vocab_find(v, p + cut, len - cut);
+        if (a < 0 || b < 0 || v->type[a] != SYNTH_TOK_NORMAL ||
+            v->type[b] != SYNTH_TOK_NORMAL || a == v->left[k])
+            continue;
+        rule(user, (uint32_t)a, (uint32_t)b);
+        n++;
+    }
+    return n;
 }
 
 void synth_vocab_free(synth_vocab *v) {
