@@ -12,7 +12,9 @@
  * Quantized models are dequantized to BF16 at load on both backends (the
  * PJRT backend's default; --weights bf16-dequant on the cpu one).
  *
- * usage: test_pjrt GOLDEN.swgold MODEL.gguf|--default-model
+ * usage: test_pjrt GOLDEN.swgold MODEL.gguf|--default-model [REL_TOL]
+ *   REL_TOL: the logits' limit as a share of the row's largest |logit|
+ *   (default 1e-3)
  */
 #include <math.h>
 #include <stdlib.h>
@@ -109,11 +111,13 @@ static void compare_plans(const sw_model *m, const golden_file *g, const char *w
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s GOLDEN.swgold MODEL.gguf|--default-model\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s GOLDEN.swgold MODEL.gguf|--default-model [REL_TOL]\n",
+                argv[0]);
         return 2;
     }
     const char *path = strcmp(argv[2], "--default-model") ? argv[2] : sw_test_default_model();
+    const double rel_tol = argc == 4 ? atof(argv[3]) : REL_TOL;
     golden_file *g = NULL;
     sw_model *m = NULL;
     sw_engine *cpu = NULL, *pj = NULL;
@@ -135,7 +139,7 @@ int main(int argc, char **argv) {
     if (cpu != NULL) {
         mc_prompts prompts;
         mc_prompts_from_golden(g, MAX_T, &prompts);
-        mc_compare_forced(&prompts, cpu, pj, V, "teacher-forced:", REL_TOL);
+        mc_compare_forced(&prompts, cpu, pj, V, "teacher-forced:", rel_tol);
     }
     sw_engine_destroy(pj);
     pj = NULL;

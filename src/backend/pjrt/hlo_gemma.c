@@ -59,7 +59,7 @@ int hg_rmsnorm(hlo *h, int x, int w, float eps) {
     int mean = hlo_binary(h, "divide", ss, hlo_const(h, (double)n, rt));
     int inv = hlo_unary(h, "rsqrt", hlo_binary(h, "add", mean, hlo_const(h, eps, rt)));
     int y = hlo_binary(h, "multiply", x, bcast_to(h, inv, t, 0));
-    return hlo_binary(h, "multiply", y, bcast_to(h, w, t, 1));
+    return w < 0 ? y : hlo_binary(h, "multiply", y, bcast_to(h, w, t, 1));
 }
 
 int hg_matmul(hlo *h, int x, int w) {
@@ -68,13 +68,17 @@ int hg_matmul(hlo *h, int x, int w) {
 }
 
 int hg_rope(hlo *h, int x, int pos, uint32_t n_heads, uint32_t head_dim, float base,
-            float freq_scale) {
+            float freq_scale, uint32_t n_pairs) {
     const int64_t T = hlo_type_of(h, x).dim[0], H = n_heads, half = head_dim / 2;
+    const int64_t turned = n_pairs == 0 || n_pairs > half ? half : n_pairs;
     float step[512];
     if (half > 512)
         return -1;
-    for (int64_t i = 0; i < half; i++)   /* the cpu kernel's angles, in the same f32 steps */
-        step[i] = (1.0f / powf(base, (float)(2 * i) / (float)head_dim)) * freq_scale;
+    /* the cpu kernel's angles, in the same f32 steps; a pair left alone
+     * turns by 0 (cos 1, sin 0: its values unchanged, bit for bit) */
+    for (int64_t i = 0; i < half; i++)
+        step[i] = i < turned ? (1.0f / powf(base, (float)(2 * i) / (float)head_dim)) * freq_scale
+                             : 0.0f;
     hlo_type th = hlo_t2("f32", T, half), xt = hlo_t3("f32", T, H, half);
     int posf = bcast_to(h, hlo_convert(h, pos, "f32"), th, 0);
     int theta = hlo_binary(h, "multiply", bcast_to(h, hlo_const_f32s(h, step, half), th, 1), posf);
@@ -184,4 +188,120 @@ int hg_cache_put(hlo *h, int cache, int x, int pos, int seq, uint32_t rows, uint
     int valid = hlo_compare(h, pos, hlo_const(h, 0, pt), "GE", "SIGNED");
     row = hlo_select(h, valid, row, past);
     return hlo_put_rows(h, cache, row, hlo_convert(h, x, ct.elt));
+}
+
+/* ---- Gemma 4's experts ------------------------------------------------------ */
+
+/* (T, n) column j of a (T, n) value as (T). */
+static int column(hlo *h, int a, int64_t j) {
+    hlo_type t = hlo_type_of(h, a);
+    int64_t start[2] = {0, j}, limit[2] = {t.dim[0], j + 1};
+    return hlo_reshape(h, hlo_slice(h, a, start, limit), hlo_t1(t.elt, t.dim[0]));
+}
+
+/* (T) values stacked into (T, k). */
+static int stack_columns(hlo *h, const int *cols, uint32_t k) {
+    hlo_type t = hlo_type_of(h, cols[0]);
+    int acc = hlo_reshape(h, cols[0], hlo_t2(t.elt, t.dim[0], 1));
+    for (uint32_t j = 1; j < k; j++)
+        acc = hlo_concat(h, acc, hlo_reshape(h, cols[j], hlo_t2(t.elt, t.dim[0], 1)), 1);
+    return acc;
+}
+
+/* The cpu kernel's selection: the k largest scores in turn, ties to the
+ * lower id; the softmax of the chosen ones over all, renormalised in
+ * rank order, times the expert's scale. */
+void hg_moe_route(hlo *h, int scores, int scale, uint32_t k, int *ids, int *weights) {
+    hlo_type st = hlo_type_of(h, scores);
+    const int64_t T = st.dim[0], E = st.dim[1];
+    hlo_type it = hlo_with_elt(st, "i32"), rt = hlo_t1("f32", T), ri = hlo_t1("i32", T);
+    int mx = hlo_reduce(h, scores, 1, "maximum", -INFINITY);
+    int e = hlo_unary(h, "exponential", hlo_binary(h, "subtract", scores, bcast_to(h, mx, st, 0)));
+    int p = hlo_binary(h, "divide", e, bcast_to(h, hlo_reduce(h, e, 1, "add", 0.0), st, 0));
+    int iota = hlo_iota(h, it, 1), sc = bcast_to(h, scale, st, 1), cur = scores;
+    int id[64], w[64], gain[64];
+    for (uint32_t j = 0; j < k && j < 64; j++) {
+        int m = bcast_to(h, hlo_reduce(h, cur, 1, "maximum", -INFINITY), st, 0);
+        int at_max = hlo_compare(h, cur, m, "EQ", "FLOAT");
+        id[j] = hlo_reduce(h, hlo_select(h, at_max, iota, hlo_const(h, (double)E, it)), 1,
+                           "minimum", (double)E);
+        int hit = hlo_compare(h, iota, bcast_to(h, id[j], it, 0), "EQ", "SIGNED");
+        w[j] = hlo_reduce(h, hlo_select(h, hit, p, hlo_const(h, 0.0, st)), 1, "add", 0.0);
+        gain[j] = hlo_reduce(h, hlo_select(h, hit, sc, hlo_const(h, 0.0, st)), 1, "add", 0.0);
+        cur = hlo_select(h, hit, hlo_const(h, -INFINITY, st), cur);
+    }
+    int top = w[0];
+    for (uint32_t j = 1; j < k; j++)
+        top = hlo_binary(h, "add", top, w[j]);
+    for (uint32_t j = 0; j < k; j++)
+        w[j] = hlo_binary(h, "multiply", hlo_binary(h, "divide", w[j], top), gain[j]);
+    (void)rt, (void)ri;
+    *ids = stack_columns(h, id, k);
+    *weights = stack_columns(h, w, k);
+}
+
+/* E matrices of `per` stored elements each, as (E, per) of their type. */
+static int expert_rows(hlo *h, int a, uint32_t type, int64_t E, int64_t per) {
+    const char *elt = hg_type_elt(type);
+    return hlo_reshape(h, hg_load(h, a, elt, E * per), hlo_t2(elt, E, per));
+}
+
+/* Few routed rows (decode): each token's k experts gathered and applied
+ * one rank at a time. */
+static int experts_gathered(hlo *h, const hg_experts *w, int x, int ids, int weights) {
+    const int64_t T = hlo_type_of(h, x).dim[0], D = w->n_embd, F = w->n_ff;
+    const int64_t k = hlo_type_of(h, ids).dim[1];
+    int gu_all = expert_rows(h, w->gate_up, w->type, w->n_expert, 2 * F * D);
+    int dn_all = expert_rows(h, w->down, w->type, w->n_expert, D * F);
+    int out = hlo_const(h, 0.0, hlo_t2("f32", T, D));
+    int64_t b0[1] = {0};
+    for (int64_t j = 0; j < k; j++) {
+        int id = column(h, ids, j);
+        int gu = hlo_convert(h, hlo_reshape(h, hlo_take_rows(h, gu_all, id),
+                                            hlo_t3(hg_type_elt(w->type), T, 2 * F, D)), "f32");
+        int y2 = hlo_dot(h, x, gu, b0, b0, 1, 1, 2, hlo_t2("f32", T, 2 * F));
+        int64_t s0[2] = {0, 0}, l0[2] = {T, F}, s1[2] = {0, F}, l1[2] = {T, 2 * F};
+        int g = hg_geglu(h, hlo_slice(h, y2, s0, l0), hlo_slice(h, y2, s1, l1));
+        int dn = hlo_convert(h, hlo_reshape(h, hlo_take_rows(h, dn_all, id),
+                                            hlo_t3(hg_type_elt(w->type), T, D, F)), "f32");
+        int y = hlo_dot(h, g, dn, b0, b0, 1, 1, 2, hlo_t2("f32", T, D));
+        int wt = bcast_to(h, column(h, weights, j), hlo_t2("f32", T, D), 0);
+        out = hlo_binary(h, "add", out, hlo_binary(h, "multiply", y, wt));
+    }
+    return out;
+}
+
+/* Many routed rows (prefill): every expert over every token, weighted by
+ * the routing (zero for experts not chosen) and summed. */
+static int experts_dense(hlo *h, const hg_experts *w, int x, int ids, int weights) {
+    const int64_t T = hlo_type_of(h, x).dim[0], D = w->n_embd, F = w->n_ff, E = w->n_expert;
+    const int64_t k = hlo_type_of(h, ids).dim[1];
+    const char *elt = hg_type_elt(w->type);
+    int gu = hlo_convert(h, hlo_reshape(h, expert_rows(h, w->gate_up, w->type, E, 2 * F * D),
+                                        hlo_t3(elt, E, 2 * F, D)), "f32");
+    int dn = hlo_convert(h, hlo_reshape(h, expert_rows(h, w->down, w->type, E, D * F),
+                                        hlo_t3(elt, E, D, F)), "f32");
+    int y2 = hlo_dot(h, x, gu, NULL, NULL, 0, 1, 2, hlo_t3("f32", T, E, 2 * F));
+    int64_t s0[3] = {0, 0, 0}, l0[3] = {T, E, F}, s1[3] = {0, 0, F}, l1[3] = {T, E, 2 * F};
+    int g = hg_geglu(h, hlo_slice(h, y2, s0, l0), hlo_slice(h, y2, s1, l1));   /* (T, E, F) */
+    int64_t lb[1] = {1}, rb[1] = {0};
+    int y = hlo_dot(h, g, dn, lb, rb, 1, 2, 2, hlo_t3("f32", E, T, D));       /* (E, T, D) */
+    /* the routing as a dense (E, T) weight */
+    hlo_type et = hlo_t2("f32", E, T), ei = hlo_t2("i32", E, T);
+    int iota = hlo_iota(h, ei, 0), dense = hlo_const(h, 0.0, et);
+    for (int64_t j = 0; j < k; j++) {
+        int hit = hlo_compare(h, iota, bcast_to(h, column(h, ids, j), ei, 1), "EQ", "SIGNED");
+        int wj = bcast_to(h, column(h, weights, j), et, 1);
+        dense = hlo_binary(h, "add", dense, hlo_select(h, hit, wj, hlo_const(h, 0.0, et)));
+    }
+    int64_t d01[2] = {0, 1};
+    hlo_type yt = hlo_t3("f32", E, T, D);
+    return hlo_reduce(h, hlo_binary(h, "multiply", y, hlo_broadcast(h, dense, yt, d01, 2)), 0,
+                      "add", 0.0);
+}
+
+int hg_moe_experts(hlo *h, const hg_experts *w, int x, int ids, int weights) {
+    const int64_t T = hlo_type_of(h, x).dim[0], k = hlo_type_of(h, ids).dim[1];
+    return T * k < w->n_expert ? experts_gathered(h, w, x, ids, weights)
+                               : experts_dense(h, w, x, ids, weights);
 }

@@ -24,10 +24,11 @@ int hg_store(hlo *h, int v);
 /* A weight matrix (rows, cols) of `type` from byte-array value a, as f32. */
 int hg_weight(hlo *h, int a, uint32_t type, int64_t rows, int64_t cols);
 
-int hg_rmsnorm(hlo *h, int x, int w, float eps);          /* x (T, N), w (N) */
+int hg_rmsnorm(hlo *h, int x, int w, float eps);          /* x (T, N), w (N); w < 0: none */
 int hg_matmul(hlo *h, int x, int w);                      /* x (T, K), w (R, K) -> (T, R) */
+/* x (T, H*hd), pos (T) i32; the first n_pairs pairs turn (0: all). */
 int hg_rope(hlo *h, int x, int pos, uint32_t n_heads, uint32_t head_dim, float base,
-            float freq_scale);                            /* x (T, H*hd), pos (T) i32 */
+            float freq_scale, uint32_t n_pairs);
 int hg_geglu(hlo *h, int gate, int up);
 int hg_softcap(hlo *h, int x, float cap);
 int hg_scale(hlo *h, int x, float s);
@@ -44,5 +45,19 @@ int hg_attention(hlo *h, const hg_attn *a, int q, int k, int v, int pos, int seq
 /* Cache rows of (seq[t], pos[t]) replaced by x (T, n_kv*hd) f32, rounded to
  * the cache's type; cache is (n_seq*rows, n_kv*hd) of that type. */
 int hg_cache_put(hlo *h, int cache, int x, int pos, int seq, uint32_t rows, uint32_t ring);
+
+/* Gemma 4's router after its projection (bop_moe_route): scores (T, E)
+ * f32, scale (E) f32 -> *ids (T, k) i32 and *weights (T, k) f32. */
+void hg_moe_route(hlo *h, int scores, int scale, uint32_t k, int *ids, int *weights);
+
+/* Gemma 4's experts (bop_moe_experts): x (T, D) f32, ids and weights
+ * (T, k), the stored 3-D weights as byte arrays (gate_up: E matrices of
+ * 2F rows of D; down: E of D rows of F) -> (T, D). */
+typedef struct hg_experts {
+    int gate_up, down;         /* byte-array values */
+    uint32_t type;             /* their stored type */
+    int64_t n_expert, n_embd, n_ff;
+} hg_experts;
+int hg_moe_experts(hlo *h, const hg_experts *w, int x, int ids, int weights);
 
 #endif

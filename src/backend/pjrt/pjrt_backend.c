@@ -482,11 +482,12 @@ static sw_status pj_block(backend *b, const block_args *a) {
     if (a == NULL || a->shape == NULL)
         return sw_errorf(SW_ERR_ARG, "PJRT block: NULL arguments");
     const block_shape *sh = a->shape;
+    /* Gemma 4's blocks (value norm, keys as values, KV sharing, partial
+     * RoPE, per-layer inputs, layer scale, experts, a block split around
+     * its experts) run op by op: one program per op, no fused program yet */
     if (sh->v_norm || sh->k_eq_v || sh->kv_shared || sh->rope_pairs || sh->n_pl ||
-        a->layer_scale != 0.0f)
-        return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: Gemma 4's blocks (value norm, KV "
-                         "sharing, per-layer inputs, partial RoPE, layer scale) have no "
-                         "programs yet; use --backend cpu, sim or cuda");
+        sh->n_expert || a->layer_scale != 0.0f || a->phase != BLOCK_WHOLE)
+        return block_run_ops(b, a);
     SW_TRY(sticky(impl_of(b)));
     uint32_t Tb = bucket_of(a->n_tokens);
     if (Tb != a->n_tokens)

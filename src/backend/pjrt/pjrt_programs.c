@@ -47,11 +47,9 @@ sw_status prog_op_sig(const bop *op, prog_sig *s) {
     }
     case BOP_RMSNORM: {
         const bop_rmsnorm *o = &op->u.rmsnorm;
-        if (o->w.n_bytes == 0)
-            return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: a norm without a weight (Gemma 4's "
-                             "value norm) has no program yet; use --backend cpu, sim or cuda");
         in(s, o->x, (uint64_t)o->n_rows * o->n * f);
-        in(s, o->w.mem, (uint64_t)o->n * f);
+        if (o->w.n_bytes != 0) /* Gemma 4's value norm has no weight */
+            in(s, o->w.mem, (uint64_t)o->n * f);
         out(s, o->y, (uint64_t)o->n_rows * o->n * f, -1);
         return SW_OK;
     }
@@ -66,10 +64,6 @@ sw_status prog_op_sig(const bop *op, prog_sig *s) {
     case BOP_ROPE: {
         const bop_rope *o = &op->u.rope;
         uint64_t n = (uint64_t)o->n_tokens * o->n_heads * o->head_dim * f;
-        if (o->n_pairs != 0 && o->n_pairs != o->head_dim / 2)
-            return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: RoPE over part of a head (Gemma 4's "
-                             "full layers) has no program yet; use --backend cpu, sim or "
-                             "cuda");
         in(s, o->x, n);
         in(s, o->pos, (uint64_t)o->n_tokens * 4);
         out(s, o->x, n, -1);
@@ -124,10 +118,39 @@ sw_status prog_op_sig(const bop *op, prog_sig *s) {
         out(s, o->dst, (uint64_t)o->n * o->cols * f, -1);
         return SW_OK;
     }
-    case BOP_MOE_ROUTE:
-    case BOP_MOE_EXPERTS:
-        return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: Gemma 4's experts (%s) have no program "
-                         "yet; use --backend cpu, sim or cuda", bop_name(op->kind));
+    case BOP_MOE_ROUTE: {
+        const bop_moe_route *o = &op->u.moe_route;
+        const uint64_t tk = (uint64_t)o->n_tokens * o->k * 4;
+        if (o->k == 0 || o->k > 64 || o->k > o->n_expert ||
+            o->expert_scale.n_bytes < (uint64_t)o->n_expert * f)
+            return sw_errorf(SW_ERR_ARG, "PJRT: moe route of %u of %u experts (scale of %llu "
+                             "bytes)", o->k, o->n_expert,
+                             (unsigned long long)o->expert_scale.n_bytes);
+        in(s, o->scores, (uint64_t)o->n_tokens * o->n_expert * f);
+        in(s, o->expert_scale.mem, (uint64_t)o->n_expert * f);
+        out(s, o->ids, tk, -1);
+        out(s, o->weights, tk, -1);
+        return SW_OK;
+    }
+    case BOP_MOE_EXPERTS: {
+        const bop_moe_experts *o = &op->u.moe_experts;
+        SW_TRY(check_weight(&o->gate_up));
+        SW_TRY(check_weight(&o->down));
+        const uint64_t E = o->n_expert, D = o->gate_up.ne0;
+        if (E == 0 || o->gate_up.ne1 % E || o->down.ne1 != E * D ||
+            o->gate_up.ne1 / E != 2 * o->down.ne0)
+            return sw_errorf(SW_ERR_ARG, "PJRT: '%s' and '%s' are not %llu experts of one "
+                             "shape", o->gate_up.name ? o->gate_up.name : "?",
+                             o->down.name ? o->down.name : "?", (unsigned long long)E);
+        const uint64_t tk = (uint64_t)o->n_tokens * o->k * 4, x = (uint64_t)o->n_tokens * D * f;
+        in(s, o->x, x);
+        in(s, o->ids, tk);
+        in(s, o->weights, tk);
+        in(s, o->gate_up.mem, o->gate_up.n_bytes);
+        in(s, o->down.mem, o->down.n_bytes);
+        out(s, o->out, x, -1);
+        return SW_OK;
+    }
     default:
         return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT backend: unknown op %d", (int)op->kind);
     }
@@ -170,7 +193,8 @@ static int op_body(hlo *h, const bop *op, int *res) {
     }
     case BOP_RMSNORM: {
         const bop_rmsnorm *o = &op->u.rmsnorm;
-        res[0] = hg_rmsnorm(h, act(h, 0, o->n_rows, o->n), norm_w(h, 1, o->n), o->eps);
+        res[0] = hg_rmsnorm(h, act(h, 0, o->n_rows, o->n),
+                            o->w.n_bytes != 0 ? norm_w(h, 1, o->n) : -1, o->eps);
         return 1;
     }
     case BOP_MATMUL: {
@@ -183,7 +207,7 @@ static int op_body(hlo *h, const bop *op, int *res) {
         const bop_rope *o = &op->u.rope;
         res[0] = hg_rope(h, act(h, 0, o->n_tokens, (int64_t)o->n_heads * o->head_dim),
                          ints(h, 1, o->n_tokens), o->n_heads, o->head_dim, o->base,
-                         o->freq_scale);
+                         o->freq_scale, o->n_pairs);
         return 1;
     }
     case BOP_KV_APPEND: {
@@ -221,6 +245,23 @@ static int op_body(hlo *h, const bop *op, int *res) {
     case BOP_GATHER: {
         const bop_gather *o = &op->u.gather;
         res[0] = hlo_take_rows(h, act(h, 0, o->n_src, o->cols), ints(h, 1, o->n));
+        return 1;
+    }
+    case BOP_MOE_ROUTE: {
+        const bop_moe_route *o = &op->u.moe_route;
+        hg_moe_route(h, act(h, 0, o->n_tokens, o->n_expert), norm_w(h, 1, o->n_expert), o->k,
+                     &res[0], &res[1]);
+        return 2;
+    }
+    case BOP_MOE_EXPERTS: {
+        const bop_moe_experts *o = &op->u.moe_experts;
+        const hg_experts w = {.gate_up = hlo_arg(3), .down = hlo_arg(4), .type = o->gate_up.type,
+                              .n_expert = o->n_expert, .n_embd = (int64_t)o->gate_up.ne0,
+                              .n_ff = (int64_t)o->down.ne0};
+        int ids = hlo_reshape(h, ints(h, 1, (int64_t)o->n_tokens * o->k),
+                              hlo_t2("i32", o->n_tokens, o->k));
+        res[0] = hg_moe_experts(h, &w, act(h, 0, o->n_tokens, w.n_embd), ids,
+                                act(h, 2, o->n_tokens, o->k));
         return 1;
     }
     default:
@@ -321,8 +362,8 @@ sw_status prog_block_text(hlo *h, const block_args *a, const uint64_t *in_bytes,
         q = head_norm(&c, q, BW_Q_NORM, sh->n_head);
         k = head_norm(&c, k, BW_K_NORM, sh->n_head_kv);
     }
-    q = hg_rope(h, q, c.pos, sh->n_head, sh->head_dim, a->rope_base, a->rope_scale);
-    k = hg_rope(h, k, c.pos, sh->n_head_kv, sh->head_dim, a->rope_base, a->rope_scale);
+    q = hg_rope(h, q, c.pos, sh->n_head, sh->head_dim, a->rope_base, a->rope_scale, 0);
+    k = hg_rope(h, k, c.pos, sh->n_head_kv, sh->head_dim, a->rope_base, a->rope_scale, 0);
     q = hg_scale(h, q, sh->query_scale);
     int kcache = hg_cache_put(h, cache(h, kc, &a->kv), k, c.pos, c.seq, a->kv.rows, a->kv.ring);
     int vcache = hg_cache_put(h, cache(h, vc, &a->kv), v, c.pos, c.seq, a->kv.rows, a->kv.ring);

@@ -94,6 +94,35 @@ sw_status pjrt_region_read(pjrt_mem *m, backend_buf *b, uint64_t off, uint64_t b
     return SW_OK;
 }
 
+/* Region i, which a write of [off, off + bytes) covers only in part (not
+ * from its start), keeps the bytes outside the write as regions of their
+ * own, sliced on the device: a ring slot that held a wider layer of Gemma
+ * 4 before this one is overwritten tensor by tensor at other offsets. */
+static sw_status keep_outside(pjrt_mem *m, backend_buf *b, uint32_t i, uint64_t off,
+                              uint64_t bytes) {
+    const pjrt_region r = b->r[i];
+    const uint64_t end = off + bytes, r_end = r.off + r.bytes;
+    PJRT_Buffer *head = NULL, *tail = NULL;
+    sw_status st = SW_OK;
+    if (r.off < off)
+        st = pjrt_region_slice(m, r.buf, r.bytes, 0, off - r.off, &head);
+    if (st == SW_OK && r_end > end)
+        st = pjrt_region_slice(m, r.buf, r.bytes, end - r.off, r_end - end, &tail);
+    if (st != SW_OK) {
+        pjrt_buffer_destroy(m->client, head);
+        return st;
+    }
+    pjrt_buffer_destroy(m->client, r.buf);   /* freed once its readers ran */
+    b->r[i] = b->r[--b->n];
+    if (head != NULL && (st = insert(b, r.off, off - r.off, head, r.upload_tag)) != SW_OK) {
+        pjrt_buffer_destroy(m->client, head);
+        head = NULL;
+    }
+    if (tail != NULL && (st != SW_OK || (st = insert(b, end, r_end - end, tail, r.upload_tag))))
+        pjrt_buffer_destroy(m->client, tail);
+    return st;
+}
+
 sw_status pjrt_region_write(pjrt_mem *m, backend_buf *b, uint64_t off, uint64_t bytes,
                             PJRT_Buffer *nb, uint64_t tag) {
     pjrt_buffer_destroy(m->client, b->reserve);   /* its bytes now go to real arrays */
@@ -106,8 +135,12 @@ sw_status pjrt_region_write(pjrt_mem *m, backend_buf *b, uint64_t off, uint64_t 
             continue;
         }
         if (r->off != off && !(off <= r->off && r->off + r->bytes <= off + bytes)) {
-            pjrt_buffer_destroy(m->client, nb);
-            return straddle(b, off, bytes, "write");
+            sw_status st = keep_outside(m, b, i, off, bytes); /* the parts go to the end */
+            if (st != SW_OK) {
+                pjrt_buffer_destroy(m->client, nb);
+                return st;
+            }
+            continue;
         }
         pjrt_buffer_destroy(m->client, r->buf);   /* freed once its readers ran */
         *r = b->r[--b->n];

@@ -13,11 +13,12 @@
  *
  * Rules: a write replaces every region it covers or that starts where it
  * starts (the bytes past the write are then undefined, as after any
- * write of a shorter array); a read takes the region starting at its
- * offset if it holds at least the bytes read, slices a region that
- * contains it, and makes zeros where nothing was written. A read or write
- * straddling two regions is an internal error (SW_ERR_UNSUPPORTED), never
- * silent.
+ * write of a shorter array); a region it covers only in part from
+ * elsewhere keeps its bytes outside the write (device slices); a read
+ * takes the region starting at its offset if it holds at least the bytes
+ * read, slices a region that contains it, and makes zeros where nothing
+ * was written. A read straddling two regions is an internal error
+ * (SW_ERR_UNSUPPORTED), never silent.
  */
 #ifndef SW_BACKEND_PJRT_REGIONS_H
 #define SW_BACKEND_PJRT_REGIONS_H
