@@ -180,7 +180,7 @@ step test_cuda_ops 120 "$build/tests/test_cuda_ops"
 put test.ops "$(verdict "$(get test_cuda_ops.rc)")"
 say "test_cuda_math: $(get test.math); test_cuda_ops: $(get test.ops)" \
     "($(grep -m1 -E 'checks' "$raw/test_cuda_ops.log" || true))"
-for a in gemma3 gemma2 gemma1; do
+for a in gemma3 gemma4-moe gemma4-ple gemma4-kv gemma2 gemma1; do
   step "test_cuda_$a" 90 "$build/tests/test_cuda" "tests/data/golden/$a.swgold" "tests/data/tiny/$a.gguf"
   put "test.$a" "$(verdict "$(get "test_cuda_$a.rc")")"
   say "test_cuda $a: $(get "test.$a") ($(grep -m1 -E '^test_cuda: [0-9]+ checks' "$raw/test_cuda_$a.log" || echo 'no summary'))"

@@ -15,7 +15,8 @@ if(SW_HAVE_CUDA)
                  ${CMAKE_CURRENT_SOURCE_DIR}/model_compare.c)
   target_include_directories(test_cuda PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(test_cuda PRIVATE spillway)
-  foreach(arch gemma1 gemma2 gemma3)
+  # Gemma 4's tiny models: per-op blocks, partial RoPE, the experts' kernels
+  foreach(arch gemma1 gemma2 gemma3 gemma4-ple gemma4-kv gemma4-moe)
     add_test(NAME cuda_${arch}
              COMMAND test_cuda ${SW_TEST_DATA}/golden/${arch}.swgold
                      ${SW_TEST_DATA}/tiny/${arch}.gguf)

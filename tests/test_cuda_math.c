@@ -16,7 +16,9 @@
  *     softmax per warp, joined; masks, ring, sequences), run here
  *     thread-free, against cpu_attention;
  *     km_attn_range against the definition by enumeration;
- *   - RMSNorm in the kernel's summation order against cpu_rmsnorm.
+ *   - RMSNorm in the kernel's summation order against cpu_rmsnorm;
+ *   - Gemma 4's router (ids and weights bit-identical to cpu_moe_route,
+ *     ties included) and the experts' ascending-id order.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -335,6 +337,35 @@ static void test_rmsnorm(void) {
     free(x), free(w), free(ref);
 }
 
+static void test_moe_route(void) {
+    enum { T = 64, E = 128, K = 8 };
+    float *s = xmalloc(T * E * 4), *scale = xmalloc(E * 4), w[T * K], w_ref[T * K];
+    int32_t id[T * K], id_ref[T * K];
+    for (int i = 0; i < T * E; i++) /* a coarse grid: many ties */
+        s[i] = i % 7 == 0 ? 2.0f : roundf(frand(-8, 8) * 4) / 4;
+    for (int e = 0; e < E; e++)
+        scale[e] = frand(0.5f, 2);
+    SW_CHECK_OK(cpu_moe_route(s, scale, T, E, K, id_ref, w_ref));
+    for (int t = 0; t < T; t++)
+        km_moe_route_row(s + t * E, scale, E, K, id + t * K, w + t * K);
+    SW_CHECK(!memcmp(id, id_ref, sizeof id) && !memcmp(w, w_ref, sizeof w),
+             "router: the kernel's ids and weights are cpu_moe_route's bits");
+    /* slots by rank: each token's ids in ascending order, each slot once */
+    bool ascending = true;
+    for (int t = 0; t < T; t++) {
+        int32_t prev = -1;
+        uint32_t seen = 0;
+        for (uint32_t r = 0; r < K; r++) {
+            const uint32_t j = km_moe_slot_by_rank(id + t * K, K, r);
+            ascending &= id[t * K + j] > prev && !(seen & (1u << j));
+            prev = id[t * K + j];
+            seen |= 1u << j;
+        }
+    }
+    SW_CHECK(ascending, "experts are taken in ascending id, each slot once");
+    free(s), free(scale);
+}
+
 int main(void) {
     const uint32_t types[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q4_0,
                               SW_TYPE_Q4_1, SW_TYPE_Q5_0, SW_TYPE_Q5_1, SW_TYPE_Q8_0,
@@ -352,5 +383,6 @@ int main(void) {
     test_attention(100, 0, 50.0f);
     test_attention(64, 160, 0.0f);
     test_rmsnorm();
+    test_moe_route();
     return sw_check_finish("test_cuda_math");
 }

@@ -103,6 +103,25 @@ sw_status ck_softcap(cudaStream_t s, float *x, uint64_t n, float cap);
 sw_status ck_gather(cudaStream_t s, const float *src, uint32_t n_src, const int32_t *idx,
                     uint32_t n, uint32_t cols, float *dst);
 
+/* Gemma 4's router (moe.cu): scores (n_tokens, n_expert) -> ids and
+ * weights (n_tokens, k) as cpu_moe_route; scale (n_expert). */
+sw_status ck_moe_route(cudaStream_t s, const float *scores, const float *scale,
+                       uint32_t n_tokens, uint32_t n_expert, uint32_t k, int32_t *ids,
+                       float *weights);
+/* Gemma 4's experts over n_tokens rows of x (n_embd): gate_up is n_expert
+ * matrices of 2 n_ff_exp rows (gate, then up), down n_expert of n_embd
+ * rows of n_ff_exp; out[t] = the sum, in ascending expert id, of each
+ * routed expert's output times its weight. gu: (n_tokens, 2 n_ff_exp)
+ * scratch. */
+typedef struct ck_moe {
+    ck_weight gate_up, down;
+    const float *x, *weights;
+    const int32_t *ids;
+    float *out, *gu;
+    uint32_t n_tokens, n_expert, k;
+} ck_moe;
+sw_status ck_moe_experts(cudaStream_t s, const ck_moe *m);
+
 /* One layer's cache as the kernels see it (bkv with device pointers). */
 typedef struct ck_kv {
     void *k, *v;

@@ -116,11 +116,22 @@ static sw_status check_op(const bop *op) {
         SW_TRY(check_kv(&a->cache, "attention"));
         return check_heads(a->n_head, a->n_head_kv, a->head_dim, "attention");
     }
-    case BOP_MOE_ROUTE:
-    case BOP_MOE_EXPERTS:
-        return sw_errorf(SW_ERR_UNSUPPORTED, "cuda: Gemma 4's experts (%s) have no kernels "
-                         "yet; keep them on the host (--place experts:all=host, or -ncmoe N "
-                         "for every layer) or use --backend cpu", bop_name(op->kind));
+    case BOP_MOE_ROUTE: {
+        const bop_moe_route *m = &op->u.moe_route;
+        if (m->expert_scale.type != SW_TYPE_F32 ||
+            m->expert_scale.n_bytes < (uint64_t)m->n_expert * sizeof(float))
+            return sw_errorf(SW_ERR_ARG, "cuda: expert scale '%s' is not %u f32 values",
+                             m->expert_scale.name ? m->expert_scale.name : "?", m->n_expert);
+        return SW_OK;
+    }
+    case BOP_MOE_EXPERTS: {
+        const bop_moe_experts *m = &op->u.moe_experts;
+        if (m->x.off % 16 || m->gu.off % 16)
+            return sw_errorf(SW_ERR_ARG, "cuda moe experts: activations are not 16-byte "
+                             "aligned");
+        SW_TRY(check_weight(&m->gate_up, "moe experts"));
+        return check_weight(&m->down, "moe experts");
+    }
     default: return SW_OK;
     }
 }
@@ -170,6 +181,19 @@ static sw_status run_op(cuda_backend *c, const bop *op) {
     case BOP_GATHER: {
         const bop_gather *a = &op->u.gather;
         return ck_gather(s, F(a->src), a->n_src, I(a->idx), a->n, a->cols, F(a->dst));
+    }
+    case BOP_MOE_ROUTE: {
+        const bop_moe_route *m = &op->u.moe_route;
+        return ck_moe_route(s, F(m->scores), F(m->expert_scale.mem), m->n_tokens, m->n_expert,
+                            m->k, I(m->ids), F(m->weights));
+    }
+    case BOP_MOE_EXPERTS: {
+        const bop_moe_experts *m = &op->u.moe_experts;
+        const ck_moe a = {.gate_up = weight_of(&m->gate_up), .down = weight_of(&m->down),
+                          .x = F(m->x), .weights = F(m->weights), .ids = I(m->ids),
+                          .out = F(m->out), .gu = F(m->gu), .n_tokens = m->n_tokens,
+                          .n_expert = m->n_expert, .k = m->k};
+        return ck_moe_experts(s, &a);
     }
     default: return sw_errorf(SW_ERR_ARG, "cuda: unknown op %d", (int)op->kind);
     }

@@ -9,7 +9,9 @@
  *     step the host computes exactly as cpu_rope does;
  *   - attention: which cache rows a query sees (causal, sliding window,
  *     ring) and the online-softmax update;
- *   - the cache row of a (sequence, position).
+ *   - the cache row of a (sequence, position);
+ *   - Gemma 4's router: one token's top-k experts and their weights, the
+ *     cpu backend's selection and rounding step for step.
  */
 #ifndef SW_BACKEND_CUDA_KMATH_H
 #define SW_BACKEND_CUDA_KMATH_H
@@ -128,6 +130,52 @@ SW_HD float km_softmax_rescale(float *m, float chunk_max) {
     const float scale = *m == -INFINITY ? 0.0f : expf(hd_sub(*m, next));
     *m = next;
     return scale;
+}
+
+/* ---- Gemma 4's router ---------------------------------------------------- */
+
+/* One token's scores s (n_expert) -> the k largest in descending order,
+ * ties to the lower id (id[k]), their softmax probabilities over all
+ * experts renormalised to sum 1, times scale[id] (w[k]); as cpu_moe_route,
+ * with the same f32 steps. k <= n_expert. */
+SW_HD void km_moe_route_row(const float *s, const float *scale, uint32_t n_expert, uint32_t k,
+                            int32_t *id, float *w) {
+    float mx = s[0];
+    for (uint32_t e = 1; e < n_expert; e++)
+        mx = s[e] > mx ? s[e] : mx;
+    float sum = 0.0f;
+    for (uint32_t e = 0; e < n_expert; e++)
+        sum = hd_add(sum, expf(hd_sub(s[e], mx)));
+    for (uint32_t j = 0; j < k; j++) {
+        int32_t best = -1;
+        for (uint32_t e = 0; e < n_expert; e++) {
+            int taken = 0;
+            for (uint32_t i = 0; i < j; i++)
+                taken |= id[i] == (int32_t)e;
+            if (!taken && (best < 0 || s[e] > s[best]))
+                best = (int32_t)e;
+        }
+        id[j] = best;
+        w[j] = hd_div(expf(hd_sub(s[best], mx)), sum);
+    }
+    float top = 0.0f;
+    for (uint32_t j = 0; j < k; j++)
+        top = hd_add(top, w[j]);
+    for (uint32_t j = 0; j < k; j++)
+        w[j] = hd_mul(hd_div(w[j], top), scale[id[j]]);
+}
+
+/* The slot of a token's ids (k, distinct) holding the rank-th smallest:
+ * experts are added in ascending id, as the cpu backend adds them. */
+SW_HD uint32_t km_moe_slot_by_rank(const int32_t *id, uint32_t k, uint32_t rank) {
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t below = 0;
+        for (uint32_t i = 0; i < k; i++)
+            below += id[i] < id[j];
+        if (below == rank)
+            return j;
+    }
+    return 0;
 }
 
 #endif
