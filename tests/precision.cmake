@@ -23,5 +23,6 @@ set_tests_properties(test_precision_model PROPERTIES LABELS "model;slow" TIMEOUT
 # The flags end to end, and the planner's precision suggestions run as given.
 add_test(NAME precision_cli
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/precision_cli_test.sh
-                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf
+                 ${SW_TEST_DATA}/tiny/gemma4-moe.gguf)
 set_tests_properties(precision_cli PROPERTIES TIMEOUT 120)

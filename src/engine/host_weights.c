@@ -31,6 +31,11 @@ static bool is_matrix(int r) {
     return !model_layer_tensors(&n)[r].is_norm;
 }
 
+/* Rows of all of v's matrices (Gemma 4's experts are 3-D). */
+static uint64_t rows_of(const tensor_view *v) {
+    return v->ne[1] * (v->n_dims > 2 ? v->ne[2] : 1);
+}
+
 /* Whether --weights changes v; *type and *bytes get what it becomes. */
 static bool converts(const sw_engine *e, const tensor_view *v, uint32_t *type,
                      uint64_t *bytes) {
@@ -41,7 +46,7 @@ static bool converts(const sw_engine *e, const tensor_view *v, uint32_t *type,
     if (t == v->type || !type_row_bytes(t, v->ne[0], &row))
         return false;
     *type = t;
-    *bytes = row * v->ne[1];
+    *bytes = row * rows_of(v);
     return true;
 }
 
@@ -65,7 +70,7 @@ static sw_status convert_into(sw_engine *e, tensor_view *v, region *r) {
                          "converting '%s' needs more", r->what, (unsigned long long)r->cap,
                          v->name ? v->name : "?");
     uint8_t *dst = r->base + r->used;
-    sw_status st = quant_convert_rows(v->type, v->data, type, dst, v->ne[1], v->ne[0],
+    sw_status st = quant_convert_rows(v->type, v->data, type, dst, rows_of(v), v->ne[0],
                                       e->hw.row);
     if (st != SW_OK)
         return sw_error_prefix(st, "converting '%s'", v->name ? v->name : "?");
@@ -116,7 +121,7 @@ static sw_status fill_pinned(sw_engine *e, uint32_t il, uint8_t *base, uint64_t 
         if (tv->type == sv->type) {
             memcpy(dst, sv->data, sv->n_bytes);
         } else {
-            sw_status st = quant_convert_rows(sv->type, sv->data, tv->type, dst, sv->ne[1],
+            sw_status st = quant_convert_rows(sv->type, sv->data, tv->type, dst, rows_of(sv),
                                               sv->ne[0], e->hw.row);
             if (st != SW_OK)
                 return sw_error_prefix(st, "converting '%s'", sv->name ? sv->name : "?");
