@@ -7,23 +7,44 @@
  *   sw_model    an opened, validated model: a GGUF file or a Hugging Face
  *               folder (config.json + safetensors). Weights stay
  *               memory-mapped; nothing but norm vectors is copied at open.
+ *   sw_plan     where every layer, the KV cache and the LM head live
+ *               (device, pinned host, host, disk), with predicted memory
+ *               per tier and speed; made without loading any weight.
+ *   sw_engine   a plan executed: its buffers allocated, weights loaded.
+ *   sw_session  one sequence on an engine: its KV rows and position.
+ *   sw_sampler  turns logits into a token id (greedy or sampled).
  *   devices     what accelerators the build can see (sw_devices_query).
  *   errors      every fallible call returns sw_status; on failure one
  *               message for the calling thread is kept by sw_last_error().
  *
- * Example
- *   sw_model *m = NULL;
- *   if (sw_model_open("gemma-3-270m-q4_k_m.gguf", &m) != SW_OK) {
- *       fprintf(stderr, "spillway: %s\n", sw_last_error());
- *       return 1;
+ * Example: greedy generation (examples/generate.c is this, complete, and
+ * is built against the installed library and run by the tests)
+ *   sw_model *m;  sw_engine *e;  sw_session *s;  sw_sampler *smp;
+ *   if (sw_model_open(path, &m) != SW_OK) { puts(sw_last_error()); return 1; }
+ *   sw_plan_options po = sw_plan_options_default();     (cpu, sim, pjrt, cuda)
+ *   sw_engine_launch(m, &po, NULL, &e);                  (plan, then load)
+ *   int32_t ids[64];  size_t n;
+ *   sw_tokenize(m, "Hello", 5, SW_TOK_ADD_BOS, ids, 64, &n);
+ *   sw_session_create(e, &s);
+ *   sw_sampler_options so = sw_sampler_options_default();  so.temp = 0;
+ *   sw_sampler_create(&so, sw_engine_n_vocab(e), &smp);
+ *   float *logits = malloc(sw_engine_n_vocab(e) * sizeof(float));
+ *   sw_session_eval(s, ids, n, logits, 0);               (the prompt)
+ *   for (int i = 0; i < 16; i++) {
+ *       int32_t t = sw_sampler_sample(smp, logits);      (print its piece:
+ *       sw_session_eval(s, &t, 1, logits, 0);             sw_token_to_piece)
  *   }
- *   sw_model_summary s;
- *   sw_model_get_summary(m, &s);
- *   printf("%s, %u layers\n", s.architecture, s.n_layer);
- *   sw_model_close(m);
+ *   sw_sampler_destroy(smp);  sw_session_destroy(s);
+ *   sw_engine_destroy(e);  sw_model_close(m);  free(logits);
  *
- * Thread-safety: a handle may be used from one thread at a time; distinct
- * handles are independent. sw_last_error() is per thread.
+ * Lifetimes: a session must be destroyed before its engine, an engine
+ * before its model (an engine reads the model's mapped weights; sessions
+ * use their engine's buffers). Plans are copied by the engine.
+ * Thread-safety: a handle may be used from one thread at a time. Sessions
+ * of one engine share its scratch buffers: evaluate them from one thread
+ * (or serialise the calls), or batch them in one sw_engine_eval_batch.
+ * Distinct engines, and models, are independent. sw_last_error() is per
+ * thread.
  * Ownership: whoever opens/creates closes/destroys; closers accept NULL.
  * Strings returned inside structs are borrowed from the handle and stay
  * valid until it is closed.
@@ -41,6 +62,20 @@ extern "C" {
 
 #define SW_VERSION_STRING "0.1.0"
 
+/* SW_API marks every public function: the only symbols libspillway.so
+ * exports (the library is built with hidden visibility; its internals
+ * stay private, so it links beside llama.cpp's ggml, whose gguf_* names
+ * Spillway's internals share). */
+#if defined(__GNUC__) || defined(__clang__)
+#define SW_API __attribute__((visibility("default")))
+#else
+#define SW_API
+#endif
+
+/* The library's version ("0.1.0"), which may differ from the
+ * SW_VERSION_STRING a program was compiled against. */
+SW_API const char *sw_version(void);
+
 /* ---- errors ------------------------------------------------------------ */
 
 typedef enum sw_status {
@@ -57,10 +92,10 @@ typedef enum sw_status {
 
 /* The calling thread's message for its most recent failure ("" if none).
  * Valid until the thread's next failing call. */
-const char *sw_last_error(void);
+SW_API const char *sw_last_error(void);
 
 /* A short fixed name for a status ("bad model file"). Never NULL. */
-const char *sw_status_name(sw_status status);
+SW_API const char *sw_status_name(sw_status status);
 
 /* ---- models -------------------------------------------------------------- */
 
@@ -76,10 +111,10 @@ typedef struct sw_model sw_model;
  * On success *out owns read-only mappings of the files.
  * Errors: SW_ERR_ARG, SW_ERR_IO, SW_ERR_FORMAT, SW_ERR_UNSUPPORTED
  * (architecture, dtype or tokenizer kind), SW_ERR_OOM_HOST. */
-sw_status sw_model_open(const char *path, sw_model **out);
+SW_API sw_status sw_model_open(const char *path, sw_model **out);
 
 /* Unmaps and frees. Accepts NULL. */
-void sw_model_close(sw_model *model);
+SW_API void sw_model_close(sw_model *model);
 
 /* File name of the default model (real Gemma 3 270M, Q4_K_M). */
 #define SW_DEFAULT_MODEL_FILE "gemma-3-270m-q4_k_m.gguf"
@@ -87,10 +122,10 @@ void sw_model_close(sw_model *model);
 /* Where `spillway fetch` puts the default model and where -m points when
  * not given: ${XDG_CACHE_HOME:-$HOME/.cache}/spillway/SW_DEFAULT_MODEL_FILE.
  * Errors: SW_ERR_ARG (neither variable set, or buf too small). */
-sw_status sw_default_model_path(char *buf, size_t cap);
+SW_API sw_status sw_default_model_path(char *buf, size_t cap);
 
 /* The directory part of the above (the cache folder). */
-sw_status sw_cache_dir(char *buf, size_t cap);
+SW_API sw_status sw_cache_dir(char *buf, size_t cap);
 
 typedef struct sw_model_summary {
     const char *path;            /* as given to sw_model_open */
@@ -112,10 +147,10 @@ typedef struct sw_model_summary {
 } sw_model_summary;
 
 /* Name of a general.file_type value ("Q4_K_M", "BF16", "not stated"). */
-const char *sw_file_type_name(uint32_t file_type);
+SW_API const char *sw_file_type_name(uint32_t file_type);
 
 /* Fills *out. Strings are borrowed from `model`. Errors: SW_ERR_ARG. */
-sw_status sw_model_get_summary(const sw_model *model, sw_model_summary *out);
+SW_API sw_status sw_model_get_summary(const sw_model *model, sw_model_summary *out);
 
 typedef struct sw_tensor_info {
     const char *name;
@@ -128,10 +163,10 @@ typedef struct sw_tensor_info {
     uint64_t file_offset;    /* absolute byte offset of the data in the file */
 } sw_tensor_info;
 
-size_t sw_model_tensor_count(const sw_model *model);
+SW_API size_t sw_model_tensor_count(const sw_model *model);
 
 /* Describes tensor `index` (file order). Errors: SW_ERR_ARG (out of range). */
-sw_status sw_model_tensor_at(const sw_model *model, size_t index, sw_tensor_info *out);
+SW_API sw_status sw_model_tensor_at(const sw_model *model, size_t index, sw_tensor_info *out);
 
 typedef struct sw_meta_info {
     const char *key;
@@ -140,22 +175,22 @@ typedef struct sw_meta_info {
     uint64_t n_items;        /* arrays: element count; else 1 */
 } sw_meta_info;
 
-size_t sw_model_meta_count(const sw_model *model);
+SW_API size_t sw_model_meta_count(const sw_model *model);
 
 /* Describes metadata entry `index` (file order). Errors: SW_ERR_ARG. */
-sw_status sw_model_meta_at(const sw_model *model, size_t index, sw_meta_info *out);
+SW_API sw_status sw_model_meta_at(const sw_model *model, size_t index, sw_meta_info *out);
 
 /* Writes metadata entry `index`'s value as JSON text into buf (always
  * NUL-terminated when cap > 0). Arrays longer than max_items are cut and
  * end with the string "...". Returns SW_ERR_ARG on a bad index/buffer; text
  * that does not fit is truncated at a character boundary (not an error). */
-sw_status sw_model_meta_json(const sw_model *model, size_t index, size_t max_items,
-                             char *buf, size_t cap);
+SW_API sw_status sw_model_meta_json(const sw_model *model, size_t index, size_t max_items,
+                                    char *buf, size_t cap);
 
 /* Dequantizes the whole tensor `index` to f32 into dst (n_elements floats).
  * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED ("unsupported tensor type N in
  * tensor X"). */
-sw_status sw_model_tensor_to_f32(const sw_model *model, size_t index, float *dst);
+SW_API sw_status sw_model_tensor_to_f32(const sw_model *model, size_t index, float *dst);
 
 /* ---- tokenizer ------------------------------------------------------------ */
 
@@ -172,29 +207,29 @@ sw_status sw_model_tensor_to_f32(const sw_model *model, size_t index, float *dst
  * valid UTF-8; a broken lead byte can swallow a following U+2581 whose
  * three bytes then fall back to byte tokens). O(len log len).
  * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED (no or unknown tokenizer). */
-sw_status sw_tokenize(const sw_model *model, const char *text, size_t len,
-                      unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
+SW_API sw_status sw_tokenize(const sw_model *model, const char *text, size_t len,
+                             unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
 
 /* The bytes token `id` stands for when printed: U+2581 becomes a space,
  * byte tokens <0xXX> their byte, control tokens nothing. Writes at most cap
  * bytes (no NUL); *len receives the full length.
  * Errors: SW_ERR_ARG (id out of range), SW_ERR_UNSUPPORTED. */
-sw_status sw_token_to_piece(const sw_model *model, int32_t id, char *buf, size_t cap,
-                            size_t *len);
+SW_API sw_status sw_token_to_piece(const sw_model *model, int32_t id, char *buf, size_t cap,
+                                   size_t *len);
 
 /* Decodes ids to text (the inverse of sw_tokenize: pieces concatenated,
  * byte tokens reassembled, control tokens skipped). Writes at most cap
  * bytes; *len receives the full length. Errors: SW_ERR_ARG,
  * SW_ERR_UNSUPPORTED (no vocabulary). */
-sw_status sw_detokenize(const sw_model *model, const int32_t *ids, size_t n, char *buf,
-                        size_t cap, size_t *len);
+SW_API sw_status sw_detokenize(const sw_model *model, const int32_t *ids, size_t n, char *buf,
+                               size_t cap, size_t *len);
 
 /* The vocabulary entry as stored ("▁the", "<0x0A>", "<start_of_turn>"), or
  * NULL when id is out of range. Borrowed from the model. */
-const char *sw_token_text(const sw_model *model, int32_t id);
+SW_API const char *sw_token_text(const sw_model *model, int32_t id);
 
 /* Number of tokens in the vocabulary (0 without a tokenizer). */
-size_t sw_vocab_size(const sw_model *model);
+SW_API size_t sw_vocab_size(const sw_model *model);
 
 /* Special token ids (-1 when the model has none). */
 typedef struct sw_special_tokens {
@@ -202,7 +237,7 @@ typedef struct sw_special_tokens {
     int32_t start_of_turn, end_of_turn;
     int add_bos;                 /* the model asks for BOS */
 } sw_special_tokens;
-sw_status sw_model_special_tokens(const sw_model *model, sw_special_tokens *out);
+SW_API sw_status sw_model_special_tokens(const sw_model *model, sw_special_tokens *out);
 
 /* ---- engines, sessions and batches ----------------------------------------
  *
@@ -236,7 +271,7 @@ typedef struct sw_engine_options {
     void *load_progress_user;
 } sw_engine_options;
 
-sw_engine_options sw_engine_options_default(void);
+SW_API sw_engine_options sw_engine_options_default(void);
 
 /* Which allocation failed when an engine could not be made, so the caller
  * can plan again with what the machine really had. */
@@ -262,9 +297,9 @@ typedef struct sw_plan_options sw_plan_options;
  * Errors: those, SW_ERR_ARG, SW_ERR_UNSUPPORTED (a backend this build
  * cannot run, a tensor type), SW_ERR_FORMAT, SW_ERR_NO_DEVICE,
  * SW_ERR_DEVICE. */
-sw_status sw_engine_create(const sw_model *model, const sw_plan *plan,
-                           const sw_engine_options *opt, sw_engine **out,
-                           sw_alloc_failure *failure);
+SW_API sw_status sw_engine_create(const sw_model *model, const sw_plan *plan,
+                                  const sw_engine_options *opt, sw_engine **out,
+                                  sw_alloc_failure *failure);
 
 /* Plans and creates: sw_plan_create + sw_engine_create, and when the
  * device refuses memory the plan counted on (another process took it),
@@ -272,32 +307,32 @@ sw_status sw_engine_create(const sw_model *model, const sw_plan *plan,
  * times; each retry is said in sw_engine_notes(). On failure the message
  * is the planner's (what is short, by how much, what would fit). opt may
  * be NULL. Errors: as sw_plan_create and sw_engine_create. */
-sw_status sw_engine_launch(const sw_model *model, const sw_plan_options *plan_opt,
-                           const sw_engine_options *opt, sw_engine **out);
+SW_API sw_status sw_engine_launch(const sw_model *model, const sw_plan_options *plan_opt,
+                                  const sw_engine_options *opt, sw_engine **out);
 
-void sw_engine_destroy(sw_engine *engine);
+SW_API void sw_engine_destroy(sw_engine *engine);
 
 /* The plan being executed (borrowed; valid while the engine lives). */
-const sw_plan *sw_engine_plan(const sw_engine *engine);
+SW_API const sw_plan *sw_engine_plan(const sw_engine *engine);
 
 /* The context length, vocabulary size, sessions and tokens per forward
  * the engine was planned for. */
-uint32_t sw_engine_n_ctx(const sw_engine *engine);
-uint32_t sw_engine_n_vocab(const sw_engine *engine);
-uint32_t sw_engine_n_seq(const sw_engine *engine);
-uint32_t sw_engine_n_batch(const sw_engine *engine);   /* prefill chunk per session */
+SW_API uint32_t sw_engine_n_ctx(const sw_engine *engine);
+SW_API uint32_t sw_engine_n_vocab(const sw_engine *engine);
+SW_API uint32_t sw_engine_n_seq(const sw_engine *engine);
+SW_API uint32_t sw_engine_n_batch(const sw_engine *engine);   /* prefill chunk per session */
 uint32_t sw_engine_max_tokens(const sw_engine *engine); /* tokens in one forward */
 
 /* What the engine did and what its plan predicted: --report. */
 typedef struct sw_report {
-    uint64_t device_budget_bytes;   /* 0 without a device */
-    uint64_t plan_device_bytes;     /* the plan's device total */
-    uint64_t peak_device_bytes;     /* accounted high-water mark */
-    uint64_t peak_host_rss_bytes;   /* process peak resident set */
-    uint64_t bytes_to_device;       /* weights streamed + activations */
-    double copy_busy_s;             /* time the link was busy */
-    double copy_stall_s;            /* compute waiting for copies */
-    uint64_t n_prefill_tokens, n_decode_tokens;
+           uint64_t device_budget_bytes;   /* 0 without a device */
+           uint64_t plan_device_bytes;     /* the plan's device total */
+           uint64_t peak_device_bytes;     /* accounted high-water mark */
+           uint64_t peak_host_rss_bytes;   /* process peak resident set */
+           uint64_t bytes_to_device;       /* weights streamed + activations */
+           double copy_busy_s;             /* time the link was busy */
+           double copy_stall_s;            /* compute waiting for copies */
+           uint64_t n_prefill_tokens, n_decode_tokens;
     double prefill_tokens_per_s, decode_tokens_per_s;   /* measured */
     double pred_prefill_tokens_per_s, pred_decode_tokens_per_s;
     uint32_t n_replans;             /* device refused memory; re-planned */
@@ -313,38 +348,38 @@ typedef struct sw_report {
                                      * allocation granularity included); 0 elsewhere */
 } sw_report;
 
-sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
+SW_API sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
 
 /* Prints the engine's plan (table, or JSON when json != 0). */
-sw_status sw_engine_print_plan(const sw_engine *engine, FILE *out, int json);
+SW_API sw_status sw_engine_print_plan(const sw_engine *engine, FILE *out, int json);
 
 /* Human-readable notes of what happened at load (re-plans, a refused page
  * lock); "" if none. */
-const char *sw_engine_notes(const sw_engine *engine);
+SW_API const char *sw_engine_notes(const sw_engine *engine);
 
 /* A sequence: takes one of the engine's n_seq KV slots, at position 0.
  * Errors: SW_ERR_ARG (every slot taken: the message says -np), SW_ERR_OOM_HOST. */
-sw_status sw_session_create(sw_engine *engine, sw_session **out);
+SW_API sw_status sw_session_create(sw_engine *engine, sw_session **out);
 /* Frees the slot. Accepts NULL. */
-void sw_session_destroy(sw_session *session);
+SW_API void sw_session_destroy(sw_session *session);
 
 /* Progress of a long evaluation (done of total tokens). */
-void sw_session_set_progress(sw_session *session, sw_progress_fn fn, void *user);
+SW_API void sw_session_set_progress(sw_session *session, sw_progress_fn fn, void *user);
 
 /* Appends n tokens to the session alone (in prefill chunks of n_batch) and
  * computes logits: none when logits is NULL; the last token's (n_vocab
  * floats) when all_logits is 0; every token's (n * n_vocab floats) when 1.
  * Errors: SW_ERR_ARG (context full: message says by how much; bad id). */
-sw_status sw_session_eval(sw_session *session, const int32_t *ids, size_t n,
-                          float *logits, int all_logits);
+SW_API sw_status sw_session_eval(sw_session *session, const int32_t *ids, size_t n,
+                                 float *logits, int all_logits);
 
 /* Tokens evaluated so far (the next position). */
-uint32_t sw_session_pos(const sw_session *session);
+SW_API uint32_t sw_session_pos(const sw_session *session);
 
 /* Forgets everything from position pos on (pos <= current; 0 always works).
  * Errors: SW_ERR_ARG (with sliding-window layers, at most n_batch tokens
  * can be dropped unless pos is 0). */
-sw_status sw_session_truncate(sw_session *session, uint32_t pos);
+SW_API sw_status sw_session_truncate(sw_session *session, uint32_t pos);
 
 /* One token of a batch: appended to `session` at its next position (items
  * of one session take consecutive positions in item order); logits != 0
@@ -363,8 +398,8 @@ typedef struct sw_batch_item {
  * evaluating each session alone. Errors: SW_ERR_ARG (a foreign session,
  * too many tokens, a full context, a bad id: nothing is evaluated),
  * backend errors. */
-sw_status sw_engine_eval_batch(sw_engine *engine, const sw_batch_item *items, size_t n,
-                               float *logits);
+SW_API sw_status sw_engine_eval_batch(sw_engine *engine, const sw_batch_item *items, size_t n,
+                                      float *logits);
 
 /* ---- sampling -------------------------------------------------------------- */
 
@@ -376,16 +411,17 @@ typedef struct sw_sampler_options {
     uint64_t seed;       /* same seed + same logits = same choice */
 } sw_sampler_options;
 
-sw_sampler_options sw_sampler_options_default(void);
+SW_API sw_sampler_options sw_sampler_options_default(void);
 
 typedef struct sw_sampler sw_sampler;
 /* Errors: SW_ERR_ARG (temp < 0 or infinite, top_p outside (0,1], min_p outside
  * [0,1), top_k < 0, n_vocab 0),
  * SW_ERR_OOM_HOST. n_vocab sizes the scratch. */
-sw_status sw_sampler_create(const sw_sampler_options *opt, uint32_t n_vocab, sw_sampler **out);
-void sw_sampler_destroy(sw_sampler *sampler);
+SW_API sw_status sw_sampler_create(const sw_sampler_options *opt, uint32_t n_vocab,
+                                   sw_sampler **out);
+SW_API void sw_sampler_destroy(sw_sampler *sampler);
 /* Picks the next token from logits (n_vocab floats; not modified). */
-int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
+SW_API int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
 
 /* ---- perplexity and KL divergence ----------------------------------------
  *
@@ -412,7 +448,7 @@ typedef struct sw_perplexity_options {
     void *progress_user;
 } sw_perplexity_options;
 
-sw_perplexity_options sw_perplexity_options_default(void);
+SW_API sw_perplexity_options sw_perplexity_options_default(void);
 
 typedef struct sw_perplexity_result {
     uint32_t n_ctx, n_chunks;
@@ -438,9 +474,9 @@ typedef struct sw_perplexity_result {
  * to change), SW_ERR_IO and
  * SW_ERR_FORMAT (the base file: not one, truncated), SW_ERR_OOM_HOST, and
  * the engine's. */
-sw_status sw_perplexity(sw_engine *engine, const sw_model *model, const int32_t *tokens,
-                        size_t n_tokens, const sw_perplexity_options *opt,
-                        sw_perplexity_result *out);
+SW_API sw_status sw_perplexity(sw_engine *engine, const sw_model *model, const int32_t *tokens,
+                               size_t n_tokens, const sw_perplexity_options *opt,
+                               sw_perplexity_result *out);
 
 /* ---- plans ---------------------------------------------------------------- */
 
@@ -493,7 +529,7 @@ struct sw_plan_options {
     int default_rates;         /* 1: ignore doctor's cache, use the defaults */
 };
 
-sw_plan_options sw_plan_options_default(void);
+SW_API sw_plan_options sw_plan_options_default(void);
 
 /* Plans `model` (an opened file) or, when model is NULL, the catalog model
  * `catalog_name` ("gemma3-27b", "gemma-2-9b", ...). Exactly one of the two.
@@ -503,11 +539,17 @@ sw_plan_options sw_plan_options_default(void);
  * SW_ERR_ARG (bad option, unknown catalog name, pins that cannot hold),
  * SW_ERR_NO_DEVICE (cuda asked for, none visible), SW_ERR_UNSUPPORTED,
  * SW_ERR_FORMAT. *out is NULL on failure. */
-sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
-                         const sw_plan_options *opt, sw_plan **out);
+SW_API sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
+                                const sw_plan_options *opt, sw_plan **out);
 
 /* Prints the plan: a table for people, or JSON (json != 0). */
-sw_status sw_plan_print(const sw_plan *plan, FILE *out, int json);
+SW_API sw_status sw_plan_print(const sw_plan *plan, FILE *out, int json);
+
+/* The same text into buf: at most cap - 1 bytes and a NUL (nothing when
+ * cap is 0); *len gets the full length (call again with len + 1 bytes
+ * when it did not fit). Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */
+SW_API sw_status sw_plan_format(const sw_plan *plan, int json, char *buf, size_t cap,
+                                size_t *len);
 
 /* The headline numbers of a plan. */
 typedef struct sw_plan_summary {
@@ -517,23 +559,23 @@ typedef struct sw_plan_summary {
     char weights[16];    /* --weights value the plan converts with ("bf16-dequant"), "" if none */
 } sw_plan_summary;
 
-sw_status sw_plan_get_summary(const sw_plan *plan, sw_plan_summary *out);
+SW_API sw_status sw_plan_get_summary(const sw_plan *plan, sw_plan_summary *out);
 
-void sw_plan_destroy(sw_plan *plan);
+SW_API void sw_plan_destroy(sw_plan *plan);
 
 /* ---- sizes ---------------------------------------------------------------- */
 
 /* Parses a size: "512M", "8G", "8GiB" (binary units), "8GB" (decimal),
  * plain bytes, or "80%" of `whole` (whole > 0 required for percentages).
  * Errors: SW_ERR_ARG with a message saying what was wrong. */
-sw_status sw_parse_size(const char *text, uint64_t whole, uint64_t *out);
+SW_API sw_status sw_parse_size(const char *text, uint64_t whole, uint64_t *out);
 
 /* Parses a bandwidth: "16GB/s", "500MB/s", "2GiB/s" (bytes per second), or
  * a size alone, read per second ("2G" = 2 GiB/s). */
-sw_status sw_parse_rate(const char *text, uint64_t *bytes_per_s);
+SW_API sw_status sw_parse_rate(const char *text, uint64_t *bytes_per_s);
 
 /* Parses a percentage "80%" (0 < p <= 100) into 0.8. Errors: SW_ERR_ARG. */
-sw_status sw_parse_fraction(const char *text, double *out);
+SW_API sw_status sw_parse_fraction(const char *text, double *out);
 
 /* ---- devices ------------------------------------------------------------- */
 
@@ -562,7 +604,7 @@ typedef struct sw_device_report {
  * likely cause: backend not compiled in, no driver, CUDA_VISIBLE_DEVICES
  * hiding all devices. A missing device is never reported as out of memory.
  * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_DEVICE. */
-sw_status sw_devices_query(sw_device_report *report);
+SW_API sw_status sw_devices_query(sw_device_report *report);
 
 /* ---- doctor: health check and measured rates ------------------------------ */
 
@@ -593,7 +635,7 @@ sw_status sw_devices_query(sw_device_report *report);
 #define SW_DOCTOR_DECODE_TYPES 8
 
 /* "BF16", ... for index i of the list above; "?" outside it. */
-const char *sw_doctor_decode_type_name(int i);
+SW_API const char *sw_doctor_decode_type_name(int i);
 
 typedef struct sw_doctor_options {
     int quick;              /* small buffers, few runs (under ~3 s): rough rates */
@@ -602,7 +644,7 @@ typedef struct sw_doctor_options {
     int n_threads;          /* host measurement threads; 0 = all cores */
 } sw_doctor_options;
 
-sw_doctor_options sw_doctor_options_default(void);
+SW_API sw_doctor_options sw_doctor_options_default(void);
 
 /* One accelerator's measured rates; zero when status != SW_OK. */
 typedef struct sw_doctor_device {
@@ -671,13 +713,13 @@ typedef struct sw_doctor_report {
  * that could not be measured (disk_message). Prints nothing, writes nothing
  * except a temp file in the cache folder that it removes.
  * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST (measurement buffers). */
-sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out);
+SW_API sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out);
 
 /* Writes the planner's rates from `report` to
  * report->cache_dir/SW_DOCTOR_CACHE_FILE atomically (temp file + rename),
  * creating the folder. path_out (may be NULL) receives the file's path.
  * Errors: SW_ERR_ARG, SW_ERR_IO (message names the path and the reason). */
-sw_status sw_doctor_save(const sw_doctor_report *report, char *path_out, size_t cap);
+SW_API sw_status sw_doctor_save(const sw_doctor_report *report, char *path_out, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 #define MODEL_SHA256 "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 #define MAX_ROWS 1024
@@ -52,12 +53,6 @@ static int read_digests(const char *path, digest_row *rows, int cap) {
     }
     fclose(f);
     return n;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* sha256 of n floats as little-endian bytes (byte-swapped on big-endian). */
@@ -133,7 +128,7 @@ int main(void) {
     float *buf = NULL;
     if (n_rows <= 0 || !check_model_file(path))
         goto done;
-    double t0 = now_s();
+    double t0 = sw_clock_s();
     SW_CHECK_OK(sw_model_open(path, &m));
     if (m == NULL)
         goto done;
@@ -146,7 +141,7 @@ int main(void) {
     SW_CHECK(buf != NULL, "cannot allocate %" PRIu64 " floats", max_elems);
     for (size_t i = 0; buf != NULL && i < n && i < (size_t)n_rows; i++)
         check_tensor(m, i, &rows[i], buf);
-    printf("dequantized and hashed %zu tensors in %.2f s\n", n, now_s() - t0);
+    printf("dequantized and hashed %zu tensors in %.2f s\n", n, sw_clock_s() - t0);
 done:
     free(buf);
     sw_model_close(m);

@@ -16,15 +16,11 @@
 
 #include "check.h"
 #include "engine/engine_internal.h"
+#include "util/clock.h"
 
 #define LINK_BPS 100e6
 #define N_DECODE 6
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int main(void) {
     sw_model *m = NULL;
@@ -51,7 +47,7 @@ int main(void) {
     int32_t ids[8];
     size_t n = 0;
     SW_CHECK_OK(sw_tokenize(m, "The spillway", 12, SW_TOK_ADD_BOS, ids, 8, &n));
-    const double t0 = now_s();
+    const double t0 = sw_clock_s();
     SW_CHECK_OK(sw_session_eval(s, ids, n, logits, 0));
     for (int i = 0; i < N_DECODE; i++) {
         int32_t next = 0;
@@ -59,7 +55,7 @@ int main(void) {
             next = logits[v] > logits[next] ? (int32_t)v : next;
         SW_CHECK_OK(sw_session_eval(s, &next, 1, logits, 0));
     }
-    const double wall = now_s() - t0;
+    const double wall = sw_clock_s() - t0;
     sw_report r;
     SW_CHECK_OK(sw_engine_report(e, &r));
     double ratio = r.decode_tokens_per_s / r.pred_decode_tokens_per_s;

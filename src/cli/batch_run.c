@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/batch.h"
+#include "util/clock.h"
 
 typedef struct lane {
     sw_session *session;
@@ -40,7 +41,7 @@ static int job_start(sched *q, lane *l, batch_job *j) {
         return cli_fail(st);
     j->state = JOB_PREFILL;
     j->session = l->session;
-    j->t_start = cli_now_s();
+    j->t_start = sw_clock_s();
     l->job = j;
     return CLI_EXIT_OK;
 }
@@ -48,7 +49,7 @@ static int job_start(sched *q, lane *l, batch_job *j) {
 static void job_finish(sched *q, lane *l, batch_job *j, gen_stop stop) {
     j->state = JOB_DONE;
     j->stop = stop;
-    j->t_end = cli_now_s();
+    j->t_end = sw_clock_s();
     sw_sampler_destroy(j->sampler);
     j->sampler = NULL;
     j->session = NULL;
@@ -132,7 +133,7 @@ static int take_token(sched *q, lane *l, batch_job *j, const float *logits) {
     int32_t id = sw_sampler_sample(j->sampler, logits);
     bool print = false;
     if (j->state == JOB_PREFILL)
-        j->t_first = cli_now_s();
+        j->t_first = sw_clock_s();
     gen_stop stop = gen_after_sample(&q->b->special, j->n_predict, &j->n_generated, id,
                                      sw_session_pos(j->session),
                                      sw_engine_n_ctx(q->b->engine), &print);
@@ -168,7 +169,7 @@ static int consume(sched *q, uint32_t n) {
 
 static void progress(const sched *q, double t0) {
     const batch_totals *t = &q->b->totals;
-    double dt = cli_now_s() - t0;
+    double dt = sw_clock_s() - t0;
     uint32_t running = 0;
     for (uint32_t i = 0; i < q->n_lanes; i++)
         running += q->lanes[i].job != NULL;
@@ -180,7 +181,7 @@ static void progress(const sched *q, double t0) {
 
 static int run_loop(sched *q) {
     batch_ctx *b = q->b;
-    const double t_begin = cli_now_s();
+    const double t_begin = sw_clock_s();
     size_t reported = 0;
     for (;;) {
         int rc = admit(q);
@@ -188,11 +189,11 @@ static int run_loop(sched *q) {
         uint32_t n = rc == CLI_EXIT_OK ? build(q, &all_decode) : 0;
         if (rc != CLI_EXIT_OK || n == 0)
             return rc;
-        const double t0 = cli_now_s();
+        const double t0 = sw_clock_s();
         sw_status st = sw_engine_eval_batch(b->engine, q->items, n, q->logits);
         if (st != SW_OK)
             return cli_fail(st);
-        const double dt = cli_now_s() - t0;
+        const double dt = sw_clock_s() - t0;
         b->totals.n_forwards++;
         if (all_decode) {
             b->totals.decode_s += dt;
@@ -225,10 +226,10 @@ int batch_run(batch_ctx *b) {
         if (st != SW_OK)
             rc = cli_fail(st);
     }
-    const double t0 = cli_now_s();
+    const double t0 = sw_clock_s();
     if (rc == CLI_EXIT_OK)
         rc = run_loop(&q);
-    b->totals.wall_s = cli_now_s() - t0;
+    b->totals.wall_s = sw_clock_s() - t0;
     if (isatty(STDERR_FILENO))
         fputc('\n', stderr);
     for (uint32_t i = 0; q.lanes != NULL && i < q.n_lanes; i++) {

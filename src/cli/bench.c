@@ -22,6 +22,7 @@
 #include "cli/bench.h"
 #include "cli/generate.h"
 #include "cli/model_arg.h"
+#include "util/clock.h"
 
 #define BENCH_MAX_VALUES 16
 #define BENCH_MAX_TOKENS 1048576L
@@ -170,12 +171,12 @@ static int run_once(sw_engine *e, const int32_t *ids, const bench_result *t, flo
     sw_status st = sw_session_create(e, &s);
     if (st != SW_OK)
         return cli_fail(st);
-    double t0 = cli_now_s();
+    double t0 = sw_clock_s();
     if (t->n_prompt > 0)
         st = sw_session_eval(s, ids, (size_t)t->n_prompt, logits, 0);
     for (long i = 0; st == SW_OK && i < t->n_gen; i++)
         st = sw_session_eval(s, ids + i, 1, logits, 0);
-    *seconds = cli_now_s() - t0;
+    *seconds = sw_clock_s() - t0;
     int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
     sw_session_destroy(s);
     return rc;

@@ -17,6 +17,7 @@
 #include "cli/bench.h"
 #include "cli/generate.h"
 #include "format/json_util.h"
+#include "util/clock.h"
 
 #define BW_MAX_THREADS 256
 #define BW_LINE_WORDS 8 /* uint64 words per 64-byte cache line */
@@ -73,7 +74,7 @@ static double bw_sweep(bw_job *j) {
     pthread_t tid[BW_MAX_THREADS];
     bw_arg args[BW_MAX_THREADS];
     int started = 1;
-    double t0 = cli_now_s();
+    double t0 = sw_clock_s();
     for (; started < j->n_threads; started++) {
         args[started] = (bw_arg){j, started};
         if (pthread_create(&tid[started], NULL, bw_worker, &args[started]) != 0)
@@ -84,7 +85,7 @@ static double bw_sweep(bw_job *j) {
         bw_slice(j, 0);
     for (int t = 1; t < started; t++)
         pthread_join(tid[t], NULL);
-    return all ? cli_now_s() - t0 : -1.0;
+    return all ? sw_clock_s() - t0 : -1.0;
 }
 
 int bench_read_bandwidth(int n_threads, uint64_t bytes, int n_runs, double *Bps) {

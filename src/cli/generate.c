@@ -10,12 +10,8 @@
 #include <unistd.h>
 
 #include "cli/generate.h"
+#include "util/clock.h"
 
-double cli_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct progress_state {
     double start_s;
@@ -26,7 +22,7 @@ typedef struct progress_state {
  * for prompts long enough to need it. */
 static void on_progress(void *user, size_t done, size_t total) {
     progress_state *p = user;
-    if (total < 256 || cli_now_s() - p->start_s < 0.5)
+    if (total < 256 || sw_clock_s() - p->start_s < 0.5)
         return;
     p->shown = 1;
     fprintf(stderr, "\rprefill %zu/%zu tokens (%zu%%)", done, total, done * 100 / total);
@@ -107,14 +103,14 @@ int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats) {
     if (st != SW_OK)
         return cli_fail(st);
     *stats = (gen_stats){.n_prompt = n, .last_token = -1};
-    progress_state prog = {cli_now_s(), 0};
+    progress_state prog = {sw_clock_s(), 0};
     sw_session_set_progress(g->session, on_progress, &prog);
-    double t0 = cli_now_s();
+    double t0 = sw_clock_s();
     st = sw_session_eval(g->session, ids, n, g->logits, 0);
     sw_session_set_progress(g->session, NULL, NULL);
     if (st != SW_OK)
         return cli_fail(st);
-    double t1 = cli_now_s();
+    double t1 = sw_clock_s();
     stats->prefill_s = t1 - t0;
 
     for (;;) {
@@ -136,6 +132,6 @@ int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats) {
         if (st != SW_OK)
             return cli_fail(st);
     }
-    stats->decode_s = cli_now_s() - t1;
+    stats->decode_s = sw_clock_s() - t1;
     return CLI_EXIT_OK;
 }

@@ -8,6 +8,7 @@
 #define SW_CLI_GENERATE_H
 
 #include "cli/cli.h"
+#include "util/clock.h"
 
 typedef struct gen_stats {
     size_t n_prompt;
@@ -58,8 +59,5 @@ int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_
  * caller decides what follows it. Returns an exit
  * status (printing the error on failure). */
 int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats);
-
-/* Monotonic seconds. */
-double cli_now_s(void);
 
 #endif

@@ -17,6 +17,7 @@
 #include "cli/interrupt.h"
 #include "cli/model_arg.h"
 #include "cli/serve.h"
+#include "util/clock.h"
 
 enum { DEFAULT_PORT = 8080, DEFAULT_MAX_BODY = 1 << 20, QUEUE_PER_SEQ = 4 };
 #define SHUTDOWN_DRAIN_S 10.0 /* the longest a stopping server waits for clients */
@@ -136,7 +137,7 @@ int cmd_serve(int argc, char **argv) {
     srv_state s = {.opt = &o, .model = m, .model_name = model_name(&a, &o, path_buf,
                                                                     sizeof path_buf),
                    .api_key = a.api_key, .max_body = (size_t)a.max_body};
-    s.m.t_start = cli_now_s();
+    s.m.t_start = sw_clock_s();
     s.m.created = (int64_t)time(NULL);
     sw_model_special_tokens(m, &s.special);
     pthread_mutex_init(&s.mu, NULL);
@@ -183,9 +184,9 @@ done:
         /* Every request has ended; let the connections send what is left
          * (a streamed request's last events) before closing them. */
         MHD_quiesce_daemon(d);
-        const double t_end = cli_now_s() + SHUTDOWN_DRAIN_S;
+        const double t_end = sw_clock_s() + SHUTDOWN_DRAIN_S;
         pthread_mutex_lock(&s.mu);
-        while (s.n_answering > 0 && cli_now_s() < t_end) {
+        while (s.n_answering > 0 && sw_clock_s() < t_end) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += 100000000L;

@@ -60,7 +60,7 @@ typedef struct srv_metrics {
     uint32_t last_batch;         /* tokens in the last forward */
     uint64_t bytes_to_device;    /* engine report, refreshed by the scheduler */
     uint64_t peak_device_bytes, plan_device_bytes, peak_host_rss_bytes;
-    double t_start;              /* cli_now_s() at start */
+    double t_start;              /* sw_clock_s() at start */
     int64_t created;             /* wall-clock seconds at start */
 } srv_metrics;
 

@@ -25,6 +25,7 @@
 #include "cli/turns.h"
 #include "format/json_util.h"
 #include "util/utf8.h"
+#include "util/clock.h"
 
 enum { DEFAULT_MAX_TOKENS_COMPLETION = 16 };
 
@@ -472,7 +473,7 @@ srv_reply srv_api_metrics(srv_state *s) {
     const srv_metrics m = s->m;
     const size_t queued = s->n_queued, running = s->n_running;
     pthread_mutex_unlock(&s->mu);
-    const double up = cli_now_s() - m.t_start;
+    const double up = sw_clock_s() - m.t_start;
     char *body = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&body, &len);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/serve.h"
+#include "util/clock.h"
 
 typedef struct lane {
     sw_session *session;
@@ -185,7 +186,7 @@ static void take_token(sched *q, lane *l, srv_req *r, const float *logits) {
     const int32_t id = sw_sampler_sample(r->sampler, logits);
     bool print = false;
     if (r->phase == SRV_PREFILL)
-        r->t_first = cli_now_s();
+        r->t_first = sw_clock_s();
     gen_stop stop = gen_after_sample(&s->special, r->max_tokens, &r->n_generated, id,
                                      sw_session_pos(r->session), sw_engine_n_ctx(s->engine),
                                      &print);

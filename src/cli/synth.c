@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "cli/interrupt.h"
 #include "synth/synth.h"
+#include "util/clock.h"
 
 static void usage(FILE *out) {
     fputs("usage: spillway synth --shape NAME -o PATH [options]\n"
@@ -55,15 +56,10 @@ typedef struct bar {
     bool drawn;
 } bar;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void on_progress(void *user, uint64_t done, uint64_t total) {
     bar *b = user;
-    double t = now_s();
+    double t = sw_clock_s();
     if (!b->tty || total == 0 || (t - b->last < 0.1 && done < total))
         return;
     b->last = t;
@@ -188,7 +184,7 @@ int cmd_synth(int argc, char **argv) {
         return rc < 0 ? CLI_EXIT_OK : rc;
     char label[96];
     snprintf(label, sizeof label, "synth %s %s", o.shape, o.type);
-    bar b = {.tty = !quiet && isatty(STDERR_FILENO), .t0 = now_s(), .label = label};
+    bar b = {.tty = !quiet && isatty(STDERR_FILENO), .t0 = sw_clock_s(), .label = label};
     o.progress = on_progress;
     o.progress_user = &b;
     o.cancel = &cli_interrupt_signal;

@@ -19,12 +19,8 @@
 
 #include "engine/engine_internal.h"
 #include "util/error.h"
+#include "util/clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 sw_status sw_session_create(sw_engine *e, sw_session **out) {
     if (e == NULL || out == NULL)
@@ -141,10 +137,10 @@ sw_status sw_engine_eval_batch(sw_engine *e, const sw_batch_item *items, size_t 
         return sw_errorf(SW_ERR_ARG, "sw_engine_eval_batch: %u items want logits but there is "
                          "no buffer", n_out);
     write_meta(e, items, n);
-    const double t0 = now_s();
+    const double t0 = sw_clock_s();
     if ((st = engine_forward(e, (uint32_t)n, n_out, logits)) != SW_OK)
         return st;
-    const double dt = now_s() - t0;
+    const double dt = sw_clock_s() - t0;
     bool decode = true;
     for (size_t i = 0; i < n; i++) {
         engine_seq *q = &e->seqs[items[i].session->slot];

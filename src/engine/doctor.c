@@ -29,6 +29,7 @@
 #include "engine/measure.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 #define MIB (1024ull * 1024ull)
 #define DOCTOR_MAX_THREADS 64       /* more rarely adds memory bandwidth */
@@ -283,7 +284,7 @@ sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out) {
     if (opt == NULL || out == NULL || opt->n_threads < 0)
         return sw_errorf(SW_ERR_ARG, "sw_doctor_run: %s",
                          opt == NULL || out == NULL ? "NULL argument" : "n_threads < 0");
-    double t0 = measure_now_s();
+    double t0 = sw_clock_s();
     const doctor_sizes *z = opt->quick ? &SIZES_QUICK : &SIZES_FULL;
     memset(out, 0, sizeof *out);
     out->quick = opt->quick != 0;
@@ -304,7 +305,7 @@ sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out) {
     measure_devices(z, out);
     measure_disk(opt, z, out);
     choose_rates(out);
-    out->elapsed_s = measure_now_s() - t0;
+    out->elapsed_s = sw_clock_s() - t0;
     return SW_OK;
 }
 

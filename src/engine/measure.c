@@ -25,6 +25,7 @@
 #include "quant/random.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 enum {
     MEASURE_MAX_THREADS = 256,        /* per-thread sums in a read job */
@@ -34,11 +35,6 @@ enum {
 
 static volatile uint64_t measure_sink; /* keeps measured reads alive */
 
-double measure_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* 64-byte aligned buffer of at least `bytes`, or NULL. */
 static void *alloc_aligned(uint64_t bytes) {
@@ -104,9 +100,9 @@ sw_status measure_host_read(cpu_pool *pool, uint64_t bytes, int n_runs, double *
     cpu_pool_run(pool, read_task, j);   /* warm-up: TLB, page tables */
     double best = 0;
     for (int r = 0; r < n_runs; r++) {
-        double t0 = measure_now_s();
+        double t0 = sw_clock_s();
         cpu_pool_run(pool, read_task, j);
-        double dt = measure_now_s() - t0;
+        double dt = sw_clock_s() - t0;
         if (dt > 0 && (double)bytes / dt > best)
             best = (double)bytes / dt;
     }
@@ -135,9 +131,9 @@ sw_status measure_memcpy(uint64_t bytes, int n_runs, double *Bps) {
     memcpy(dst, src, (size_t)bytes);    /* warm-up */
     double best = 0;
     for (int r = 0; r < n_runs; r++) {
-        double t0 = measure_now_s();
+        double t0 = sw_clock_s();
         memcpy(dst, src, (size_t)bytes);
-        double dt = measure_now_s() - t0;
+        double dt = sw_clock_s() - t0;
         if (dt > 0 && (double)bytes / dt > best)
             best = (double)bytes / dt;
     }
@@ -170,9 +166,9 @@ static sw_status best_matmul_s(cpu_pool *pool, const tensor_view *w, const float
     if (st == SW_OK)
         st = cpu_matmul(pool, ws, w, x, y, n_tokens);
     for (int r = 0; st == SW_OK && r < n_runs; r++) {
-        double t0 = measure_now_s();
+        double t0 = sw_clock_s();
         st = cpu_matmul(pool, ws, w, x, y, n_tokens);
-        double dt = measure_now_s() - t0;
+        double dt = sw_clock_s() - t0;
         if (st == SW_OK && dt > 0 && (*best_s == 0 || dt < *best_s))
             *best_s = dt;
     }
@@ -310,10 +306,10 @@ sw_status measure_file_read(const char *path, uint64_t max_bytes, measure_file_r
     (void)posix_fadvise(fd, 0, (off_t)n, POSIX_FADV_DONTNEED);
     out->cached_fraction = resident_fraction(fd, n);
     (void)posix_fadvise(fd, 0, (off_t)n, POSIX_FADV_SEQUENTIAL);
-    double t0 = measure_now_s();
+    double t0 = sw_clock_s();
     if ((st = read_all(fd, path, n, &out->bytes)) != SW_OK)
         goto done;
-    double dt = measure_now_s() - t0;
+    double dt = sw_clock_s() - t0;
     out->Bps = dt > 0 ? (double)out->bytes / dt : 0;
 done:
     close(fd);

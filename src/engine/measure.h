@@ -14,9 +14,7 @@
 
 #include "backend/cpu/threadpool.h"
 #include "spillway.h"
-
-/* Seconds from a monotonic clock (for differences only). */
-double measure_now_s(void);
+#include "util/clock.h"
 
 /* The decode matmul (cpu_matmul, one token, the pool's threads) over a
  * random weight of about `bytes` of `type`, in weight bytes per second,

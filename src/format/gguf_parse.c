@@ -30,13 +30,6 @@
 #define MIN_STRING_BYTES 8                        /* empty string */
 #define MIN_ARRAY_BYTES (4 + 8)                   /* empty array */
 
-#define TRY(expr)                                                              \
-    do {                                                                       \
-        sw_status try_st_ = (expr);                                            \
-        if (try_st_ != SW_OK)                                                  \
-            return try_st_;                                                    \
-    } while (0)
-
 typedef struct parser {
     gguf_file *file;
     gguf_priv *priv;
@@ -84,14 +77,14 @@ static uint64_t le64(const uint8_t *b) {
 }
 
 static sw_status read_u32(parser *p, const char *what, uint32_t *out) {
-    TRY(need(p, 4, what));
+    SW_TRY(need(p, 4, what));
     *out = le32(p->base + p->pos);
     p->pos += 4;
     return SW_OK;
 }
 
 static sw_status read_u64(parser *p, const char *what, uint64_t *out) {
-    TRY(need(p, 8, what));
+    SW_TRY(need(p, 8, what));
     *out = le64(p->base + p->pos);
     p->pos += 8;
     return SW_OK;
@@ -101,8 +94,8 @@ static sw_status read_u64(parser *p, const char *what, uint64_t *out) {
 static sw_status read_str(parser *p, const char *what, gguf_str *out) {
     char len_what[64];
     snprintf(len_what, sizeof len_what, "%s length", what);
-    TRY(read_u64(p, len_what, &out->len));
-    TRY(need(p, out->len, what));
+    SW_TRY(read_u64(p, len_what, &out->len));
+    SW_TRY(need(p, out->len, what));
     out->ptr = (const char *)p->base + p->pos;
     p->pos += out->len;
     return SW_OK;
@@ -126,7 +119,7 @@ static sw_status check_name(const parser *p, gguf_str s, const char *what) {
     const uint8_t *b = (const uint8_t *)s.ptr;
     if (s.len == 0)
         return parse_fail(p, (uint64_t)(b - p->base) - 8, "%s is empty", what);
-    TRY(check_utf8(p, s, what));
+    SW_TRY(check_utf8(p, s, what));
     for (uint64_t i = 0; i < s.len; i++)
         if (b[i] < 0x20 || b[i] == 0x7F)
             return parse_fail(p, (uint64_t)(b - p->base) + i,
@@ -140,7 +133,7 @@ static sw_status parse_value(parser *p, uint32_t type, gguf_value *v, unsigned l
 
 static sw_status parse_scalar(parser *p, uint32_t type, gguf_value *v) {
     size_t n = gguf_vtype_size(type);
-    TRY(need(p, n, gguf_vtype_name(type)));
+    SW_TRY(need(p, n, gguf_vtype_name(type)));
     const uint8_t *b = p->base + p->pos;
     if (type == GGUF_VT_BOOL && b[0] > 1)
         return parse_fail(p, p->pos, "bool value %u is neither 0 nor 1", b[0]);
@@ -166,13 +159,13 @@ static sw_status parse_scalar_elems(parser *p, gguf_value *v) {
 static sw_status parse_array(parser *p, gguf_value *v, unsigned level) {
     uint64_t type_at = p->pos;
     uint32_t et;
-    TRY(read_u32(p, "array element type", &et));
+    SW_TRY(read_u32(p, "array element type", &et));
     if (et >= GGUF_VT_COUNT)
         return parse_fail(p, type_at, "unknown array element type %" PRIu32, et);
     if (et == GGUF_VT_ARRAY && level >= GGUF_MAX_DEPTH)
         return parse_fail(p, type_at, "arrays nested deeper than %d levels", GGUF_MAX_DEPTH);
     uint64_t count_at = p->pos;
-    TRY(read_u64(p, "array length", &v->arr.n));
+    SW_TRY(read_u64(p, "array length", &v->arr.n));
     v->arr.elem_type = et;
     size_t elem_bytes = gguf_vtype_size(et);
     uint64_t min = elem_bytes ? elem_bytes
@@ -191,7 +184,7 @@ static sw_status parse_array(parser *p, gguf_value *v, unsigned level) {
     if (v->arr.items == NULL)
         return parse_oom(p, v->arr.n, sizeof *v->arr.items);
     for (uint64_t i = 0; i < v->arr.n; i++)
-        TRY(parse_value(p, et, &v->arr.items[i], level + 1));
+        SW_TRY(parse_value(p, et, &v->arr.items[i], level + 1));
     return SW_OK;
 }
 
@@ -199,7 +192,7 @@ static sw_status parse_array(parser *p, gguf_value *v, unsigned level) {
 static sw_status parse_value(parser *p, uint32_t type, gguf_value *v, unsigned level) {
     v->type = type;
     if (type == GGUF_VT_STRING) {
-        TRY(read_str(p, "string", &v->s));
+        SW_TRY(read_str(p, "string", &v->s));
         return check_utf8(p, v->s, "string");
     }
     if (type == GGUF_VT_ARRAY)
@@ -216,15 +209,15 @@ static void set_ctx_str(parser *p, const char *kind, gguf_str name) {
 static sw_status parse_kv(parser *p, uint64_t index, gguf_kv *kv) {
     snprintf(p->ctx, sizeof p->ctx, "metadata entry %" PRIu64 ": ", index);
     kv->file_offset = p->pos;
-    TRY(read_str(p, "key", &kv->key));
-    TRY(check_name(p, kv->key, "key"));
+    SW_TRY(read_str(p, "key", &kv->key));
+    SW_TRY(check_name(p, kv->key, "key"));
     set_ctx_str(p, "key", kv->key);
     uint64_t type_at = p->pos;
     uint32_t type;
-    TRY(read_u32(p, "value type", &type));
+    SW_TRY(read_u32(p, "value type", &type));
     if (type >= GGUF_VT_COUNT)
         return parse_fail(p, type_at, "unknown value type %" PRIu32, type);
-    TRY(parse_value(p, type, &kv->value, 1));
+    SW_TRY(parse_value(p, type, &kv->value, 1));
     p->ctx[0] = '\0';
     return SW_OK;
 }
@@ -241,7 +234,7 @@ static sw_status parse_magic_version(parser *p) {
         return parse_fail(p, 0, "not a GGUF file (bad magic: expected \"GGUF\")");
     p->pos = 4;
     uint32_t version;
-    TRY(read_u32(p, "version", &version));
+    SW_TRY(read_u32(p, "version", &version));
     /* A big-endian writer stores 3 as 00 00 00 03: the low half reads 0. */
     if (version != 0 && (version & 0xFFFFu) == 0)
         return parse_fail(p, 4, "big-endian GGUF is not supported (version field "
@@ -257,9 +250,9 @@ static sw_status parse_magic_version(parser *p) {
 }
 
 static sw_status parse_header(parser *p) {
-    TRY(parse_magic_version(p));
-    TRY(read_u64(p, "tensor count", &p->file->n_tensors));
-    TRY(read_u64(p, "metadata count", &p->file->n_kv));
+    SW_TRY(parse_magic_version(p));
+    SW_TRY(read_u64(p, "tensor count", &p->file->n_tensors));
+    SW_TRY(read_u64(p, "metadata count", &p->file->n_kv));
     uint64_t left = p->size - p->pos;
     uint64_t n_kv = p->file->n_kv, n_tensors = p->file->n_tensors;
     if (n_kv > left / MIN_KV_BYTES)
@@ -359,7 +352,7 @@ static sw_status read_alignment(parser *p) {
 
 static sw_status parse_tensor_shape(parser *p, gguf_tensor *t) {
     uint64_t at = p->pos;
-    TRY(read_u32(p, "dimension count", &t->n_dims));
+    SW_TRY(read_u32(p, "dimension count", &t->n_dims));
     if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
         return parse_fail(p, at, "%" PRIu32 " dimensions, expected 1 to %d", t->n_dims,
                           GGUF_MAX_DIMS);
@@ -368,7 +361,7 @@ static sw_status parse_tensor_shape(parser *p, gguf_tensor *t) {
         t->ne[d] = 1;
     for (uint32_t d = 0; d < t->n_dims; d++) {
         at = p->pos;
-        TRY(read_u64(p, "dimension", &t->ne[d]));
+        SW_TRY(read_u64(p, "dimension", &t->ne[d]));
         if (t->ne[d] == 0)
             return parse_fail(p, at, "dimension %" PRIu32 " is zero", d);
         /* ggml keeps shapes in int64_t: the element count must fit one. */
@@ -401,8 +394,8 @@ static sw_status parse_tensor_info(parser *p, uint64_t index, gguf_tensor *t) {
     snprintf(p->ctx, sizeof p->ctx, "tensor %" PRIu64 ": ", index);
     t->info_offset = p->pos;
     gguf_str name;
-    TRY(read_str(p, "tensor name", &name));
-    TRY(check_name(p, name, "tensor name"));
+    SW_TRY(read_str(p, "tensor name", &name));
+    SW_TRY(check_name(p, name, "tensor name"));
     if (name.len > GGUF_MAX_NAME)
         return parse_fail(p, t->info_offset, "tensor name is %" PRIu64 " bytes long, "
                           "the limit is %d", name.len, GGUF_MAX_NAME);
@@ -412,12 +405,12 @@ static sw_status parse_tensor_info(parser *p, uint64_t index, gguf_tensor *t) {
     memcpy(copy, name.ptr, (size_t)name.len);
     t->name = copy;
     snprintf(p->ctx, sizeof p->ctx, "tensor %" PRIu64 " '%s': ", index, copy);
-    TRY(parse_tensor_shape(p, t));
+    SW_TRY(parse_tensor_shape(p, t));
     uint64_t at = p->pos;
-    TRY(read_u32(p, "tensor type", &t->type));
-    TRY(check_tensor_type(p, t, at));
+    SW_TRY(read_u32(p, "tensor type", &t->type));
+    SW_TRY(check_tensor_type(p, t, at));
     at = p->pos;
-    TRY(read_u64(p, "tensor data offset", &t->offset));
+    SW_TRY(read_u64(p, "tensor data offset", &t->offset));
     if (t->offset % p->file->alignment != 0)
         return parse_fail(p, at, "data offset 0x%" PRIx64 " is not a multiple of the "
                           "alignment %" PRIu32, t->offset, p->file->alignment);
@@ -490,27 +483,27 @@ static sw_status index_tensors(parser *p) {
 
 static sw_status parse_tables(parser *p) {
     gguf_file *f = p->file;
-    TRY(parse_header(p));
+    SW_TRY(parse_header(p));
     if (f->n_kv > 0) {
         f->kv = gguf_arena_alloc(p->priv, f->n_kv, sizeof *f->kv);
         if (f->kv == NULL)
             return parse_oom(p, f->n_kv, sizeof *f->kv);
     }
     for (uint64_t i = 0; i < f->n_kv; i++)
-        TRY(parse_kv(p, i, &f->kv[i]));
-    TRY(index_keys(p));
-    TRY(read_alignment(p));
+        SW_TRY(parse_kv(p, i, &f->kv[i]));
+    SW_TRY(index_keys(p));
+    SW_TRY(read_alignment(p));
     if (f->n_tensors > 0) {
         f->tensors = gguf_arena_alloc(p->priv, f->n_tensors, sizeof *f->tensors);
         if (f->tensors == NULL)
             return parse_oom(p, f->n_tensors, sizeof *f->tensors);
     }
     for (uint64_t i = 0; i < f->n_tensors; i++)
-        TRY(parse_tensor_info(p, i, &f->tensors[i]));
-    TRY(place_tensor_data(p));
+        SW_TRY(parse_tensor_info(p, i, &f->tensors[i]));
+    SW_TRY(place_tensor_data(p));
     if (f->n_tensors == 0)
         return SW_OK;
-    TRY(check_overlaps(p));
+    SW_TRY(check_overlaps(p));
     return index_tensors(p);
 }
 

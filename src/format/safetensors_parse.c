@@ -32,13 +32,6 @@
 /* Scan levels: json-c refuses anything nested deeper than JSONU_MAX_DEPTH. */
 #define SCAN_MAX_LEVELS (JSONU_MAX_DEPTH + 2)
 
-#define TRY(expr)                                                              \
-    do {                                                                       \
-        sw_status try_st_ = (expr);                                            \
-        if (try_st_ != SW_OK)                                                  \
-            return try_st_;                                                    \
-    } while (0)
-
 typedef struct parser {
     st_file *file;
     st_priv *priv;
@@ -140,7 +133,7 @@ static sw_status parse_json(parser *p) {
     char what[1200];
     snprintf(what, sizeof what, "%s: JSON header (starting at file offset 8)",
              p->file->path);
-    TRY(jsonu_parse(p->text, p->text_len, what, &p->root));
+    SW_TRY(jsonu_parse(p->text, p->text_len, what, &p->root));
     if (!json_object_is_type(p->root, json_type_object))
         return parse_fail(p, "the JSON header is a JSON %s, expected an object mapping tensor "
                           "names to entries", json_type_to_name(json_object_get_type(p->root)));
@@ -415,19 +408,19 @@ static sw_status scan_text(parser *p, bool members) {
         char c = p->text[i];
         if (c == '"') {
             size_t at = i, body;
-            TRY(scan_string(p, &i, &body));
+            SW_TRY(scan_string(p, &i, &body));
             scan_level *l = depth > 0 ? &lv[depth - 1] : NULL;
             if (l != NULL && l->kind == '{' && l->expect_key) {
                 l->expect_key = false;
                 if (l->mirrored)
-                    TRY(match_key(p, lv, depth, p->text + body, i - 1 - body, 8 + at));
+                    SW_TRY(match_key(p, lv, depth, p->text + body, i - 1 - body, 8 + at));
             }
             continue;
         }
         if (c == '{' || c == '[')
-            TRY(scan_open(p, lv, &depth, c, i, members));
+            SW_TRY(scan_open(p, lv, &depth, c, i, members));
         else if (c == '}' || c == ']')
-            TRY(scan_close(p, lv, &depth, i));
+            SW_TRY(scan_close(p, lv, &depth, i));
         else if (c == ',' && depth > 0 && lv[depth - 1].kind == '{')
             lv[depth - 1].expect_key = true;
         i++;
@@ -439,7 +432,7 @@ static sw_status scan_text(parser *p, bool members) {
  * occurrence's position with the last one's value, so member objects can
  * only be compared once the root is known to be free of repeats. */
 static sw_status scan_header(parser *p) {
-    TRY(scan_text(p, false));
+    SW_TRY(scan_text(p, false));
     return scan_text(p, true);
 }
 
@@ -479,7 +472,7 @@ static sw_status parse_dtype(parser *p, json_object *entry, const char *what, st
     const char *s;
     size_t len;
     char buf[72];
-    TRY(need_member(p, jsonu_get_str(entry, "dtype", what, &s, &len), "dtype"));
+    SW_TRY(need_member(p, jsonu_get_str(entry, "dtype", what, &s, &len), "dtype"));
     for (int k = 0; k < ST_DTYPE_COUNT; k++) {
         const char *name = st_dtype_name((st_dtype)k);
         if (strlen(name) == len && memcmp(name, s, len) == 0) {
@@ -497,7 +490,7 @@ static sw_status parse_dtype(parser *p, json_object *entry, const char *what, st
  * multiplies them). Bytes must fit in uint64. */
 static sw_status parse_shape(parser *p, json_object *entry, const char *what, st_tensor *t) {
     json_object *arr;
-    TRY(need_member(p, jsonu_get_arr(entry, "shape", what, &arr), "shape"));
+    SW_TRY(need_member(p, jsonu_get_arr(entry, "shape", what, &arr), "shape"));
     size_t n = json_object_array_length(arr);
     if (n > ST_MAX_DIMS)
         return parse_fail(p, "shape has %zu dimensions, at most %d are supported", n,
@@ -506,7 +499,7 @@ static sw_status parse_shape(parser *p, json_object *entry, const char *what, st
     uint64_t count = 1;
     bool empty = false;
     for (size_t d = 0; d < n; d++) {
-        TRY(get_u63(p, arr, d, "shape", &t->shape[d]));
+        SW_TRY(get_u63(p, arr, d, "shape", &t->shape[d]));
         if (t->shape[d] == 0) {
             empty = true;
             continue;
@@ -538,12 +531,12 @@ static sw_status parse_offsets(parser *p, json_object *entry, const char *what,
     json_object *arr;
     uint64_t begin, end;
     char shape[200];
-    TRY(need_member(p, jsonu_get_arr(entry, "data_offsets", what, &arr), "data_offsets"));
+    SW_TRY(need_member(p, jsonu_get_arr(entry, "data_offsets", what, &arr), "data_offsets"));
     size_t n = json_object_array_length(arr);
     if (n != 2)
         return parse_fail(p, "data_offsets has %zu entries, expected [begin, end]", n);
-    TRY(get_u63(p, arr, 0, "data_offsets", &begin));
-    TRY(get_u63(p, arr, 1, "data_offsets", &end));
+    SW_TRY(get_u63(p, arr, 0, "data_offsets", &begin));
+    SW_TRY(get_u63(p, arr, 1, "data_offsets", &end));
     if (begin > end)
         return parse_fail(p, "data_offsets [%" PRIu64 ", %" PRIu64 "] are reversed "
                           "(begin > end)", begin, end);
@@ -587,9 +580,9 @@ static sw_status parse_entry(parser *p, const char *name, json_object *entry, st
             return parse_fail(p, "unexpected key \"%s\" (an entry holds exactly dtype, "
                               "shape and data_offsets)", printable(key, strlen(key), buf));
     }
-    TRY(parse_dtype(p, entry, what, t));
-    TRY(parse_shape(p, entry, what, t));
-    TRY(parse_offsets(p, entry, what, t));
+    SW_TRY(parse_dtype(p, entry, what, t));
+    SW_TRY(parse_shape(p, entry, what, t));
+    SW_TRY(parse_offsets(p, entry, what, t));
     t->name = pool_copy(p, name, strlen(name));
     p->ctx[0] = '\0';
     return SW_OK;
@@ -656,12 +649,12 @@ static sw_status alloc_tables(parser *p) {
 
 static sw_status parse_members(parser *p) {
     uint64_t k = 0;
-    TRY(alloc_tables(p));
+    SW_TRY(alloc_tables(p));
     json_object_object_foreach(p->root, key, val) {
         if (strcmp(key, "__metadata__") == 0)
-            TRY(parse_meta(p, val));
+            SW_TRY(parse_meta(p, val));
         else
-            TRY(parse_entry(p, key, val, &p->file->tensors[k++]));
+            SW_TRY(parse_entry(p, key, val, &p->file->tensors[k++]));
     }
     return SW_OK;
 }

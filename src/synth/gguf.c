@@ -48,12 +48,6 @@ static uint32_t file_type(uint32_t type) {
     }
 }
 
-#define TRY(expr)                                                                            \
-    do {                                                                                     \
-        if ((st = (expr)) != SW_OK)                                                          \
-            return st;                                                                       \
-    } while (0)
-
 /* gemma4.<key>: one value when every layer has it, else an array. */
 static sw_status put_per_layer(gguf_writer *w, const char *key, const model_config *c,
                                uint32_t (*get)(const model_config *, uint32_t)) {
@@ -86,32 +80,31 @@ static void head_dims(const model_config *c, uint32_t *full, uint32_t *swa) {
 static sw_status put_gemma4(gguf_writer *w, const model_config *c) {
     char key[96];
     uint32_t full, swa, shared = 0;
-    sw_status st;
 #define KEY(suffix) (snprintf(key, sizeof key, "gemma4." suffix), key)
     head_dims(c, &full, &swa);
     for (uint32_t il = 0; il < c->n_layer; il++)
         shared += !model_layer_owns_kv(c, il);
-    TRY(put_per_layer(w, KEY("feed_forward_length"), c, layer_ff));
-    TRY(put_per_layer(w, KEY("attention.head_count_kv"), c, layer_kv));
-    TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
-    TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base_swa"), c->rope_base_local));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), full));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), full));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.key_length_swa"), swa));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.value_length_swa"), swa));
-    TRY(gguf_writer_kv_u32(w, KEY("rope.dimension_count"), full));
-    TRY(gguf_writer_kv_u32(w, KEY("rope.dimension_count_swa"), swa));
-    TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.shared_kv_layers"), shared));
-    TRY(gguf_writer_kv_u32(w, KEY("embedding_length_per_layer_input"), c->n_embd_per_layer));
-    TRY(gguf_writer_array_begin(w, KEY("attention.sliding_window_pattern"), GGUF_VT_BOOL,
+    SW_TRY(put_per_layer(w, KEY("feed_forward_length"), c, layer_ff));
+    SW_TRY(put_per_layer(w, KEY("attention.head_count_kv"), c, layer_kv));
+    SW_TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
+    SW_TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base_swa"), c->rope_base_local));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), full));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), full));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.key_length_swa"), swa));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.value_length_swa"), swa));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("rope.dimension_count"), full));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("rope.dimension_count_swa"), swa));
+    SW_TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.shared_kv_layers"), shared));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("embedding_length_per_layer_input"), c->n_embd_per_layer));
+    SW_TRY(gguf_writer_array_begin(w, KEY("attention.sliding_window_pattern"), GGUF_VT_BOOL,
                                 c->n_layer));
     for (uint32_t il = 0; il < c->n_layer; il++)
-        TRY(gguf_writer_array_bool(w, model_layer_is_local(c, il)));
+        SW_TRY(gguf_writer_array_bool(w, model_layer_is_local(c, il)));
     if (c->n_expert != 0) {
-        TRY(gguf_writer_kv_u32(w, KEY("expert_count"), c->n_expert));
-        TRY(gguf_writer_kv_u32(w, KEY("expert_used_count"), c->n_expert_used));
-        TRY(gguf_writer_kv_u32(w, KEY("expert_feed_forward_length"), c->n_ff_exp));
+        SW_TRY(gguf_writer_kv_u32(w, KEY("expert_count"), c->n_expert));
+        SW_TRY(gguf_writer_kv_u32(w, KEY("expert_used_count"), c->n_expert_used));
+        SW_TRY(gguf_writer_kv_u32(w, KEY("expert_feed_forward_length"), c->n_ff_exp));
     }
 #undef KEY
     return SW_OK;
@@ -120,40 +113,39 @@ static sw_status put_gemma4(gguf_writer *w, const model_config *c) {
 static sw_status put_arch(gguf_writer *w, const synth_model *m, uint32_t type) {
     const model_config *c = &m->c;
     char key[96], name[96];
-    sw_status st;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, c->arch), key)
     snprintf(name, sizeof name, "synthetic %s", m->name);
-    TRY(gguf_writer_kv_str(w, "general.architecture", c->arch));
-    TRY(gguf_writer_kv_str(w, "general.type", "model"));
-    TRY(gguf_writer_kv_str(w, "general.name", name));
-    TRY(gguf_writer_kv_u32(w, KEY("context_length"), c->n_ctx_train));
-    TRY(gguf_writer_kv_u32(w, KEY("embedding_length"), c->n_embd));
-    TRY(gguf_writer_kv_u32(w, KEY("block_count"), c->n_layer));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.head_count"), c->n_head));
-    TRY(gguf_writer_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps));
-    TRY(gguf_writer_kv_u32(w, "general.file_type", file_type(type)));
+    SW_TRY(gguf_writer_kv_str(w, "general.architecture", c->arch));
+    SW_TRY(gguf_writer_kv_str(w, "general.type", "model"));
+    SW_TRY(gguf_writer_kv_str(w, "general.name", name));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("context_length"), c->n_ctx_train));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("embedding_length"), c->n_embd));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("block_count"), c->n_layer));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.head_count"), c->n_head));
+    SW_TRY(gguf_writer_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps));
+    SW_TRY(gguf_writer_kv_u32(w, "general.file_type", file_type(type)));
     if (c->sliding_window != 0)
-        TRY(gguf_writer_kv_u32(w, KEY("attention.sliding_window"), c->sliding_window));
+        SW_TRY(gguf_writer_kv_u32(w, KEY("attention.sliding_window"), c->sliding_window));
     if (type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K)
-        TRY(gguf_writer_kv_u32(w, "general.quantization_version", 2));
+        SW_TRY(gguf_writer_kv_u32(w, "general.quantization_version", 2));
     if (m->family == 4)
         return put_gemma4(w, c);
-    TRY(gguf_writer_kv_u32(w, KEY("feed_forward_length"), c->n_ff));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.head_count_kv"), c->n_head_kv));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), c->n_embd_head));
-    TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), c->n_embd_head));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("feed_forward_length"), c->n_ff));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.head_count_kv"), c->n_head_kv));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.key_length"), c->n_embd_head));
+    SW_TRY(gguf_writer_kv_u32(w, KEY("attention.value_length"), c->n_embd_head));
     if (m->family == 2) {
-        TRY(gguf_writer_kv_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap));
-        TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
+        SW_TRY(gguf_writer_kv_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap));
+        SW_TRY(gguf_writer_kv_f32(w, KEY("final_logit_softcapping"), c->final_softcap));
     }
     if (m->family == 3)
-        TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
+        SW_TRY(gguf_writer_kv_f32(w, KEY("rope.freq_base"), c->rope_base_global));
     /* Readers infer the 27B query scale from the depth, which --layers
      * changes: state it (model/config.c prefers a stated scale). */
-    TRY(gguf_writer_kv_f32(w, KEY("attention.scale"), c->query_scale));
+    SW_TRY(gguf_writer_kv_f32(w, KEY("attention.scale"), c->query_scale));
     if (c->rope_scale_global != 1.0f) {
-        TRY(gguf_writer_kv_str(w, KEY("rope.scaling.type"), "linear"));
-        TRY(gguf_writer_kv_f32(w, KEY("rope.scaling.factor"), 1.0f / c->rope_scale_global));
+        SW_TRY(gguf_writer_kv_str(w, KEY("rope.scaling.type"), "linear"));
+        SW_TRY(gguf_writer_kv_f32(w, KEY("rope.scaling.factor"), 1.0f / c->rope_scale_global));
     }
 #undef KEY
     return SW_OK;
@@ -196,45 +188,42 @@ static sw_status put_merges(gguf_writer *w, const synth_vocab *v) {
 
 static sw_status put_vocab(gguf_writer *w, const synth_vocab *v) {
     const bool gemma4 = v->gemma4;
-    sw_status st;
-    TRY(gguf_writer_kv_str(w, "tokenizer.ggml.model", gemma4 ? "gemma4" : "llama"));
+    SW_TRY(gguf_writer_kv_str(w, "tokenizer.ggml.model", gemma4 ? "gemma4" : "llama"));
     if (!gemma4)
-        TRY(gguf_writer_kv_str(w, "tokenizer.ggml.pre", "default"));
-    TRY(gguf_writer_array_begin(w, "tokenizer.ggml.tokens", GGUF_VT_STRING, v->n));
+        SW_TRY(gguf_writer_kv_str(w, "tokenizer.ggml.pre", "default"));
+    SW_TRY(gguf_writer_array_begin(w, "tokenizer.ggml.tokens", GGUF_VT_STRING, v->n));
     for (uint32_t i = 0; i < v->n; i++) {
         size_t len;
         const char *p = synth_piece(v, i, &len);
-        TRY(gguf_writer_array_str(w, p, len));
+        SW_TRY(gguf_writer_array_str(w, p, len));
     }
-    TRY(gguf_writer_array_begin(w, "tokenizer.ggml.scores", GGUF_VT_F32, v->n));
+    SW_TRY(gguf_writer_array_begin(w, "tokenizer.ggml.scores", GGUF_VT_F32, v->n));
     for (uint32_t i = 0; i < v->n; i++)
-        TRY(gguf_writer_array_f32(w, synth_vocab_score(v, i)));
-    TRY(gguf_writer_array_begin(w, "tokenizer.ggml.token_type", GGUF_VT_I32, v->n));
+        SW_TRY(gguf_writer_array_f32(w, synth_vocab_score(v, i)));
+    SW_TRY(gguf_writer_array_begin(w, "tokenizer.ggml.token_type", GGUF_VT_I32, v->n));
     for (uint32_t i = 0; i < v->n; i++)
-        TRY(gguf_writer_array_i32(w, v->type[i]));
+        SW_TRY(gguf_writer_array_i32(w, v->type[i]));
     if (gemma4)
-        TRY(put_merges(w, v));
-    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 2));
-    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", 1));
-    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.unknown_token_id", 3));
-    TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.padding_token_id", 0));
-    TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_bos_token", true));
-    TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_eos_token", false));
-    TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_space_prefix", false));
-    TRY(gguf_writer_kv_str(w, "tokenizer.chat_template", synth_chat_template(gemma4)));
+        SW_TRY(put_merges(w, v));
+    SW_TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 2));
+    SW_TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", 1));
+    SW_TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.unknown_token_id", 3));
+    SW_TRY(gguf_writer_kv_u32(w, "tokenizer.ggml.padding_token_id", 0));
+    SW_TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_bos_token", true));
+    SW_TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_eos_token", false));
+    SW_TRY(gguf_writer_kv_bool(w, "tokenizer.ggml.add_space_prefix", false));
+    SW_TRY(gguf_writer_kv_str(w, "tokenizer.chat_template", synth_chat_template(gemma4)));
     return SW_OK;
 }
 
 static sw_status put_tensors(gguf_writer *w, const synth_model *m) {
-    sw_status st;
     for (size_t i = 0; i < m->n; i++) {
         const synth_tensor *t = &m->t[i];
         uint64_t ne[3] = {t->ne0, t->ne1, t->ne2};
-        TRY(gguf_writer_add_tensor(w, t->gguf_name, t->n_dims, ne, t->gguf_type));
+        SW_TRY(gguf_writer_add_tensor(w, t->gguf_name, t->n_dims, ne, t->gguf_type));
     }
     return SW_OK;
 }
-#undef TRY
 
 /* PATH may exist only with --force, and only as a file. */
 static sw_status check_target(const char *path, bool force) {

@@ -24,6 +24,7 @@
 #include "quant/types.h"
 #include "synth/synth_internal.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 #define DEFAULT_CHUNK_BYTES ((size_t)4 << 20)
 
@@ -182,11 +183,6 @@ static sw_status ctx_init(synth_ctx *x, const synth_options *o, const synth_mode
     return SW_OK;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void fill_result(const synth_model *m, const synth_vocab *v, synth_result *r) {
     snprintf(r->shape, sizeof r->shape, "%s", m->name);
@@ -211,7 +207,7 @@ sw_status synth_write(const synth_options *o, synth_result *r) {
     if (o == NULL || r == NULL)
         return sw_errorf(SW_ERR_ARG, "synth_write: NULL argument");
     memset(r, 0, sizeof *r);
-    double t0 = now_s();
+    double t0 = sw_clock_s();
     sw_status st = check_options(o);
     if (st != SW_OK)
         return st;
@@ -225,7 +221,7 @@ sw_status synth_write(const synth_options *o, synth_result *r) {
         goto done;
     fill_result(&m, &v, r);
     st = hf ? synth_write_hf(&x, &m, &v, type, r) : synth_write_gguf(&x, &m, &v, type, r);
-    r->seconds = now_s() - t0;
+    r->seconds = sw_clock_s() - t0;
 done:
     free(x.f32);
     free(x.bytes);

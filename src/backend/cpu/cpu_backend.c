@@ -25,6 +25,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 /* What a backend_buf is here: an allocation, or (base NULL) all of host
  * memory, where offsets are addresses. */
@@ -54,11 +55,6 @@ typedef struct cpu_event {
 
 static cpu_backend *cpu_of(backend *b) { return b->impl; }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static cpu_buf *buf_of(backend_buf *b) { return (cpu_buf *)(void *)b; }
 
@@ -137,9 +133,9 @@ static sw_status cpu_be_copy_h2d(backend *b, backend_queue q, bmem dst, const vo
     if (src == NULL)
         return sw_errorf(SW_ERR_ARG, "cpu backend: copy of %llu bytes from NULL",
                          (unsigned long long)bytes);
-    const double t0 = now_s();
+    const double t0 = sw_clock_s();
     memcpy(cpu_ptr(dst), src, (size_t)bytes);
-    const double t1 = now_s();
+    const double t1 = sw_clock_s();
     pthread_mutex_lock(&c->mu);
     c->bytes_to_device += bytes;
     c->copy_busy_s += t1 - t0;

@@ -10,12 +10,8 @@
 #include <time.h>
 
 #include "backend/pjrt/pjrt_timing.h"
+#include "util/clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void pjrt_timing_init(pjrt_timing *t, const PJRT_Api *api) {
     memset(t, 0, sizeof *t);
@@ -38,7 +34,7 @@ static double copy_done(const pjrt_timing *t, uint64_t tag) {
 static void on_done(PJRT_Error *err, void *user) {
     pjrt_timing_record *r = user;
     pjrt_timing *t = r->owner;
-    double done = now_s();
+    double done = sw_clock_s();
     if (err != NULL) {   /* the queue's own wait reports the error */
         PJRT_Error_Destroy_Args d = {.struct_size = PJRT_Error_Destroy_Args_STRUCT_SIZE,
                                      .error = err};
@@ -70,7 +66,7 @@ static uint64_t start(pjrt_timing *t, PJRT_Event *ev, int is_copy, const uint64_
     pthread_mutex_lock(&t->mu);
     uint64_t tag = ++t->next_tag;
     pjrt_timing_record *r = &t->rec[tag % PJRT_TIMING_RECORDS];
-    *r = (pjrt_timing_record){.tag = tag, .submit_s = now_s(), .is_copy = is_copy,
+    *r = (pjrt_timing_record){.tag = tag, .submit_s = sw_clock_s(), .is_copy = is_copy,
                               .owner = t};
     for (int i = 0; i < n && r->n_deps < PJRT_TIMING_DEPS; i++)
         if (deps[i] != 0)

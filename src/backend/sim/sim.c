@@ -25,6 +25,7 @@
 #include "backend/sim/sim_internal.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 /* Compute commands the device holds before submission blocks; copies. */
 enum { SIM_COMPUTE_SLOTS = 256, SIM_COPY_SLOTS = 64 };
@@ -268,7 +269,7 @@ static sw_status sim_copy_h2d(backend *b, backend_queue q, bmem dst, const void 
     c.u.copy.src = src;
     c.u.copy.bytes = bytes;
     c.u.copy.target = q == BQ_COPY ? t : NULL;
-    c.u.copy.submit_s = sim_now_s();
+    c.u.copy.submit_s = sw_clock_s();
     if (q == BQ_COPY)
         atomic_fetch_add(&t->gen_queued, 1);
     return sim_queue_push(&s->queue[q], &c, NULL);

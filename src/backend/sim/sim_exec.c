@@ -32,16 +32,12 @@
 
 #include "backend/sim/sim_internal.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 /* Copies move in chunks of this size: the pacing granule, and the point
  * where a stopping device can cancel a long copy. */
 #define SIM_CHUNK_BYTES (1u << 20)
 
-double sim_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void sim_fail(sim_backend *s, sw_status st, const char *fmt, ...) {
     pthread_mutex_lock(&s->mu);
@@ -62,7 +58,7 @@ static bool stopping(sim_backend *s) {
 /* Sleeps until monotonic time t; false if the device started stopping. */
 static bool pace_until(sim_backend *s, double t) {
     pthread_mutex_lock(&s->pace_mu);
-    while (!stopping(s) && sim_now_s() < t) {
+    while (!stopping(s) && sw_clock_s() < t) {
         struct timespec ts;
         ts.tv_sec = (time_t)t;
         ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
@@ -93,7 +89,7 @@ static void write_chunk(sim_backend *s, sim_buf *target, uint8_t *dst, const uin
 
 /* A host-to-device copy on the copy queue, paced to the link. */
 static void copy_paced(sim_backend *s, sim_cmd *c) {
-    const double rate = s->link_Bps, t0 = sim_now_s();
+    const double rate = s->link_Bps, t0 = sw_clock_s();
     double ready = c->u.copy.submit_s > s->copy_ready_s ? c->u.copy.submit_s : s->copy_ready_s;
     double due = s->link_free_s > ready ? s->link_free_s : ready;
     uint8_t *dst = c->u.copy.dst;
@@ -113,7 +109,7 @@ static void copy_paced(sim_backend *s, sim_cmd *c) {
     if (c->u.copy.target != NULL)
         atomic_fetch_add(&c->u.copy.target->gen_done, 1);
     pthread_mutex_lock(&s->mu);
-    s->busy_s += sim_now_s() - t0;
+    s->busy_s += sw_clock_s() - t0;
     s->bytes_to_device += c->u.copy.bytes;
     pthread_mutex_unlock(&s->mu);
 }
@@ -168,7 +164,7 @@ void sim_exec(sim_backend *s, int queue, sim_cmd *c) {
         double waited = 0.0;
         bool ok = sim_queue_wait(&s->queue[c->u.wait.queue], c->u.wait.seq, &waited);
         if (queue == BQ_COPY && waited > 0)
-            s->copy_ready_s = sim_now_s();
+            s->copy_ready_s = sw_clock_s();
         if (ok && queue == BQ_COMPUTE && c->u.wait.queue == BQ_COPY) {
             pthread_mutex_lock(&s->mu);
             s->stall_s += waited;   /* compute waiting for copies */

@@ -20,6 +20,7 @@
 #include "backend/backend.h"
 #include "backend/block.h"
 #include "spillway.h"
+#include "util/clock.h"
 
 /* Every allocation starts on this boundary, as cudaMalloc's do. */
 #define SIM_ALIGN 256u
@@ -194,8 +195,5 @@ void sim_fail(sim_backend *s, sw_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-
-/* Monotonic clock in seconds. */
-double sim_now_s(void);
 
 #endif
