@@ -284,6 +284,18 @@ def metric(name):
     return -1
 
 
+def gateway_gauges():
+    """The vLLM-named gauges of /metrics, without their model_name label."""
+    _, body, _ = request("GET", "/metrics")
+    out = {}
+    for line in body.decode().splitlines():
+        if line.startswith("vllm:"):
+            name, value = line.rsplit(" ", 1)
+            check('{model_name="' in name, "gauge without its model label: %r" % line)
+            out[name.split("{", 1)[0]] = float(value)
+    return out
+
+
 def test_disconnect():
     cancelled = metric("spillway_requests_cancelled_total")
     s = socket.create_connection(("127.0.0.1", PORT))
@@ -294,6 +306,17 @@ def test_disconnect():
               str(len(body)).encode() + b"\r\n\r\n" + body)
     got = s.recv(4096)
     check(b"200" in got.split(b"\r\n")[0], "disconnect: %r" % got[:60])
+    # streaming: it runs and holds cache rows, which the gateway gauges show
+    # (the headers may come before its first forward: wait for that)
+    t0 = time.time()
+    gauges = gateway_gauges()
+    while gauges.get("vllm:kv_cache_usage_perc", 0) == 0 and time.time() - t0 < 30:
+        time.sleep(0.05)
+        gauges = gateway_gauges()
+    check(gauges.get("vllm:num_requests_running", 0) >= 1 and
+          0 < gauges.get("vllm:kv_cache_usage_perc", 0) <= 1 and
+          gauges.get("vllm:gpu_cache_usage_perc") == gauges.get("vllm:kv_cache_usage_perc"),
+          "gateway gauges while streaming: %s" % gauges)
     s.close()
     # The headers come before the request is scheduled, so "nothing
     # running" alone could be seen before it starts: wait for the count.
@@ -334,10 +357,17 @@ def test_metrics():
     text = body.decode()
     check(status == 200 and r.getheader("Content-Type", "").startswith("text/plain"),
           "metrics status %d" % status)
-    values = dict(line.split() for line in text.splitlines() if line and line[0] != "#")
+    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and line[0] != "#")
     check(int(values.get("spillway_requests_total", 0)) > 10 and
           int(values.get("spillway_generated_tokens_total", 0)) > 0,
           "metrics counts: %s" % text[:300])
+    # idle: nothing waiting, running or cached; the capacity is -np x -c
+    gauges = gateway_gauges()
+    check(gauges == {"vllm:num_requests_waiting": 0, "vllm:num_requests_running": 0,
+                     "vllm:kv_cache_usage_perc": 0, "vllm:gpu_cache_usage_perc": 0},
+          "idle gateway gauges: %s" % gauges)
+    check(int(values.get("spillway_kv_cache_capacity_tokens", 0)) > 0,
+          "kv capacity: %s" % values.get("spillway_kv_cache_capacity_tokens"))
 
 
 def test_queue_full_and_shutdown():

@@ -60,6 +60,9 @@ typedef struct srv_metrics {
     uint32_t last_batch;         /* tokens in the last forward */
     uint64_t bytes_to_device;    /* engine report, refreshed by the scheduler */
     uint64_t peak_device_bytes, plan_device_bytes, peak_host_rss_bytes;
+    /* KV cache in use: the running requests' positions, of every
+     * sequence's context (what inference gateways route on) */
+    uint64_t kv_used_tokens, kv_capacity_tokens;
     double t_start;              /* sw_clock_s() at start */
     int64_t created;             /* wall-clock seconds at start */
 } srv_metrics;

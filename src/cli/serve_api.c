@@ -468,6 +468,42 @@ srv_reply srv_api_health(srv_state *s) {
     return reply_json(ok ? 200 : 503, root);
 }
 
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void label_value(FILE *f, const char *v) {
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fputc('\\', f);
+        if (*v == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*v, f);
+    }
+}
+
+/* The gauges Kubernetes inference gateways (Gateway API inference
+ * extension, llm-d) route on, under the names they read from vLLM: queued
+ * and running requests, and KV-cache use as a fraction (1 = full);
+ * kv_cache_usage_perc is vLLM V1's name, gpu_cache_usage_perc V0's. */
+static void gateway_metrics(FILE *f, const char *model, size_t queued, size_t running,
+                            const srv_metrics *m) {
+    const double kv = m->kv_capacity_tokens
+                          ? (double)m->kv_used_tokens / (double)m->kv_capacity_tokens : 0.0;
+    static const char *const names[] = {"vllm:num_requests_waiting", "vllm:num_requests_running",
+                                        "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"};
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, "# TYPE %s gauge\n%s{model_name=\"", names[i], names[i]);
+        label_value(f, model ? model : "");
+        if (i < 2)
+            fprintf(f, "\"} %zu\n", i == 0 ? queued : running);
+        else
+            fprintf(f, "\"} %.6f\n", kv);
+    }
+    fprintf(f, "# TYPE spillway_kv_cache_tokens gauge\nspillway_kv_cache_tokens %llu\n"
+            "# TYPE spillway_kv_cache_capacity_tokens gauge\n"
+            "spillway_kv_cache_capacity_tokens %llu\n",
+            (unsigned long long)m->kv_used_tokens, (unsigned long long)m->kv_capacity_tokens);
+}
+
 srv_reply srv_api_metrics(srv_state *s) {
     pthread_mutex_lock(&s->mu);
     const srv_metrics m = s->m;
@@ -507,6 +543,7 @@ srv_reply srv_api_metrics(srv_state *s) {
             up > 0 ? (double)m.bytes_to_device / up : 0.0,
             (unsigned long long)m.peak_device_bytes, (unsigned long long)m.plan_device_bytes,
             (unsigned long long)m.peak_host_rss_bytes);
+    gateway_metrics(f, s->model_name, queued, running, &m);
     if (fclose(f) != 0) {
         free(body);
         return srv_api_error(500, "server_error", "out of memory");

@@ -261,9 +261,20 @@ static void refresh_report(srv_state *s) {
     s->m.peak_host_rss_bytes = rep.peak_host_rss_bytes;
 }
 
+/* The running requests' cache rows, of all the lanes' contexts. */
+static void count_kv(sched *q) {
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < q->n_lanes; i++)
+        if (q->lanes[i].req != NULL)
+            used += sw_session_pos(q->lanes[i].session);
+    q->s->m.kv_used_tokens = used;
+    q->s->m.kv_capacity_tokens = (uint64_t)q->n_lanes * sw_engine_n_ctx(q->s->engine);
+}
+
 static void run_loop(sched *q) {
     srv_state *s = q->s;
     pthread_mutex_lock(&s->mu);
+    count_kv(q);
     for (;;) {
         if (s->stopping) {
             end_all(q, NULL);
@@ -290,6 +301,7 @@ static void run_loop(sched *q) {
         s->m.forwards++;
         s->m.last_batch = n;
         consume(q, n);
+        count_kv(q);
         refresh_report(s);
     }
     pthread_mutex_unlock(&s->mu);
