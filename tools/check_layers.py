@@ -25,7 +25,7 @@ LEVELS = {
     "util": 0,
     "quant": 1, "format": 1,
     "backend": 2, "tokenizer": 2, "model": 2,
-    "plan": 3, "synth": 3,
+    "plan": 3, "synth": 3, "doctor": 3,
     "engine": 4,
     "runtime": 5, "eval": 5,
     "cli": 6,

@@ -7,8 +7,8 @@
  * planner wants what the hardware can do, not a noisy average. Buffers are
  * allocated per call and freed before returning; nothing is kept.
  */
-#ifndef SW_ENGINE_MEASURE_H
-#define SW_ENGINE_MEASURE_H
+#ifndef SW_DOCTOR_MEASURE_H
+#define SW_DOCTOR_MEASURE_H
 
 #include <stdint.h>
 

@@ -9,7 +9,7 @@
  */
 #define _DEFAULT_SOURCE /* mincore, posix_fadvise, mkstemp, clock_gettime */
 
-#include "engine/measure.h"
+#include "doctor/measure.h"
 
 #include <errno.h>
 #include <fcntl.h>

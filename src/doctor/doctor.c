@@ -26,7 +26,7 @@
 
 #include "backend/cpu/threadpool.h"
 #include "backend/device_rates.h"
-#include "engine/measure.h"
+#include "doctor/measure.h"
 #include "quant/types.h"
 #include "util/error.h"
 #include "util/clock.h"
