@@ -150,11 +150,6 @@ static void config_rope(jsonw *j, const synth_model *m) {
     jw_obj_end(j);
 }
 
-static void config_int(jsonw *j, const char *key, int64_t v) {
-    jw_key(j, key);
-    jw_int(j, v);
-}
-
 static void config_softcap(jsonw *j, const char *key, float cap) {
     jw_key(j, key);
     if (cap != 0.0f)
@@ -176,7 +171,7 @@ static void config_body(jsonw *j, const void *ctx) {
     }
     jw_obj(j);
     if (f == 3)
-        config_int(j, "_sliding_window_pattern", c->swa_pattern);
+        jw_key_int(j, "_sliding_window_pattern", c->swa_pattern);
     jw_key(j, "architectures");
     jw_arr(j);
     jw_str(j, f == 1 ? "GemmaForCausalLM" : f == 2 ? "Gemma2ForCausalLM" : "Gemma3ForCausalLM");
@@ -187,19 +182,19 @@ static void config_body(jsonw *j, const void *ctx) {
     jw_float(j, 0.0);
     if (f != 1)
         config_softcap(j, "attn_logit_softcapping", c->attn_softcap);
-    config_int(j, "bos_token_id", 2);
+    jw_key_int(j, "bos_token_id", 2);
     jw_key(j, "dtype");
     jw_str(j, cc->type == SW_TYPE_F16 ? "float16" : "bfloat16");
-    config_int(j, "eos_token_id", 1);
+    jw_key_int(j, "eos_token_id", 1);
     if (f != 1)
         config_softcap(j, "final_logit_softcapping", c->final_softcap);
-    config_int(j, "head_dim", c->n_embd_head);
+    jw_key_int(j, "head_dim", c->n_embd_head);
     jw_key(j, f == 1 ? "hidden_act" : "hidden_activation");
     jw_str(j, "gelu_pytorch_tanh");
-    config_int(j, "hidden_size", c->n_embd);
+    jw_key_int(j, "hidden_size", c->n_embd);
     jw_key(j, "initializer_range");
     jw_float(j, 0.02);
-    config_int(j, "intermediate_size", c->n_ff);
+    jw_key_int(j, "intermediate_size", c->n_ff);
     if (f != 1) {
         jw_key(j, "layer_types");
         jw_arr(j);
@@ -207,20 +202,20 @@ static void config_body(jsonw *j, const void *ctx) {
             jw_str(j, model_layer_is_local(c, il) ? "sliding_attention" : "full_attention");
         jw_arr_end(j);
     }
-    config_int(j, "max_position_embeddings", c->n_ctx_train);
+    jw_key_int(j, "max_position_embeddings", c->n_ctx_train);
     jw_key(j, "model_type");
     jw_str(j, f == 1 ? "gemma" : f == 2 ? "gemma2" : "gemma3_text");
-    config_int(j, "num_attention_heads", c->n_head);
-    config_int(j, "num_hidden_layers", c->n_layer);
-    config_int(j, "num_key_value_heads", c->n_head_kv);
-    config_int(j, "pad_token_id", 0);
+    jw_key_int(j, "num_attention_heads", c->n_head);
+    jw_key_int(j, "num_hidden_layers", c->n_layer);
+    jw_key_int(j, "num_key_value_heads", c->n_head_kv);
+    jw_key_int(j, "pad_token_id", 0);
     if (f != 1)
-        config_int(j, "query_pre_attn_scalar", m->query_pre_attn);
+        jw_key_int(j, "query_pre_attn_scalar", m->query_pre_attn);
     jw_key(j, "rms_norm_eps");
     jw_float(j, 1e-6); /* c->norm_eps is the f32 rounding of this */
     config_rope(j, m);
     if (f != 1)
-        config_int(j, "sliding_window", c->sliding_window);
+        jw_key_int(j, "sliding_window", c->sliding_window);
     jw_key(j, "tie_word_embeddings");
     jw_bool(j, true);
     jw_key(j, "transformers_version");
@@ -232,7 +227,7 @@ static void config_body(jsonw *j, const void *ctx) {
         jw_null(j);
     jw_key(j, "use_cache");
     jw_bool(j, true);
-    config_int(j, "vocab_size", c->n_vocab);
+    jw_key_int(j, "vocab_size", c->n_vocab);
     jw_obj_end(j);
 }
 

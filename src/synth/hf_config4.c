@@ -11,11 +11,6 @@
 
 #define HF_VERSION "5.24.0"
 
-static void key_int(jsonw *j, const char *key, int64_t v) {
-    jw_key(j, key);
-    jw_int(j, v);
-}
-
 /* key: v, or null where v is 0 (an unset optional size). */
 static void key_int_or_null(jsonw *j, const char *key, int64_t v) {
     jw_key(j, key);
@@ -23,11 +18,6 @@ static void key_int_or_null(jsonw *j, const char *key, int64_t v) {
         jw_int(j, v);
     else
         jw_null(j);
-}
-
-static void key_bool(jsonw *j, const char *key, bool v) {
-    jw_key(j, key);
-    jw_bool(j, v);
 }
 
 static void rope(jsonw *j, const model_config *c, uint32_t hd_full) {
@@ -88,55 +78,55 @@ void synth_gemma4_config_json(jsonw *j, const synth_model *m, bool f16) {
     jw_arr(j);
     jw_str(j, "Gemma4ForCausalLM");
     jw_arr_end(j);
-    key_bool(j, "attention_bias", false);
+    jw_key_bool(j, "attention_bias", false);
     jw_key(j, "attention_dropout");
     jw_float(j, 0.0);
-    key_bool(j, "attention_k_eq_v", k.k_eq_v);
-    key_int(j, "bos_token_id", 2);
+    jw_key_bool(j, "attention_k_eq_v", k.k_eq_v);
+    jw_key_int(j, "bos_token_id", 2);
     jw_key(j, "dtype");
     jw_str(j, f16 ? "float16" : "bfloat16");
-    key_bool(j, "enable_moe_block", c->n_expert != 0);
-    key_int(j, "eos_token_id", 1);
+    jw_key_bool(j, "enable_moe_block", c->n_expert != 0);
+    jw_key_int(j, "eos_token_id", 1);
     jw_key(j, "final_logit_softcapping");
     jw_float(j, c->final_softcap);
-    key_int(j, "global_head_dim", k.hd_full);
-    key_int(j, "head_dim", k.hd_swa);
+    jw_key_int(j, "global_head_dim", k.hd_full);
+    jw_key_int(j, "head_dim", k.hd_swa);
     jw_key(j, "hidden_activation");
     jw_str(j, "gelu_pytorch_tanh");
-    key_int(j, "hidden_size", c->n_embd);
-    key_int(j, "hidden_size_per_layer_input", c->n_embd_per_layer);
+    jw_key_int(j, "hidden_size", c->n_embd);
+    jw_key_int(j, "hidden_size_per_layer_input", c->n_embd_per_layer);
     jw_key(j, "initializer_range");
     jw_float(j, 0.02);
-    key_int(j, "intermediate_size", k.inter);
+    jw_key_int(j, "intermediate_size", k.inter);
     jw_key(j, "layer_types");
     jw_arr(j);
     for (uint32_t il = 0; il < c->n_layer; il++)
         jw_str(j, model_layer_is_local(c, il) ? "sliding_attention" : "full_attention");
     jw_arr_end(j);
-    key_int(j, "max_position_embeddings", c->n_ctx_train);
+    jw_key_int(j, "max_position_embeddings", c->n_ctx_train);
     jw_key(j, "model_type");
     jw_str(j, "gemma4_text");
     key_int_or_null(j, "moe_intermediate_size", c->n_ff_exp);
-    key_int(j, "num_attention_heads", c->n_head);
+    jw_key_int(j, "num_attention_heads", c->n_head);
     key_int_or_null(j, "num_experts", c->n_expert);
     key_int_or_null(j, "num_global_key_value_heads", k.k_eq_v ? k.kv_full : 0);
-    key_int(j, "num_hidden_layers", c->n_layer);
-    key_int(j, "num_key_value_heads", k.kv_swa);
-    key_int(j, "num_kv_shared_layers", k.n_shared);
-    key_int(j, "pad_token_id", 0);
+    jw_key_int(j, "num_hidden_layers", c->n_layer);
+    jw_key_int(j, "num_key_value_heads", k.kv_swa);
+    jw_key_int(j, "num_kv_shared_layers", k.n_shared);
+    jw_key_int(j, "pad_token_id", 0);
     jw_key(j, "rms_norm_eps");
     jw_float(j, 1e-6); /* c->norm_eps is the f32 rounding of this */
     rope(j, c, k.hd_full);
-    key_int(j, "sliding_window", c->sliding_window);
-    key_bool(j, "tie_word_embeddings", true);
+    jw_key_int(j, "sliding_window", c->sliding_window);
+    jw_key_bool(j, "tie_word_embeddings", true);
     key_int_or_null(j, "top_k_experts", c->n_expert_used);
     jw_key(j, "transformers_version");
     jw_str(j, HF_VERSION);
     jw_key(j, "use_bidirectional_attention");
     jw_null(j);
-    key_bool(j, "use_cache", true);
-    key_bool(j, "use_double_wide_mlp", k.double_wide);
-    key_int(j, "vocab_size", c->n_vocab);
-    key_int(j, "vocab_size_per_layer_input", c->n_vocab);
+    jw_key_bool(j, "use_cache", true);
+    jw_key_bool(j, "use_double_wide_mlp", k.double_wide);
+    jw_key_int(j, "vocab_size", c->n_vocab);
+    jw_key_int(j, "vocab_size_per_layer_input", c->n_vocab);
     jw_obj_end(j);
 }

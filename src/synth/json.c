@@ -137,6 +137,16 @@ void jw_bool(jsonw *j, bool v) {
     puts_(j, v ? "true" : "false");
 }
 
+void jw_key_int(jsonw *j, const char *key, int64_t v) {
+    jw_key(j, key);
+    jw_int(j, v);
+}
+
+void jw_key_bool(jsonw *j, const char *key, bool v) {
+    jw_key(j, key);
+    jw_bool(j, v);
+}
+
 void jw_null(jsonw *j) {
     before_value(j);
     puts_(j, "null");

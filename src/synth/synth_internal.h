@@ -137,6 +137,9 @@ void jw_int(jsonw *j, int64_t v);
 void jw_float(jsonw *j, double v);  /* Python repr: 1e-06, 10000.0 */
 void jw_bool(jsonw *j, bool v);
 void jw_null(jsonw *j);
+/* "key": v in one call. */
+void jw_key_int(jsonw *j, const char *key, int64_t v);
+void jw_key_bool(jsonw *j, const char *key, bool v);
 /* Ends the document with "\n"; returns the sticky status. */
 sw_status jw_finish(jsonw *j);
 
