@@ -159,10 +159,6 @@ typedef struct merge_put {
     sw_status st;
 } merge_put;
 
-static void count_rule(void *user, uint32_t a, uint32_t b) {
-    (void)user, (void)a, (void)b;
-}
-
 static void put_rule(void *user, uint32_t a, uint32_t b) {
     merge_put *p = user;
     size_t la, lb;
@@ -179,7 +175,7 @@ static void put_rule(void *user, uint32_t a, uint32_t b) {
 static sw_status put_merges(gguf_writer *w, const synth_vocab *v) {
     uint64_t n = 0;
     for (uint32_t k = v->first_merged; k < v->n; k++)
-        n += synth_vocab_merges(v, k, count_rule, NULL);
+        n += synth_vocab_merges(v, k, NULL, NULL);
     merge_put p = {w, v, gguf_writer_array_begin(w, "tokenizer.ggml.merges", GGUF_VT_STRING, n)};
     for (uint32_t k = v->first_merged; p.st == SW_OK && k < v->n; k++)
         synth_vocab_merges(v, k, put_rule, &p);

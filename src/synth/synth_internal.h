@@ -105,7 +105,8 @@ float synth_vocab_score(const synth_vocab *v, uint32_t id);
  * rule(user, left, right): the two pieces it was made of first, then every
  * other split into two normal pieces (what SentencePiece's score-ordered
  * merging may also use), so BPE by rule rank and SentencePiece by score
- * reach the same pieces. Returns the number of rules. */
+ * reach the same pieces. Returns the number of rules (rule NULL: only
+ * counts them). */
 size_t synth_vocab_merges(const synth_vocab *v, uint32_t k,
                           void (*rule)(void *user, uint32_t a, uint32_t b), void *user);
 

@@ -160,13 +160,15 @@ size_t synth_vocab_merges(const synth_vocab *v, uint32_t k,
                           void (*rule)(void *user, uint32_t a, uint32_t b), void *user) {
     size_t len, n = 1;
     const char *p = synth_piece(v, k, &len);
-    rule(user, (uint32_t)v->left[k], (uint32_t)v->right[k]);
+    if (rule != NULL)
+        rule(user, (uint32_t)v->left[k], (uint32_t)v->right[k]);
     for (size_t cut = 1; cut < len; cut++) {
         int32_t a = synth_vocab_find(v, p, cut), b = synth_vocab_find(v, p + cut, len - cut);
         if (a < 0 || b < 0 || v->type[a] != SYNTH_TOK_NORMAL ||
             v->type[b] != SYNTH_TOK_NORMAL || a == v->left[k])
             continue;
-        rule(user, (uint32_t)a, (uint32_t)b);
+        if (rule != NULL)
+            rule(user, (uint32_t)a, (uint32_t)b);
         n++;
     }
     return n;

@@ -36,23 +36,38 @@ static __device__ __forceinline__ int32_t ranked(const int32_t *ids, const float
     return ids[(uint64_t)t * k + j];
 }
 
+/* This warp's row of the expert of token blockIdx.y's rank-th smallest id
+ * (experts of rows_per rows each), times that token's x (x_stride floats
+ * apart): the sum, in lane 0; *wt: the expert's routing weight. false
+ * when the warp has no row. */
+template <uint32_t TYPE>
+static __device__ __forceinline__ bool expert_row(const ck_weight w, uint64_t rows_per,
+                                                  const float *x, uint64_t x_stride,
+                                                  const int32_t *ids, const float *weights,
+                                                  uint32_t k, uint32_t rank, uint64_t *row,
+                                                  float *sum, float *wt) {
+    const uint32_t t = blockIdx.y;
+    *row = (uint64_t)blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
+    if (*row >= rows_per)
+        return false;
+    const int32_t e = ranked(ids, weights, t, k, rank, wt);
+    float acc[1] = {0.0f};
+    row_partial<TYPE, 1>(w, (uint64_t)e * rows_per + *row, x + (uint64_t)t * x_stride, 1,
+                         (int)(threadIdx.x & 31), acc);
+    *sum = acc[0];
+    return true;
+}
+
 /* gu[t] = expert e's gate and up rows times x[t] (2 ff values). */
 template <uint32_t TYPE>
 __global__ void __launch_bounds__(32 * MV_WARPS)
 k_moe_gate_up(const ck_weight w, uint64_t rows_per, const float *x, const int32_t *ids,
               const float *weights, uint32_t k, uint32_t rank, float *gu) {
-    const int lane = threadIdx.x & 31;
-    const uint32_t t = blockIdx.y;
-    const uint64_t row = (uint64_t)blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    if (row >= rows_per)
-        return;
-    float wt;
-    const int32_t e = ranked(ids, weights, t, k, rank, &wt);
-    float acc[1] = {0.0f};
-    row_partial<TYPE, 1>(w, (uint64_t)e * rows_per + row, x + (uint64_t)t * w.ne0, 1, lane,
-                         acc);
-    if (lane == 0)
-        gu[(uint64_t)t * rows_per + row] = acc[0];
+    uint64_t row;
+    float sum, wt;
+    if (expert_row<TYPE>(w, rows_per, x, w.ne0, ids, weights, k, rank, &row, &sum, &wt) &&
+        (threadIdx.x & 31) == 0)
+        gu[(uint64_t)blockIdx.y * rows_per + row] = sum;
 }
 
 /* Each row of gu: its first ff values become gelu(gate) * up. */
@@ -69,19 +84,13 @@ template <uint32_t TYPE>
 __global__ void __launch_bounds__(32 * MV_WARPS)
 k_moe_down(const ck_weight w, uint64_t rows_per, const float *gu, const int32_t *ids,
            const float *weights, uint32_t k, uint32_t rank, float *out) {
-    const int lane = threadIdx.x & 31;
-    const uint32_t t = blockIdx.y;
-    const uint64_t row = (uint64_t)blockIdx.x * MV_WARPS + (threadIdx.x >> 5);
-    if (row >= rows_per)
-        return;
-    float wt;
-    const int32_t e = ranked(ids, weights, t, k, rank, &wt);
-    float acc[1] = {0.0f};
-    row_partial<TYPE, 1>(w, (uint64_t)e * rows_per + row, gu + (uint64_t)t * 2 * w.ne0, 1,
-                         lane, acc);
-    if (lane == 0) {
-        float *o = out + (uint64_t)t * rows_per + row;
-        *o = hd_add(*o, hd_mul(acc[0], wt));
+    uint64_t row;
+    float sum, wt;
+    if (expert_row<TYPE>(w, rows_per, gu, 2 * w.ne0, ids, weights, k, rank, &row, &sum,
+                         &wt) &&
+        (threadIdx.x & 31) == 0) {
+        float *o = out + (uint64_t)blockIdx.y * rows_per + row;
+        *o = hd_add(*o, hd_mul(sum, wt));
     }
 }
 

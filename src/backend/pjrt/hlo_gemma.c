@@ -213,8 +213,8 @@ static int stack_columns(hlo *h, const int *cols, uint32_t k) {
  * rank order, times the expert's scale. */
 void hg_moe_route(hlo *h, int scores, int scale, uint32_t k, int *ids, int *weights) {
     hlo_type st = hlo_type_of(h, scores);
-    const int64_t T = st.dim[0], E = st.dim[1];
-    hlo_type it = hlo_with_elt(st, "i32"), rt = hlo_t1("f32", T), ri = hlo_t1("i32", T);
+    const int64_t E = st.dim[1];
+    hlo_type it = hlo_with_elt(st, "i32");
     int mx = hlo_reduce(h, scores, 1, "maximum", -INFINITY);
     int e = hlo_unary(h, "exponential", hlo_binary(h, "subtract", scores, bcast_to(h, mx, st, 0)));
     int p = hlo_binary(h, "divide", e, bcast_to(h, hlo_reduce(h, e, 1, "add", 0.0), st, 0));
@@ -235,7 +235,6 @@ void hg_moe_route(hlo *h, int scores, int scale, uint32_t k, int *ids, int *weig
         top = hlo_binary(h, "add", top, w[j]);
     for (uint32_t j = 0; j < k; j++)
         w[j] = hlo_binary(h, "multiply", hlo_binary(h, "divide", w[j], top), gain[j]);
-    (void)rt, (void)ri;
     *ids = stack_columns(h, id, k);
     *weights = stack_columns(h, w, k);
 }
