@@ -424,8 +424,8 @@ static uint32_t bucket_of(uint32_t n) {
     return b;
 }
 
-/* The block on n_tokens padded to Tb: pad x/pos/seq, run the Tb program,
- * keep the first n_tokens rows of the stream. */
+/* The block on n_tokens padded to Tb: pad its per-token arguments, run
+ * the Tb program, keep the first n_tokens rows of its per-token results. */
 static sw_status block_padded(pjrt_impl *p, const block_args *a, uint32_t Tb) {
     prog_sig s, sb;
     prog_args in;
@@ -433,21 +433,28 @@ static sw_status block_padded(pjrt_impl *p, const block_args *a, uint32_t Tb) {
     ab.n_tokens = Tb;
     SW_TRY(prog_block_sig(a, &s));
     SW_TRY(prog_block_sig(&ab, &sb));
-    PJRT_Buffer *pad[3] = {0}, *outs[PROG_MAX_OUT] = {0}, *x_out = NULL;
-    const int ix[3] = {0, s.n_in - 2, s.n_in - 1};   /* x, pos, seq */
+    PJRT_Buffer *pad[PROG_MAX_IN] = {0}, *outs[PROG_MAX_OUT] = {0};
+    PJRT_Buffer *args[PROG_MAX_IN], *pad_args[PROG_MAX_IN];
+    uint64_t have[PROG_MAX_IN], pad_have[PROG_MAX_IN];
+    prog_io pad_io[PROG_MAX_IN];
+    int ix[PROG_MAX_IN], np = 0;
     hlo *h = &p->h;
     sw_status st = read_args(p, &s, &in);
-    uint64_t pad_in[3] = {in.have[ix[0]], in.have[ix[1]], in.have[ix[2]]};
-    PJRT_Buffer *pad_args[3] = {in.a[ix[0]], in.a[ix[1]], in.a[ix[2]]};
-    if (st == SW_OK)
-        st = prog_pad_text(h, pad_in, a->n_tokens, Tb, a->shape->n_embd);
-    if (st == SW_OK)
-        st = exec_text(p, h->text, pad_args, 3, NULL, pad, 3);
-    PJRT_Buffer *args[PROG_MAX_IN];
-    uint64_t have[PROG_MAX_IN];
     memcpy(args, in.a, sizeof args);
     memcpy(have, in.have, sizeof have);
-    for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < s.n_in; i++) {
+        if (s.in[i].rows == PROG_ROWS_NONE)
+            continue;
+        pad_io[np] = s.in[i];
+        pad_args[np] = in.a[i];
+        pad_have[np] = in.have[i];
+        ix[np++] = i;
+    }
+    if (st == SW_OK)
+        st = prog_pad_text(h, pad_io, pad_have, np, a->n_tokens, Tb);
+    if (st == SW_OK)
+        st = exec_text(p, h->text, pad_args, np, NULL, pad, np);
+    for (int k = 0; k < np; k++) {
         args[ix[k]] = pad[k];
         have[ix[k]] = sb.in[ix[k]].bytes;
     }
@@ -455,14 +462,18 @@ static sw_status block_padded(pjrt_impl *p, const block_args *a, uint32_t Tb) {
         st = prog_block_text(h, &ab, have, &sb);
     if (st == SW_OK)
         st = exec_text(p, h->text, args, sb.n_in, in.tags, outs, sb.n_out);
-    if (st == SW_OK)
-        st = prog_unpad_text(h, sb.out[0].bytes, s.out[0].bytes);
-    if (st == SW_OK)
-        st = exec_text(p, h->text, &outs[0], 1, NULL, &x_out, 1);
-    pjrt_buffer_destroy(&p->client, outs[0]);
-    outs[0] = x_out;
+    for (int i = 0; i < sb.n_out; i++) {   /* the real rows of per-token results */
+        PJRT_Buffer *kept = NULL;
+        if (st != SW_OK || sb.out[i].rows == PROG_ROWS_NONE)
+            continue;
+        st = prog_unpad_text(h, sb.out[i].bytes, s.out[i].bytes);
+        if (st == SW_OK)
+            st = exec_text(p, h->text, &outs[i], 1, NULL, &kept, 1);
+        pjrt_buffer_destroy(&p->client, outs[i]);
+        outs[i] = kept;
+    }
     st = write_outs(p, &s, outs, st);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < np; k++)
         pjrt_buffer_destroy(&p->client, pad[k]);
     release_args(p, &in);
     return st;
@@ -481,13 +492,6 @@ static sw_status pj_block(backend *b, const block_args *a) {
     prog_sig s;
     if (a == NULL || a->shape == NULL)
         return sw_errorf(SW_ERR_ARG, "PJRT block: NULL arguments");
-    const block_shape *sh = a->shape;
-    /* Gemma 4's blocks (value norm, keys as values, KV sharing, partial
-     * RoPE, per-layer inputs, layer scale, experts, a block split around
-     * its experts) run op by op: one program per op, no fused program yet */
-    if (sh->v_norm || sh->k_eq_v || sh->kv_shared || sh->rope_pairs || sh->n_pl ||
-        sh->n_expert || a->layer_scale != 0.0f || a->phase != BLOCK_WHOLE)
-        return block_run_ops(b, a);
     SW_TRY(sticky(impl_of(b)));
     uint32_t Tb = bucket_of(a->n_tokens);
     if (Tb != a->n_tokens)

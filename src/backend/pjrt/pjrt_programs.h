@@ -1,11 +1,12 @@
 /*
- * pjrt_programs.h — each backend op, and a whole transformer block, as one
- * StableHLO program: which byte ranges it reads and writes (the program's
- * arguments and results, in order), and its text given how many bytes each
- * argument's buffer really holds (a buffer may hold more than the op
- * reads: the program slices). The text is the compile cache's key, so one
- * program serves every call with the same shapes: per block kind (global
- * or sliding window) and token count.
+ * pjrt_programs.h — each backend op, and a whole transformer block (or the
+ * part of it before or after its experts), as one StableHLO program: which
+ * byte ranges it reads and writes (the program's arguments and results, in
+ * order), and its text given how many bytes each argument's buffer really
+ * holds (a buffer may hold more than the op reads: the program slices).
+ * The text is the compile cache's key, so one program serves every call
+ * with the same shapes: per block kind (global or sliding window, and
+ * Gemma 4's per-layer shapes) and token count.
  */
 #ifndef SW_BACKEND_PJRT_PROGRAMS_H
 #define SW_BACKEND_PJRT_PROGRAMS_H
@@ -14,12 +15,23 @@
 #include "backend/block.h"
 #include "backend/pjrt/hlo.h"
 
-#define PROG_MAX_IN 24
+#define PROG_MAX_IN 32
 #define PROG_MAX_OUT 4
+
+/* What an argument or result holds per token of the batch (padding a
+ * batch to its bucket pads those): nothing, f32 rows, positions or
+ * sequence ids. */
+typedef enum prog_rows {
+    PROG_ROWS_NONE = 0,
+    PROG_ROWS_F32,
+    PROG_ROWS_POS,
+    PROG_ROWS_SEQ
+} prog_rows;
 
 typedef struct prog_io {
     bmem mem;
     uint64_t bytes;
+    prog_rows rows;
 } prog_io;
 
 typedef struct prog_sig {
@@ -36,15 +48,22 @@ sw_status prog_op_sig(const bop *op, prog_sig *s);
 /* Its text; in_bytes[i] is what input i's buffer holds. */
 sw_status prog_op_text(hlo *h, const bop *op, const uint64_t *in_bytes, const prog_sig *s);
 
+/* A block's phase (block.h) as one program. Inputs: x, then h and moe_out
+ * (from the experts), ple (per-layer inputs), the weights the phase reads
+ * in role order, the caches k, v, and pos, seq, each where the phase and
+ * shape use it; results: x, then h (up to the experts), then the caches
+ * the layer writes (donated). Errors: SW_ERR_UNSUPPORTED (weight types),
+ * SW_ERR_ARG (inconsistent experts, keys as values without the value
+ * norm). */
 sw_status prog_block_sig(const block_args *a, prog_sig *s);
 sw_status prog_block_text(hlo *h, const block_args *a, const uint64_t *in_bytes,
                           const prog_sig *s);
 
-/* A batch of n tokens padded to Tb: inputs x (n, n_embd) f32, pos, seq
- * (n) i32 as byte arrays of in_bytes; results x with zero rows, pos -1
- * (masked, never cached), seq 0. */
-sw_status prog_pad_text(hlo *h, const uint64_t *in_bytes, uint32_t n, uint32_t Tb,
-                        uint32_t n_embd);
+/* The n_arr per-token arrays io (of a batch of n tokens) padded to Tb:
+ * arguments the byte arrays of in_bytes; results f32 rows with zero rows,
+ * positions -1 (masked, never cached), sequence ids 0. */
+sw_status prog_pad_text(hlo *h, const prog_io *io, const uint64_t *in_bytes, int n_arr,
+                        uint32_t n, uint32_t Tb);
 /* The first keep_bytes of a byte array. */
 sw_status prog_unpad_text(hlo *h, uint64_t in_bytes, uint64_t keep_bytes);
 
