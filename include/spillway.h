@@ -13,38 +13,42 @@
  *   sw_engine   a plan executed: its buffers allocated, weights loaded.
  *   sw_session  one sequence on an engine: its KV rows and position.
  *   sw_sampler  turns logits into a token id (greedy or sampled).
+ *   sw_scheduler  many requests over one engine (continuous batching):
+ *               each step one forward over all of them, each request
+ *               with its own sampling, limits and stop strings.
+ *   sw_chat_format  a conversation as the model's chat turns.
  *   devices     what accelerators the build can see (sw_devices_query).
  *   errors      every fallible call returns sw_status; on failure one
  *               message for the calling thread is kept by sw_last_error().
  *
- * Example: greedy generation (examples/generate.c is this, complete, and
- * is built against the installed library and run by the tests)
- *   sw_model *m;  sw_engine *e;  sw_session *s;  sw_sampler *smp;
+ * Example: streaming a greedy continuation (examples/generate.c is this,
+ * complete, and is built against the installed library and run by the
+ * tests)
+ *   sw_model *m;  sw_engine *e;  sw_scheduler *q;  sw_request *r;
  *   if (sw_model_open(path, &m) != SW_OK) { puts(sw_last_error()); return 1; }
  *   sw_plan_options po = sw_plan_options_default();     (cpu, sim, pjrt, cuda)
  *   sw_engine_launch(m, &po, NULL, &e);                  (plan, then load)
  *   int32_t ids[64];  size_t n;
  *   sw_tokenize(m, "Hello", 5, SW_TOK_ADD_BOS, ids, 64, &n);
- *   sw_session_create(e, &s);
- *   sw_sampler_options so = sw_sampler_options_default();  so.temp = 0;
- *   sw_sampler_create(&so, sw_engine_n_vocab(e), &smp);
- *   float *logits = malloc(sw_engine_n_vocab(e) * sizeof(float));
- *   sw_session_eval(s, ids, n, logits, 0);               (the prompt)
- *   for (int i = 0; i < 16; i++) {
- *       int32_t t = sw_sampler_sample(smp, logits);      (print its piece:
- *       sw_session_eval(s, &t, 1, logits, 0);             sw_token_to_piece)
- *   }
- *   sw_sampler_destroy(smp);  sw_session_destroy(s);
- *   sw_engine_destroy(e);  sw_model_close(m);  free(logits);
+ *   sw_scheduler_create(e, m, &q);                       (takes e's sequences)
+ *   sw_request_options ro = sw_request_options_default();
+ *   ro.sampling.temp = 0;  ro.n_predict = 16;
+ *   ro.on_token = print_piece;                           (each token's text)
+ *   sw_scheduler_submit(q, ids, n, &ro, &r);
+ *   for (uint32_t k = 1; k > 0;) sw_scheduler_step(q, &k);  (0: all ended)
+ *   sw_request_release(q, r);  sw_scheduler_destroy(q);
+ *   sw_engine_destroy(e);  sw_model_close(m);
+ * Without a scheduler, a session evaluates tokens directly
+ * (sw_session_eval) and a sampler picks from its logits.
  *
- * Lifetimes: a session must be destroyed before its engine, an engine
- * before its model (an engine reads the model's mapped weights; sessions
- * use their engine's buffers). Plans are copied by the engine.
- * Thread-safety: a handle may be used from one thread at a time. Sessions
- * of one engine share its scratch buffers: evaluate them from one thread
- * (or serialise the calls), or batch them in one sw_engine_eval_batch.
- * Distinct engines, and models, are independent. sw_last_error() is per
- * thread.
+ * Lifetimes: a session or scheduler must be destroyed before its engine,
+ * an engine before its model (an engine reads the model's mapped weights;
+ * sessions use their engine's buffers). Plans are copied by the engine.
+ * Thread-safety: a handle may be used from one thread at a time, except a
+ * scheduler, which locks itself (see its section). Sessions of one engine
+ * share its scratch buffers: evaluate them from one thread (or serialise
+ * the calls), or batch them in one sw_engine_eval_batch. Distinct engines,
+ * and models, are independent. sw_last_error() is per thread.
  * Ownership: whoever opens/creates closes/destroys; closers accept NULL.
  * Strings returned inside structs are borrowed from the handle and stay
  * valid until it is closed.
@@ -321,7 +325,7 @@ SW_API uint32_t sw_engine_n_ctx(const sw_engine *engine);
 SW_API uint32_t sw_engine_n_vocab(const sw_engine *engine);
 SW_API uint32_t sw_engine_n_seq(const sw_engine *engine);
 SW_API uint32_t sw_engine_n_batch(const sw_engine *engine);   /* prefill chunk per session */
-uint32_t sw_engine_max_tokens(const sw_engine *engine); /* tokens in one forward */
+SW_API uint32_t sw_engine_max_tokens(const sw_engine *engine); /* tokens in one forward */
 
 /* What the engine did and what its plan predicted: --report. */
 typedef struct sw_report {
@@ -422,6 +426,156 @@ SW_API sw_status sw_sampler_create(const sw_sampler_options *opt, uint32_t n_voc
 SW_API void sw_sampler_destroy(sw_sampler *sampler);
 /* Picks the next token from logits (n_vocab floats; not modified). */
 SW_API int32_t sw_sampler_sample(sw_sampler *sampler, const float *logits);
+
+/* ---- chat turns ------------------------------------------------------------
+ *
+ * A conversation as the model's chat markup, chosen by its vocabulary:
+ * Gemma 1-3's <start_of_turn>role\n...<end_of_turn>\n, where a system
+ * text is folded into the next user turn followed by a blank line (they
+ * have no system role), and Gemma 4's <|turn>role\n...<turn|>\n with a
+ * system turn of its own. Tokenize the text with SW_TOK_PARSE_SPECIAL (and
+ * SW_TOK_ADD_BOS at the start of a conversation). */
+typedef struct sw_chat_message {
+    const char *role;        /* "system", "user", "assistant" (or "model") */
+    const char *content;
+    size_t len;              /* bytes of content */
+} sw_chat_message;
+
+enum {
+    SW_CHAT_OPEN_REPLY = 1u << 0,   /* end by opening the model's reply */
+    SW_CHAT_CLOSE_REPLY = 1u << 1   /* begin by closing a model reply left open
+                                       (the next turn of a live conversation) */
+};
+
+/* The n messages' markup into buf: at most cap - 1 bytes and a NUL
+ * (nothing when cap is 0); *len gets the full length. A system message
+ * with no user message after it becomes a user turn (Gemma 1-3).
+ * Errors: SW_ERR_ARG (a role other than the above, NULL content). */
+SW_API sw_status sw_chat_format(const sw_model *model, const sw_chat_message *msgs, size_t n,
+                                unsigned flags, char *buf, size_t cap, size_t *len);
+
+/* ---- scheduling many requests (continuous batching) -----------------------
+ *
+ * What `spillway batch` and `serve` run on: requests (prompt tokens, their
+ * own sampling, n_predict, stop strings) queue on a scheduler, which owns
+ * all of an engine's sequences. Each sw_scheduler_step() is one forward:
+ * one decode token for every running request, then prompt chunks (at most
+ * n_batch tokens per request, the forward's capacity in all) of requests
+ * in prefill, oldest first; a request that ends frees its sequence for the
+ * oldest queued one at the next step. A request ends at an end-of-turn or
+ * end-of-sequence token (not part of its text), after n_predict output
+ * tokens, when its sequence's context is full, or when its text reaches
+ * one of its stop strings (the text is cut where the first one starts).
+ *
+ * Threads: every call may come from any thread: the scheduler locks
+ * itself, and a step leaves the lock while its forward runs, so submits,
+ * cancels and reads go on meanwhile. Steps must not overlap (one stepping
+ * thread). on_token runs inside the step, under the lock: it must not
+ * call the scheduler.
+ * Lifetime: create the scheduler while none of the engine's sessions
+ * exist; destroy it before the engine. A request lives until
+ * sw_request_release(), also after it ends (its text stays readable). */
+typedef struct sw_scheduler sw_scheduler;
+typedef struct sw_request sw_request;
+
+typedef enum sw_request_state {
+    SW_REQ_QUEUED,     /* waiting for a free sequence */
+    SW_REQ_PREFILL,    /* its prompt is being evaluated */
+    SW_REQ_DECODE,     /* generating */
+    SW_REQ_DONE        /* ended: sw_request_info.finish says why */
+} sw_request_state;
+
+typedef enum sw_finish {
+    SW_FINISH_NONE = 0,   /* not ended */
+    SW_FINISH_EOG,        /* an end-of-turn or end-of-sequence token */
+    SW_FINISH_LIMIT,      /* n_predict output tokens */
+    SW_FINISH_CONTEXT,    /* the sequence's context is full */
+    SW_FINISH_STOP,       /* a stop string (cut from the text) */
+    SW_FINISH_CANCELLED,  /* sw_request_cancel(), or sw_scheduler_end_all() */
+    SW_FINISH_ERROR       /* its forward failed, or it could not start */
+} sw_finish;
+
+/* "eog", "limit", "context", "stop", "cancelled", "error" ("" for NONE). */
+SW_API const char *sw_finish_name(sw_finish finish);
+
+/* One output token: its id and its text piece (len bytes, not
+ * NUL-terminated), as sampled: before a stop string cuts the text. */
+typedef void (*sw_token_fn)(void *user, sw_request *request, int32_t id, const char *piece,
+                            size_t len);
+
+typedef struct sw_request_options {
+    sw_sampler_options sampling;
+    long n_predict;               /* output tokens at most; -1: no limit */
+    const char *const *stop;      /* n_stop stop strings, none empty (copied) */
+    size_t n_stop;
+    sw_token_fn on_token;         /* NULL: none */
+    void *user;                   /* passed to on_token */
+} sw_request_options;
+
+/* Default sampling, n_predict -1, no stop strings, no callback. */
+SW_API sw_request_options sw_request_options_default(void);
+
+typedef struct sw_request_info {
+    sw_request_state state;
+    sw_finish finish;
+    size_t n_prompt, n_fed;       /* prompt tokens, and those evaluated */
+    size_t n_generated;           /* output tokens (the end token not counted) */
+    size_t text_len;              /* bytes of text so far (sw_request_text) */
+    /* seconds on a monotonic clock; 0 until it happens: queued, given a
+     * sequence, first token sampled, ended */
+    double t_submitted, t_started, t_first, t_end;
+} sw_request_info;
+
+typedef struct sw_scheduler_stats {
+    size_t n_queued, n_running;
+    uint64_t n_forwards;
+    uint32_t last_forward_tokens;
+    uint64_t prompt_tokens, generated_tokens;   /* evaluated / output, all requests */
+    uint64_t decode_tokens;       /* tokens of forwards that were all decode ... */
+    double decode_s;              /* ... and the time they took */
+    /* KV rows held by running requests, of all sequences' contexts */
+    uint64_t kv_used_tokens, kv_capacity_tokens;
+} sw_scheduler_stats;
+
+/* Takes every sequence of engine (model: the engine's, for token pieces
+ * and end tokens). Errors: SW_ERR_ARG (a session of the engine exists),
+ * SW_ERR_OOM_HOST. */
+SW_API sw_status sw_scheduler_create(sw_engine *engine, const sw_model *model,
+                                     sw_scheduler **out);
+/* Ends every request and frees the scheduler and every request not yet
+ * released. Accepts NULL. */
+SW_API void sw_scheduler_destroy(sw_scheduler *sched);
+
+/* Queues the prompt ids (n of them: 1 to the engine's context; copied).
+ * Errors: SW_ERR_ARG (an empty or overlong prompt, an id outside the
+ * vocabulary, an empty stop string, bad sampling options),
+ * SW_ERR_OOM_HOST. */
+SW_API sw_status sw_scheduler_submit(sw_scheduler *sched, const int32_t *ids, size_t n,
+                                     const sw_request_options *opt, sw_request **out);
+
+/* One forward, as above; *n_tokens (may be NULL) gets its tokens: 0 when
+ * no request is queued or running (nothing was done). A failed forward
+ * ends the requests in it with SW_FINISH_ERROR and returns its error. */
+SW_API sw_status sw_scheduler_step(sw_scheduler *sched, uint32_t *n_tokens);
+
+/* Ends every queued and running request with `finish` (CANCELLED or
+ * ERROR): on shutdown, or after a failed forward. */
+SW_API void sw_scheduler_end_all(sw_scheduler *sched, sw_finish finish);
+
+SW_API void sw_scheduler_get_stats(sw_scheduler *sched, sw_scheduler_stats *out);
+
+/* Ends the request (SW_FINISH_CANCELLED) if it has not ended: at once when
+ * queued, at the next step when running. */
+SW_API void sw_request_cancel(sw_scheduler *sched, sw_request *request);
+SW_API void sw_request_get_info(sw_scheduler *sched, const sw_request *request,
+                                sw_request_info *out);
+/* Copies up to cap bytes of the request's text from byte `from` into buf
+ * (no NUL added); returns how many. */
+SW_API size_t sw_request_text(sw_scheduler *sched, const sw_request *request, size_t from,
+                              char *buf, size_t cap);
+/* The caller is done with the request: cancelled if still going, freed
+ * once it has ended. Accepts NULL. */
+SW_API void sw_request_release(sw_scheduler *sched, sw_request *request);
 
 /* ---- perplexity and KL divergence ----------------------------------------
  *

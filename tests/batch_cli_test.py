@@ -5,7 +5,8 @@ With greedy sampling every output text must equal `spillway run`'s for the
 same prompt, for every -np and every plan (resident, streamed, host layers
 on the simulated device, and the cpu backend); results come in input
 order; bad lines are reported with their line number and skipped while the
-rest still run; per-request n_predict is honoured; a summary with the
+rest still run; per-request n_predict and stop strings are honoured (the
+text cut where the stop string starts, "stop": "stop"); a summary with the
 aggregate tokens/s ends the run.
 
 usage: batch_cli_test.py SPILLWAY [MODEL]   (MODEL: default = the fetched one)
@@ -53,7 +54,7 @@ def run_text(prompt, n):
     return p.stdout.decode("utf-8", "replace")
 
 
-def write_requests(path):
+def write_requests(path, stop):
     lines = []
     for i, text in enumerate(PROMPTS):
         req = {"id": "p%d" % i, "prompt": text}
@@ -64,6 +65,9 @@ def write_requests(path):
             lines.append("{not json")                      # line 3: reported, skipped
             lines.append(json.dumps({"id": 7}))            # line 4: no prompt
             lines.append("")                               # blank: ignored
+    # a stop string: the first one's text, cut where `stop` starts
+    lines.append(json.dumps({"id": "s0", "prompt": PROMPTS[0], "stop": ["never-seen", stop]},
+                            ensure_ascii=False))
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -72,10 +76,19 @@ def main():
     want = {}
     for i, text in enumerate(PROMPTS):
         want["p%d" % i] = run_text(text, 5 if i == 2 else N)
+    # two ASCII characters past the first (the tiny model's text may hold
+    # bytes that are not UTF-8, shown as U+FFFD, which no stop string matches)
+    full = want["p0"]
+    at = next((i for i in range(1, len(full) - 1)
+               if full[i].isascii() and full[i + 1].isascii()), None)
+    if not check(at is not None, "nothing ASCII in %r to stop at" % full):
+        return 1
+    stop = full[at:at + 2]
+    want["s0"] = full[:full.find(stop)]
     with tempfile.TemporaryDirectory() as tmp:
         req = os.path.join(tmp, "req.jsonl")
         out = os.path.join(tmp, "out.jsonl")
-        write_requests(req)
+        write_requests(req, stop)
         for plan, flags in PLANS.items():
             for np_ in (1, 4, 8):
                 p = subprocess.run([BIN, "batch", *COMMON, *flags, "-np", str(np_), "-n", str(N),
@@ -98,6 +111,8 @@ def main():
                         same += 1
                     check(g["n_generated"] <= (5 if g["id"] == "p2" else N) and
                           g["n_prompt"] > 0, "%s: %s counts %s" % (tag, g["id"], g))
+                    check((g["stop"] == "stop") == (g["id"] == "s0"),
+                          "%s: %s ended %s" % (tag, g["id"], g["stop"]))
                 print("ok   %-9s -np %d: %d/%d texts equal run's; %s" %
                       (plan, np_, same, len(want), err.splitlines()[-1][:110]))
     print("batch_cli: %d failures" % failures)

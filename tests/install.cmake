@@ -7,3 +7,7 @@ add_test(NAME install_pkgconfig
 set_tests_properties(install_pkgconfig PROPERTIES LABELS "install" TIMEOUT 300)
 sw_add_c_test(test_public_api ${CMAKE_CURRENT_SOURCE_DIR}/test_public_api.c)
 set_tests_properties(test_public_api PROPERTIES LABELS "install" TIMEOUT 60)
+# The library's scheduler and chat template through the public header, on
+# the tiny Gemma 3 (and Gemma 4's markup): texts equal one session alone.
+sw_add_c_test(test_scheduler ${CMAKE_CURRENT_SOURCE_DIR}/test_scheduler.c)
+set_tests_properties(test_scheduler PROPERTIES LABELS "install" TIMEOUT 120)

@@ -27,8 +27,9 @@ LEVELS = {
     "backend": 2, "tokenizer": 2, "model": 2,
     "plan": 3, "synth": 3, "doctor": 3,
     "engine": 4,
-    "runtime": 5, "eval": 5,
-    "cli": 6,
+    "runtime": 5, "eval": 5, "sched": 5,
+    "serve": 6,
+    "cli": 7,
 }
 PUBLIC = {"spillway.h"}  # include/: anyone may include it
 EXTENSIONS = (".c", ".h", ".cu", ".cuh")

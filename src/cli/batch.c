@@ -22,7 +22,8 @@
 static void usage(FILE *out) {
     fputs("usage: spillway batch -f PROMPTS.jsonl [-o OUT.jsonl] [-np N] [options]\n"
           "  each input line: {\"id\": ..., \"prompt\": \"...\"} with optional \"n_predict\",\n"
-          "  \"temperature\" and \"seed\" (defaults: -n, --temp, --seed); each output line:\n"
+          "  \"temperature\", \"seed\" (defaults: -n, --temp, --seed) and \"stop\" (a string or\n"
+          "  up to 16: the text ends where the first one starts); each output line:\n"
           "  {\"id\", \"text\", \"n_prompt\", \"n_generated\", \"stop\", \"prefill_ms\",\n"
           "  \"decode_ms\"} in input order (stdout without -o). Up to -np requests run at\n"
           "  once; with --temp 0 every text equals `spillway run`'s for its prompt.\n"
@@ -49,6 +50,30 @@ static sw_status opt_number(json_object *root, const char *key, double lo, doubl
     return SW_OK;
 }
 
+/* "stop": absent, a string, or an array of up to BATCH_MAX_STOP
+ * non-empty strings, copied into j. */
+static sw_status read_stops(json_object *root, batch_job *j) {
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(root, "stop", &v) || v == NULL)
+        return SW_OK;
+    const bool one = json_object_is_type(v, json_type_string);
+    if (!one && !json_object_is_type(v, json_type_array))
+        return sw_errorf(SW_ERR_FORMAT, "\"stop\" must be a string or an array of strings");
+    const size_t n = one ? 1 : json_object_array_length(v);
+    if (n > BATCH_MAX_STOP)
+        return sw_errorf(SW_ERR_FORMAT, "\"stop\" holds %zu strings (at most %d)", n,
+                         BATCH_MAX_STOP);
+    for (size_t i = 0; i < n; i++) {
+        json_object *s = one ? v : json_object_array_get_idx(v, i);
+        if (!json_object_is_type(s, json_type_string) || json_object_get_string_len(s) == 0)
+            return sw_errorf(SW_ERR_FORMAT, "\"stop\" strings must be non-empty strings");
+        if ((j->stop[i] = strdup(json_object_get_string(s))) == NULL)
+            return sw_errorf(SW_ERR_OOM_HOST, "out of memory for a stop string");
+        j->n_stop = i + 1;
+    }
+    return SW_OK;
+}
+
 /* The members of one request; *prompt borrows from root. */
 static sw_status read_request(json_object *root, batch_job *j, const char **prompt,
                               size_t *plen) {
@@ -65,6 +90,8 @@ static sw_status read_request(json_object *root, batch_job *j, const char **prom
         st = opt_number(root, "temperature", 0, 100, false, &temp);
     if (st == SW_OK)
         st = opt_number(root, "seed", 0, 9007199254740992.0, true, &seed);
+    if (st == SW_OK)
+        st = read_stops(root, j);
     j->n_predict = (long)n;
     j->sampling.temp = (float)temp;
     j->sampling.seed = (uint64_t)seed;
@@ -101,6 +128,12 @@ static int parse_job(batch_ctx *b, const char *line, size_t len, batch_job *j, c
         j->id = NULL;
     }
     return rc;
+}
+
+static void free_stops(batch_job *j) {
+    for (size_t i = 0; i < j->n_stop; i++)
+        free(j->stop[i]);
+    j->n_stop = 0;
 }
 
 static bool blank(const char *s, size_t n) {
@@ -147,6 +180,7 @@ static int read_jobs(batch_ctx *b, const char *path, size_t *n_bad) {
             if (why[0])
                 cli_error("%s: line %zu: %s (skipped)", path, n_line, why);
             free(j->prompt);
+            free_stops(j);
             (*n_bad)++;
         }
     }
@@ -183,14 +217,14 @@ static json_object *text_json(const batch_job *j) {
     return o;
 }
 
-static int write_job(batch_ctx *b, const batch_job *j) {
+int batch_write_job(batch_ctx *b, const batch_job *j) {
     json_object *o = json_object_new_object();
     double decode_s = j->t_end - j->t_first;
     json_object_object_add(o, "id", json_object_get(j->id));
     json_object_object_add(o, "text", text_json(j));
     json_object_object_add(o, "n_prompt", json_object_new_int64((int64_t)j->n_prompt));
     json_object_object_add(o, "n_generated", json_object_new_int64((int64_t)j->n_generated));
-    json_object_object_add(o, "stop", json_object_new_string(gen_stop_name(j->stop)));
+    json_object_object_add(o, "stop", json_object_new_string(sw_finish_name(j->finish)));
     json_object_object_add(o, "prefill_ms", json_object_new_double(
                                                 (j->t_first - j->t_start) * 1e3));
     json_object_object_add(o, "decode_ms", json_object_new_double(decode_s * 1e3));
@@ -198,17 +232,6 @@ static int write_job(batch_ctx *b, const batch_job *j) {
                                 o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
     return fflush(b->out) == 0 ? CLI_EXIT_OK : CLI_EXIT_IO;
-}
-
-int batch_write_ready(batch_ctx *b) {
-    while (b->next_out < b->n_jobs && b->jobs[b->next_out].state == JOB_DONE) {
-        if (write_job(b, &b->jobs[b->next_out]) != CLI_EXIT_OK) {
-            cli_error("cannot write the results: %s", strerror(errno));
-            return CLI_EXIT_IO;
-        }
-        b->next_out++;
-    }
-    return CLI_EXIT_OK;
 }
 
 static void summary(const batch_ctx *b, size_t n_bad) {
@@ -250,6 +273,7 @@ static void free_jobs(batch_ctx *b) {
         json_object_put(b->jobs[i].id);
         free(b->jobs[i].prompt);
         free(b->jobs[i].text);
+        free_stops(&b->jobs[i]);
     }
     free(b->jobs);
 }

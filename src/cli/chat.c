@@ -3,11 +3,12 @@
  * format. One session holds the whole conversation, so each turn only
  * evaluates its new tokens (the KV cache is reused across turns).
  *
- * Turn format (cli/turns.h): <start_of_turn>user\n{text}<end_of_turn>\n
- * <start_of_turn>model\n and the reply closed with <end_of_turn>\n; a
- * --system text folded into the first user turn followed by a blank line,
- * as Gemma 3's template does (Gemma 1-3 have no system role). Gemma 4:
- * <|turn>...<turn|>, and the system text a turn of its own.
+ * Turn format: the library's (sw_chat_format, which serve writes too):
+ * <start_of_turn>user\n{text}<end_of_turn>\n <start_of_turn>model\n and
+ * the reply closed with <end_of_turn>\n; a --system text folded into the
+ * first user turn followed by a blank line, as Gemma 3's template does
+ * (Gemma 1-3 have no system role). Gemma 4: <|turn>...<turn|>, and the
+ * system text a turn of its own.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,6 @@
 #include "cli/gen_opts.h"
 #include "cli/generate.h"
 #include "cli/model_arg.h"
-#include "cli/turns.h"
 
 #define LINE_MAX_BYTES (1 << 20)
 
@@ -62,33 +62,31 @@ static int append_text(chat_state *st, const char *text, bool bos, size_t *n) {
     return CLI_EXIT_OK;
 }
 
-/* Builds the tokens for one user turn (closing the previous reply). */
+/* Builds the tokens for one user turn (closing the previous reply), by
+ * the library's template. */
 static int build_turn(chat_state *st, const char *system, const char *user, size_t *n) {
-    int rc;
+    sw_chat_message m[2];
+    size_t k = 0, len = 0;
     *n = 0;
     if (st->pending >= 0)
         st->ids[(*n)++] = st->pending;
-    const chat_turns *tt = chat_turns_of(st->model);
-    bool bos = st->first_turn;
-    if (!st->first_turn && (rc = append_text(st, tt->end, false, n)))
-        return rc;
-    if (st->first_turn && system && system[0] && tt->system != NULL) { /* a turn of its own */
-        if ((rc = append_text(st, tt->system, true, n)) ||
-            (rc = append_text(st, system, false, n)) || (rc = append_text(st, tt->end, false, n)))
-            return rc;
-        bos = false;
+    if (st->first_turn && system && system[0])
+        m[k++] = (sw_chat_message){"system", system, strlen(system)};
+    m[k++] = (sw_chat_message){"user", user, strlen(user)};
+    const unsigned flags = SW_CHAT_OPEN_REPLY | (st->first_turn ? 0 : SW_CHAT_CLOSE_REPLY);
+    sw_status s = sw_chat_format(st->model, m, k, flags, NULL, 0, &len);
+    char *text = s == SW_OK ? malloc(len + 1) : NULL;
+    if (s == SW_OK && text == NULL) {
+        cli_error("out of memory");
+        return CLI_EXIT_OOM_HOST;
     }
-    if ((rc = append_text(st, tt->user, bos, n)))
-        return rc;
-    if (st->first_turn && system && system[0] && tt->system == NULL) {
-        if ((rc = append_text(st, system, false, n)) || (rc = append_text(st, "\n\n", false, n)))
-            return rc;
-    }
-    if ((rc = append_text(st, user, false, n)) || (rc = append_text(st, tt->end, false, n)) ||
-        (rc = append_text(st, tt->model, false, n)))
-        return rc;
-    st->first_turn = false;
-    return CLI_EXIT_OK;
+    if (s == SW_OK)
+        s = sw_chat_format(st->model, m, k, flags, text, len + 1, &len);
+    int rc = s == SW_OK ? append_text(st, text, st->first_turn, n) : cli_fail(s);
+    free(text);
+    if (rc == CLI_EXIT_OK)
+        st->first_turn = false;
+    return rc;
 }
 
 static int chat_loop(chat_state *st, const gen_opts *o) {

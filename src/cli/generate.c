@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/generate.h"
+#include "sched/stop.h"
 #include "util/clock.h"
 
 
@@ -28,26 +29,6 @@ static void on_progress(void *user, size_t done, size_t total) {
     fprintf(stderr, "\rprefill %zu/%zu tokens (%zu%%)", done, total, done * 100 / total);
     if (done == total)
         fputc('\n', stderr);
-}
-
-static bool is_end_of_generation(const sw_special_tokens *sp, int32_t id) {
-    return id == sp->eos || (sp->end_of_turn >= 0 && id == sp->end_of_turn);
-}
-
-gen_stop gen_after_sample(const sw_special_tokens *sp, long n_predict, size_t *n_generated,
-                          int32_t id, uint32_t pos, uint32_t n_ctx, bool *print) {
-    *print = !is_end_of_generation(sp, id);
-    if (!*print)
-        return GEN_STOP_EOG;
-    (*n_generated)++;
-    if (n_predict >= 0 && *n_generated >= (size_t)n_predict)
-        return GEN_STOP_LIMIT;
-    return pos >= n_ctx ? GEN_STOP_CONTEXT : GEN_GOING;
-}
-
-const char *gen_stop_name(gen_stop stop) {
-    static const char *const names[] = {"", "eog", "limit", "context"};
-    return names[stop];
 }
 
 int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_predict,
@@ -116,17 +97,17 @@ int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats) {
     for (;;) {
         int32_t id = sw_sampler_sample(g->sampler, g->logits);
         bool print = false;
-        gen_stop stop = gen_after_sample(&sp, g->n_predict, &stats->n_generated, id,
-                                         sw_session_pos(g->session), g->n_ctx, &print);
+        sw_finish stop = sched_after_sample(&sp, g->n_predict, &stats->n_generated, id,
+                                            sw_session_pos(g->session), g->n_ctx, &print);
         stats->last_token = id;
         if (print)
             print_token(g, id);
-        stats->stopped_by_eog = stop == GEN_STOP_EOG;
-        if (stop == GEN_STOP_CONTEXT) {
+        stats->stopped_by_eog = stop == SW_FINISH_EOG;
+        if (stop == SW_FINISH_CONTEXT) {
             fprintf(stderr, "\n[context of %u tokens is full: stopping]\n", g->n_ctx);
             stats->last_token = -1;
         }
-        if (stop != GEN_GOING)
+        if (stop != SW_FINISH_NONE)
             break;
         st = sw_session_eval(g->session, &id, 1, g->logits, 0);
         if (st != SW_OK)

@@ -2,7 +2,10 @@
  * generate.h — the prefill + decode loop shared by `run` and `chat`:
  * evaluate prompt tokens with a progress line, then sample and print
  * tokens as they are produced until end of turn, N tokens or a full
- * context. Reports timing so callers can print tokens/s.
+ * context (the library's stop rule, sched/stop.h, which batch and serve
+ * stop by through the scheduler). One session that chat continues across
+ * turns, so its cache is reused. Reports timing so callers can print
+ * tokens/s.
  */
 #ifndef SW_CLI_GENERATE_H
 #define SW_CLI_GENERATE_H
@@ -28,21 +31,6 @@ typedef struct gen_ctx {
     uint32_t n_ctx;          /* the session's context length */
     FILE *out;               /* where generated text goes */
 } gen_ctx;
-
-/* Why generation stops after a sampled token (or that it goes on). */
-typedef enum gen_stop { GEN_GOING, GEN_STOP_EOG, GEN_STOP_LIMIT, GEN_STOP_CONTEXT } gen_stop;
-
-/* The rule run, chat and batch share, so their outputs agree: after
- * sampling `id` with the session at position pos (the token not yet
- * evaluated), *print says whether its text is output (an end-of-turn or
- * end-of-sequence token is not); *n_generated counts printed tokens; the
- * result says whether to stop: at an end token, after n_predict printed
- * tokens (n_predict >= 0), or when the context is full. */
-gen_stop gen_after_sample(const sw_special_tokens *sp, long n_predict, size_t *n_generated,
-                          int32_t id, uint32_t pos, uint32_t n_ctx, bool *print);
-
-/* "eog", "limit", "context" (or "" while going). */
-const char *gen_stop_name(gen_stop stop);
 
 /* Tokenizes a prompt (BOS added; control tokens parsed unless
  * no_special) into a malloc'd *ids. A prompt that leaves no room for

@@ -14,9 +14,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/gen_opts.h"
 #include "cli/interrupt.h"
 #include "cli/model_arg.h"
-#include "cli/serve.h"
+#include "serve/serve.h"
 #include "util/clock.h"
 
 enum { DEFAULT_PORT = 8080, DEFAULT_MAX_BODY = 1 << 20, QUEUE_PER_SEQ = 4 };
@@ -134,7 +135,7 @@ int cmd_serve(int argc, char **argv) {
     if ((rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
         return rc;
     char path_buf[4096];
-    srv_state s = {.opt = &o, .model = m, .model_name = model_name(&a, &o, path_buf,
+    srv_state s = {.sampler = o.sampler, .model = m, .model_name = model_name(&a, &o, path_buf,
                                                                     sizeof path_buf),
                    .api_key = a.api_key, .max_body = (size_t)a.max_body};
     s.m.t_start = sw_clock_s();
@@ -149,6 +150,7 @@ int cmd_serve(int argc, char **argv) {
     cli_interrupt_catch();
     struct MHD_Daemon *d = srv_http_start(&s, a.host, (uint16_t)a.port);
     if (d == NULL) {
+        cli_error("%s", sw_last_error());
         rc = CLI_EXIT_IO;
         goto done;
     }
@@ -156,8 +158,16 @@ int cmd_serve(int argc, char **argv) {
     if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
         goto done;
     sw_engine_print_plan(e, stderr, 0);
+    sw_scheduler *q = NULL;
+    sw_status st = sw_scheduler_create(e, m, &q);
+    if (st != SW_OK) {
+        sw_engine_destroy(e);
+        rc = cli_fail(st);
+        goto done;
+    }
     pthread_mutex_lock(&s.mu);
     s.engine = e;
+    s.sched = q;
     s.n_seq = sw_engine_n_seq(e);
     s.queue_cap = a.queue >= 0 ? (size_t)a.queue : (size_t)sw_engine_n_seq(e) * QUEUE_PER_SEQ;
     pthread_mutex_unlock(&s.mu);
@@ -200,6 +210,7 @@ done:
         MHD_stop_daemon(d);
     }
     cli_interrupt_restore();
+    sw_scheduler_destroy(s.sched);
     sw_engine_destroy(s.engine);
     sw_model_close(m);
     pthread_cond_destroy(&s.out_cv);

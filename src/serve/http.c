@@ -1,5 +1,5 @@
 /*
- * serve_http.c — the HTTP side of `spillway serve` (serve.h) on
+ * http.c — the HTTP side of `spillway serve` (serve.h) on
  * libmicrohttpd: one thread per connection, so a connection may block
  * waiting for its request's tokens. Bodies are collected up to
  * srv_state.max_body (a larger one is refused with 413 once read), the
@@ -20,7 +20,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "cli/serve.h"
+#include "serve/serve.h"
+#include "util/error.h"
 
 typedef struct conn {
     sw_bytebuf body;
@@ -319,8 +320,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 struct MHD_Daemon *srv_http_start(srv_state *s, const char *host, uint16_t port) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
-        cli_error("--host '%s' is not an IPv4 address (e.g. 127.0.0.1, or 0.0.0.0 for every "
-                  "interface)", host);
+        sw_errorf(SW_ERR_ARG, "--host '%s' is not an IPv4 address (e.g. 127.0.0.1, or 0.0.0.0 "
+                  "for every interface)", host);
         return NULL;
     }
     struct MHD_Daemon *d = MHD_start_daemon(
@@ -331,7 +332,7 @@ struct MHD_Daemon *srv_http_start(srv_state *s, const char *host, uint16_t port)
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
     if (d == NULL)
-        cli_error("cannot listen on %s:%u: %s (is the port in use?)", host, (unsigned)port,
-                  strerror(errno));
+        sw_errorf(SW_ERR_IO, "cannot listen on %s:%u: %s (is the port in use?)", host,
+                  (unsigned)port, strerror(errno));
     return d;
 }

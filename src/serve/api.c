@@ -1,13 +1,13 @@
 /*
- * serve_api.c — the OpenAI-shaped JSON of `spillway serve` (serve.h):
+ * api.c — the OpenAI-shaped JSON of `spillway serve` (serve.h):
  * request bodies of /v1/completions and /v1/chat/completions into
  * requests (every field checked: a wrong type, a value out of range, a
  * prompt the context cannot hold is a 400 naming the field and the
  * numbers), and the responses, stream chunks, errors, /v1/models,
  * /health and /metrics.
  *
- * Chat messages become the model's turns, as `spillway chat` writes them
- * (cli/turns.h):
+ * Chat messages become the model's turns by the library's one template
+ * (sw_chat_format, which `spillway chat` writes too):
  *   <start_of_turn>user\n{text}<end_of_turn>\n ... <start_of_turn>model\n
  * with "assistant" as the model's role and a "system" message folded into
  * the next user turn followed by a blank line (Gemma 1-3 have no system
@@ -21,8 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/serve.h"
-#include "cli/turns.h"
+#include "serve/serve.h"
 #include "format/json_util.h"
 #include "util/utf8.h"
 #include "util/clock.h"
@@ -107,61 +106,51 @@ static bool completion_prompt(json_object *root, text_buf *t, srv_reply *err) {
     return true;
 }
 
-/* A turn: its opening markup, the text, the closing markup. */
-static void add_turn(text_buf *t, const char *open, const char *text, size_t len,
-                     const chat_turns *tt) {
-    tb_add(t, open, strlen(open));
-    tb_add(t, text, len);
-    tb_add(t, tt->end, strlen(tt->end));
-}
-
-/* The "messages" of a chat request as the model's turns (cli/turns.h). */
-static bool chat_prompt(json_object *root, const chat_turns *tt, text_buf *t, srv_reply *err) {
+/* The "messages" of a chat request as the model's turns (sw_chat_format,
+ * as `spillway chat` writes them). */
+static bool chat_prompt(srv_state *s, json_object *root, text_buf *t, srv_reply *err) {
     json_object *msgs = NULL;
     if (jsonu_get_arr(root, "messages", "the request", &msgs) != SW_OK ||
         json_object_array_length(msgs) == 0) {
         *err = BAD_REQUEST("\"messages\" must be a non-empty array");
         return false;
     }
-    const char *system = NULL;
-    size_t system_len = 0;
-    for (size_t i = 0; i < json_object_array_length(msgs); i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        const char *role = NULL, *content = NULL;
-        size_t len = 0;
-        if (!json_object_is_type(m, json_type_object) ||
-            jsonu_get_str(m, "role", "a message", &role, NULL) != SW_OK ||
-            jsonu_get_str(m, "content", "a message", &content, &len) != SW_OK) {
+    const size_t n = json_object_array_length(msgs);
+    sw_chat_message *m = calloc(n, sizeof *m);
+    if (m == NULL) {
+        *err = srv_api_error(500, "server_error", "out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_object *o = json_object_array_get_idx(msgs, i);
+        if (!json_object_is_type(o, json_type_object) ||
+            jsonu_get_str(o, "role", "a message", &m[i].role, NULL) != SW_OK ||
+            jsonu_get_str(o, "content", "a message", &m[i].content, &m[i].len) != SW_OK) {
             *err = BAD_REQUEST("each message needs a string \"role\" and a string "
                                "\"content\"");
-            return false;
-        }
-        if (!strcmp(role, "system") && tt->system != NULL) {
-            add_turn(t, tt->system, content, len, tt);
-        } else if (!strcmp(role, "system")) {
-            system = content;
-            system_len = len;
-        } else if (!strcmp(role, "user")) {
-            tb_add(t, tt->user, strlen(tt->user));
-            if (system != NULL) {
-                tb_add(t, system, system_len);
-                tb_add(t, "\n\n", 2);
-                system = NULL;
-            }
-            tb_add(t, content, len);
-            tb_add(t, tt->end, strlen(tt->end));
-        } else if (!strcmp(role, "assistant")) {
-            add_turn(t, tt->model, content, len, tt);
-        } else {
-            *err = BAD_REQUEST("unknown message role \"%.64s\" (system, user or assistant)",
-                               role);
-            return false;
+            ok = false;
+        } else if (!strcmp(m[i].role, "model")) { /* the API's name is "assistant" */
+            *err = BAD_REQUEST("unknown message role \"model\" (system, user or assistant)");
+            ok = false;
         }
     }
-    if (system != NULL) /* a system message with no user turn after it */
-        add_turn(t, tt->user, system, system_len, tt);
-    tb_add(t, tt->model, strlen(tt->model));
-    return true;
+    size_t len = 0;
+    if (ok && sw_chat_format(s->model, m, n, SW_CHAT_OPEN_REPLY, NULL, 0, &len) != SW_OK) {
+        *err = BAD_REQUEST("%s", sw_last_error());
+        ok = false;
+    }
+    char *text = ok ? malloc(len + 1) : NULL;
+    if (ok && (text == NULL ||
+               sw_chat_format(s->model, m, n, SW_CHAT_OPEN_REPLY, text, len + 1, &len))) {
+        *err = srv_api_error(500, "server_error", "out of memory");
+        ok = false;
+    }
+    if (ok)
+        tb_add(t, text, len);
+    free(text);
+    free(m);
+    return ok;
 }
 
 /* An optional number in [lo, hi] (absent or null: *out unchanged). */
@@ -226,8 +215,8 @@ static bool parse_stop(json_object *root, srv_req *r, srv_reply *err) {
  * min_p, so those always come from the flags. */
 static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply *err) {
     double max_tokens = r->max_tokens, n = 1;
-    double temp = s->opt->sampler.temp, top_p = s->opt->sampler.top_p;
-    double seed = (double)s->opt->sampler.seed;
+    double temp = s->sampler.temp, top_p = s->sampler.top_p;
+    double seed = (double)s->sampler.seed;
     bool stream = false;
     json_object *v = NULL;
     if (json_object_object_get_ex(root, "stream", &v) && v != NULL) {
@@ -246,7 +235,7 @@ static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply 
         return false;
     r->max_tokens = (long)max_tokens;
     r->stream = stream;
-    r->sampling = s->opt->sampler;
+    r->sampling = s->sampler;
     r->sampling.temp = (float)temp;
     r->sampling.top_p = (float)top_p;
     r->sampling.seed = (uint64_t)seed;
@@ -326,7 +315,7 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
         r->chat = chat;
         r->max_tokens = chat ? -1 : DEFAULT_MAX_TOKENS_COMPLETION;
         ok = check_model(s, root, err) && parse_params(s, root, r, err) &&
-             (chat ? chat_prompt(root, chat_turns_of(s->model), &t, err)
+             (chat ? chat_prompt(s, root, &t, err)
                    : completion_prompt(root, &t, err));
     }
     if (ok && t.oom) {

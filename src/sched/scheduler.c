@@ -1,0 +1,526 @@
+/*
+ * scheduler.c — continuous batching over one engine (spillway.h's
+ * sw_scheduler): lanes are the engine's sequences; a step admits queued
+ * requests into free lanes, builds one forward (decode tokens first, then
+ * prompt chunks), runs it with the lock released, then samples every row
+ * that asked for logits, in item order, with its request's own sampler.
+ * Nothing per token is allocated: items, owners and logits are sized once
+ * for the largest forward.
+ *
+ * A request is freed when it has ended and its caller released it; one
+ * released while running is cancelled and freed at the next step (the
+ * forward in flight may still name it).
+ */
+#define _POSIX_C_SOURCE 200809L /* strnlen */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/stop.h"
+#include "util/bytebuf.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+enum { MAX_STOP = 16, MAX_STOP_LEN = 1024 };
+
+struct sw_request {
+    int32_t *prompt;
+    size_t n_prompt, n_fed, n_generated;
+    long n_predict;
+    sw_sampler_options sampling;
+    char *stop[MAX_STOP];
+    size_t n_stop, stop_max_len;
+    sw_token_fn on_token;
+    void *user;
+    sw_request_state state;
+    sw_finish finish;
+    sw_session *session;         /* while running */
+    sw_sampler *sampler;         /* while running */
+    int32_t last;                /* sampled, not yet evaluated */
+    sw_bytebuf text;
+    bool cancelled, released;
+    sw_finish cancel_as;         /* how a cancelled running request ends */
+    double t_submitted, t_started, t_first, t_end;
+    struct sw_request *next;     /* queue link */
+    struct sw_request *all_prev, *all_next; /* every request not yet freed */
+};
+
+typedef struct lane {
+    sw_session *session;
+    sw_request *req;             /* NULL: free */
+    size_t fed;                  /* prompt tokens in the forward being built */
+} lane;
+
+struct sw_scheduler {
+    sw_engine *engine;
+    const sw_model *model;
+    sw_special_tokens special;
+    pthread_mutex_t mu;
+    lane *lanes;
+    uint32_t n_lanes, cap, n_vocab, n_ctx, per_seq;
+    sw_batch_item *items;        /* (cap) */
+    sw_request **owners;         /* (cap) */
+    float *logits;               /* (cap, n_vocab) */
+    sw_request *queue_head, *queue_tail;
+    sw_request *all;
+    bool stepping;               /* a forward is in flight: lanes stay as built */
+    sw_scheduler_stats stats;
+};
+
+sw_request_options sw_request_options_default(void) {
+    return (sw_request_options){.sampling = sw_sampler_options_default(), .n_predict = -1};
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static void req_free(sw_scheduler *q, sw_request *r) {
+    if (r->all_prev != NULL)
+        r->all_prev->all_next = r->all_next;
+    else
+        q->all = r->all_next;
+    if (r->all_next != NULL)
+        r->all_next->all_prev = r->all_prev;
+    sw_sampler_destroy(r->sampler);
+    free(r->prompt);
+    for (size_t i = 0; i < r->n_stop; i++)
+        free(r->stop[i]);
+    sw_bytebuf_free(&r->text);
+    free(r);
+}
+
+/* Ends r (under mu), freeing its lane (l, when it runs); frees r when its
+ * caller has let go. */
+static void finish(sw_scheduler *q, lane *l, sw_request *r, sw_finish why) {
+    r->state = SW_REQ_DONE;
+    r->finish = why;
+    r->t_end = sw_clock_s();
+    sw_sampler_destroy(r->sampler);
+    r->sampler = NULL;
+    r->session = NULL;
+    if (l != NULL) {
+        l->req = NULL;
+        q->stats.n_running--;
+    }
+    if (r->released)
+        req_free(q, r);
+}
+
+static sw_status copy_stops(sw_request *r, const sw_request_options *o) {
+    if (o->n_stop > MAX_STOP || (o->n_stop && o->stop == NULL))
+        return sw_errorf(SW_ERR_ARG, "a request takes at most %d stop strings", MAX_STOP);
+    for (size_t i = 0; i < o->n_stop; i++) {
+        size_t len = o->stop[i] ? strnlen(o->stop[i], MAX_STOP_LEN + 1) : 0;
+        if (len == 0 || len > MAX_STOP_LEN)
+            return sw_errorf(SW_ERR_ARG, "stop string %zu is %s", i + 1,
+                             len ? "longer than 1024 bytes" : "empty");
+        if ((r->stop[i] = malloc(len + 1)) == NULL)
+            return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a stop string");
+        memcpy(r->stop[i], o->stop[i], len + 1);
+        r->n_stop = i + 1;
+        r->stop_max_len = len > r->stop_max_len ? len : r->stop_max_len;
+    }
+    return SW_OK;
+}
+
+static sw_status check_prompt(const sw_scheduler *q, const int32_t *ids, size_t n) {
+    if (n == 0 || ids == NULL)
+        return sw_errorf(SW_ERR_ARG, "a request needs at least one prompt token");
+    if (n > q->n_ctx)
+        return sw_errorf(SW_ERR_ARG, "the prompt has %zu tokens; the context holds %u", n,
+                         q->n_ctx);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (uint32_t)ids[i] >= q->n_vocab)
+            return sw_errorf(SW_ERR_ARG, "prompt token %zu is id %d, outside the vocabulary "
+                             "of %u", i, ids[i], q->n_vocab);
+    return SW_OK;
+}
+
+sw_status sw_scheduler_submit(sw_scheduler *q, const int32_t *ids, size_t n,
+                              const sw_request_options *opt, sw_request **out) {
+    sw_request_options def = sw_request_options_default();
+    const sw_request_options *o = opt ? opt : &def;
+    sw_sampler *probe = NULL;
+    if (q == NULL || out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_scheduler_submit: NULL argument");
+    *out = NULL;
+    SW_TRY(check_prompt(q, ids, n));
+    SW_TRY(sw_sampler_create(&o->sampling, q->n_vocab, &probe)); /* the options' check */
+    sw_sampler_destroy(probe);
+    sw_request *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->prompt = malloc(n * sizeof *ids)) == NULL) {
+        free(r);
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a request");
+    }
+    memcpy(r->prompt, ids, n * sizeof *ids);
+    r->n_prompt = n;
+    r->n_predict = o->n_predict;
+    r->sampling = o->sampling;
+    r->on_token = o->on_token;
+    r->user = o->user;
+    sw_status st = copy_stops(r, o);
+    pthread_mutex_lock(&q->mu);
+    r->all_next = q->all;
+    if (q->all != NULL)
+        q->all->all_prev = r;
+    q->all = r;
+    if (st != SW_OK) {
+        req_free(q, r);
+        pthread_mutex_unlock(&q->mu);
+        return st;
+    }
+    r->state = SW_REQ_QUEUED;
+    r->t_submitted = sw_clock_s();
+    if (q->queue_tail != NULL)
+        q->queue_tail->next = r;
+    else
+        q->queue_head = r;
+    q->queue_tail = r;
+    q->stats.n_queued++;
+    pthread_mutex_unlock(&q->mu);
+    *out = r;
+    return SW_OK;
+}
+
+/* Takes r out of the queue (under mu). */
+static void unqueue(sw_scheduler *q, sw_request *r) {
+    sw_request **p = &q->queue_head, *prev = NULL;
+    while (*p != NULL && *p != r) {
+        prev = *p;
+        p = &(*p)->next;
+    }
+    if (*p == NULL)
+        return;
+    *p = r->next;
+    if (q->queue_tail == r)
+        q->queue_tail = prev;
+    r->next = NULL;
+    q->stats.n_queued--;
+}
+
+void sw_request_cancel(sw_scheduler *q, sw_request *r) {
+    if (q == NULL || r == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    if (r->state == SW_REQ_QUEUED) {
+        unqueue(q, r);
+        finish(q, NULL, r, SW_FINISH_CANCELLED);
+    } else if (r->state != SW_REQ_DONE) {
+        r->cancelled = true; /* running: the next step ends it */
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sw_request_release(sw_scheduler *q, sw_request *r) {
+    if (q == NULL || r == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    r->released = true;
+    if (r->state == SW_REQ_QUEUED) {
+        unqueue(q, r);
+        finish(q, NULL, r, SW_FINISH_CANCELLED); /* frees it */
+    } else if (r->state == SW_REQ_DONE) {
+        req_free(q, r);
+    } else {
+        r->cancelled = true;
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sw_request_get_info(sw_scheduler *q, const sw_request *r, sw_request_info *out) {
+    memset(out, 0, sizeof *out);
+    if (q == NULL || r == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    *out = (sw_request_info){.state = r->state, .finish = r->finish, .n_prompt = r->n_prompt,
+                             .n_fed = r->n_fed, .n_generated = r->n_generated,
+                             .text_len = r->text.len, .t_submitted = r->t_submitted,
+                             .t_started = r->t_started, .t_first = r->t_first,
+                             .t_end = r->t_end};
+    pthread_mutex_unlock(&q->mu);
+}
+
+size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *buf,
+                       size_t cap) {
+    size_t n = 0;
+    if (q == NULL || r == NULL || buf == NULL)
+        return 0;
+    pthread_mutex_lock(&q->mu);
+    if (from < r->text.len) {
+        n = r->text.len - from < cap ? r->text.len - from : cap;
+        memcpy(buf, r->text.p + from, n);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* ---- a step --------------------------------------------------------------- */
+
+/* Free lanes take queued requests, oldest first (under mu). */
+static void admit(sw_scheduler *q) {
+    for (uint32_t i = 0; i < q->n_lanes && q->queue_head != NULL; i++) {
+        lane *l = &q->lanes[i];
+        if (l->req != NULL)
+            continue;
+        sw_request *r = q->queue_head;
+        unqueue(q, r);
+        sw_status st = sw_sampler_create(&r->sampling, q->n_vocab, &r->sampler);
+        if (st == SW_OK)
+            st = sw_session_truncate(l->session, 0);
+        if (st != SW_OK) {
+            finish(q, NULL, r, SW_FINISH_ERROR);
+            i--; /* this lane is still free */
+            continue;
+        }
+        r->state = SW_REQ_PREFILL;
+        r->session = l->session;
+        r->t_started = sw_clock_s();
+        l->req = r;
+        q->stats.n_running++;
+    }
+}
+
+/* Running requests cancelled (or released) leave their lanes (under mu). */
+static void drop_cancelled(sw_scheduler *q) {
+    for (uint32_t i = 0; i < q->n_lanes; i++) {
+        sw_request *r = q->lanes[i].req;
+        if (r != NULL && r->cancelled)
+            finish(q, &q->lanes[i], r, r->cancel_as ? r->cancel_as : SW_FINISH_CANCELLED);
+    }
+}
+
+static void add_item(sw_scheduler *q, uint32_t *n, sw_request *r, int32_t token, int logits) {
+    q->items[*n] = (sw_batch_item){r->session, token, logits};
+    q->owners[(*n)++] = r;
+}
+
+/* Decode tokens first, then prompt chunks (under mu); *all_decode when no
+ * prompt token is in it. */
+static uint32_t build(sw_scheduler *q, bool *all_decode) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < q->n_lanes; i++) {
+        sw_request *r = q->lanes[i].req;
+        q->lanes[i].fed = 0;
+        if (r != NULL && r->state == SW_REQ_DECODE && n < q->cap)
+            add_item(q, &n, r, r->last, 1);
+    }
+    *all_decode = true;
+    for (uint32_t i = 0; i < q->n_lanes; i++) {
+        sw_request *r = q->lanes[i].req;
+        if (r == NULL || r->state != SW_REQ_PREFILL)
+            continue;
+        *all_decode = false;
+        size_t k = r->n_prompt - r->n_fed;
+        k = k < q->per_seq ? k : q->per_seq;
+        k = k < q->cap - n ? k : q->cap - n;
+        for (size_t t = 0; t < k; t++)
+            add_item(q, &n, r, r->prompt[r->n_fed + t], r->n_fed + t + 1 == r->n_prompt);
+        q->lanes[i].fed = k;
+    }
+    return n;
+}
+
+/* The earliest stop string that the last piece (len bytes) could have
+ * completed: cuts the text there. */
+static bool cut_at_stop(sw_request *r, size_t len) {
+    if (r->n_stop == 0)
+        return false;
+    size_t from = r->text.len - len;
+    from = from > r->stop_max_len ? from - r->stop_max_len : 0;
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < r->n_stop; i++) {
+        const char *hit = strstr(r->text.p + from, r->stop[i]);
+        if (hit != NULL && (size_t)(hit - r->text.p) < best)
+            best = (size_t)(hit - r->text.p);
+    }
+    if (best == SIZE_MAX)
+        return false;
+    r->text.len = best;
+    r->text.p[best] = '\0';
+    return true;
+}
+
+/* Samples for one row of logits (under mu). */
+static void take_token(sw_scheduler *q, lane *l, sw_request *r, const float *logits) {
+    const int32_t id = sw_sampler_sample(r->sampler, logits);
+    bool print = false;
+    if (r->state == SW_REQ_PREFILL)
+        r->t_first = sw_clock_s();
+    sw_finish why = sched_after_sample(&q->special, r->n_predict, &r->n_generated, id,
+                                       sw_session_pos(r->session), q->n_ctx, &print);
+    r->state = SW_REQ_DECODE;
+    r->last = id;
+    q->stats.generated_tokens += print;
+    char buf[256];
+    size_t len = 0;
+    if (print && sw_token_to_piece(q->model, id, buf, sizeof buf, &len) == SW_OK &&
+        len <= sizeof buf) {
+        if (r->on_token != NULL)
+            r->on_token(r->user, r, id, buf, len);
+        if (!sw_bytebuf_add(&r->text, buf, len))
+            why = SW_FINISH_ERROR; /* out of host memory for the text */
+        else if (cut_at_stop(r, len))
+            why = SW_FINISH_STOP;
+    }
+    if (why != SW_FINISH_NONE)
+        finish(q, l, r, why);
+}
+
+/* After a forward (under mu): prompt progress, then sampling in item
+ * order. */
+static void consume(sw_scheduler *q, uint32_t n) {
+    for (uint32_t i = 0; i < q->n_lanes; i++) {
+        sw_request *r = q->lanes[i].req;
+        if (r != NULL && r->state == SW_REQ_PREFILL) {
+            r->n_fed += q->lanes[i].fed;
+            q->stats.prompt_tokens += q->lanes[i].fed;
+        }
+    }
+    uint32_t row = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        if (!q->items[t].logits)
+            continue;
+        sw_request *r = q->owners[t];
+        lane *l = &q->lanes[0];
+        while (l->req != r)
+            l++;
+        take_token(q, l, r, q->logits + (size_t)row++ * q->n_vocab);
+    }
+}
+
+/* The running requests' cache rows (under mu). */
+static void count_kv(sw_scheduler *q) {
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < q->n_lanes; i++)
+        if (q->lanes[i].req != NULL)
+            used += sw_session_pos(q->lanes[i].session);
+    q->stats.kv_used_tokens = used;
+}
+
+sw_status sw_scheduler_step(sw_scheduler *q, uint32_t *n_tokens) {
+    bool all_decode = false;
+    if (n_tokens != NULL)
+        *n_tokens = 0;
+    if (q == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_scheduler_step: NULL scheduler");
+    pthread_mutex_lock(&q->mu);
+    drop_cancelled(q);
+    admit(q);
+    const uint32_t n = build(q, &all_decode);
+    q->stepping = n != 0;
+    pthread_mutex_unlock(&q->mu);
+    if (n == 0)
+        return SW_OK;
+    /* The engine is the stepping thread's alone; the items' sessions and
+     * tokens are not touched by the other calls meanwhile. */
+    const double t0 = sw_clock_s();
+    const sw_status st = sw_engine_eval_batch(q->engine, q->items, n, q->logits);
+    const double dt = sw_clock_s() - t0;
+    pthread_mutex_lock(&q->mu);
+    q->stepping = false;
+    if (st != SW_OK) {
+        for (uint32_t i = 0; i < q->n_lanes; i++)
+            if (q->lanes[i].req != NULL)
+                finish(q, &q->lanes[i], q->lanes[i].req, SW_FINISH_ERROR);
+    } else {
+        q->stats.n_forwards++;
+        q->stats.last_forward_tokens = n;
+        if (all_decode) {
+            q->stats.decode_tokens += n;
+            q->stats.decode_s += dt;
+        }
+        consume(q, n);
+    }
+    count_kv(q);
+    pthread_mutex_unlock(&q->mu);
+    if (n_tokens != NULL)
+        *n_tokens = n;
+    return st;
+}
+
+void sw_scheduler_end_all(sw_scheduler *q, sw_finish why) {
+    if (q == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    for (uint32_t i = 0; i < q->n_lanes; i++) {
+        sw_request *r = q->lanes[i].req;
+        if (r == NULL)
+            continue;
+        if (q->stepping) { /* its forward is in flight: it ends at the next step */
+            r->cancelled = true;
+            r->cancel_as = why;
+        } else {
+            finish(q, &q->lanes[i], r, why);
+        }
+    }
+    while (q->queue_head != NULL) {
+        sw_request *r = q->queue_head;
+        unqueue(q, r);
+        finish(q, NULL, r, why);
+    }
+    count_kv(q);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void sw_scheduler_get_stats(sw_scheduler *q, sw_scheduler_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (q == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    *out = q->stats;
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- the scheduler -------------------------------------------------------- */
+
+sw_status sw_scheduler_create(sw_engine *engine, const sw_model *model, sw_scheduler **out) {
+    if (engine == NULL || model == NULL || out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_scheduler_create: NULL argument");
+    *out = NULL;
+    sw_scheduler *q = calloc(1, sizeof *q);
+    if (q == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a scheduler");
+    q->engine = engine;
+    q->model = model;
+    q->n_lanes = sw_engine_n_seq(engine);
+    q->cap = sw_engine_max_tokens(engine);
+    q->n_vocab = sw_engine_n_vocab(engine);
+    q->n_ctx = sw_engine_n_ctx(engine);
+    q->per_seq = sw_engine_n_batch(engine);
+    q->stats.kv_capacity_tokens = (uint64_t)q->n_lanes * q->n_ctx;
+    pthread_mutex_init(&q->mu, NULL);
+    sw_status st = sw_model_special_tokens(model, &q->special);
+    q->lanes = calloc(q->n_lanes, sizeof *q->lanes);
+    q->items = calloc(q->cap, sizeof *q->items);
+    q->owners = calloc(q->cap, sizeof *q->owners);
+    q->logits = malloc((size_t)q->cap * q->n_vocab * sizeof *q->logits);
+    if (st == SW_OK && (q->lanes == NULL || q->items == NULL || q->owners == NULL ||
+                        q->logits == NULL))
+        st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory for %u sequences of %u tokens",
+                       q->n_lanes, q->cap);
+    for (uint32_t i = 0; st == SW_OK && i < q->n_lanes; i++)
+        if ((st = sw_session_create(engine, &q->lanes[i].session)) == SW_ERR_ARG)
+            st = sw_errorf(SW_ERR_ARG, "a scheduler takes every sequence of its engine; "
+                           "destroy the engine's sessions first");
+    if (st != SW_OK) {
+        sw_scheduler_destroy(q);
+        return st;
+    }
+    *out = q;
+    return SW_OK;
+}
+
+void sw_scheduler_destroy(sw_scheduler *q) {
+    if (q == NULL)
+        return;
+    sw_scheduler_end_all(q, SW_FINISH_CANCELLED);
+    while (q->all != NULL)
+        req_free(q, q->all);
+    for (uint32_t i = 0; q->lanes != NULL && i < q->n_lanes; i++)
+        sw_session_destroy(q->lanes[i].session);
+    pthread_mutex_destroy(&q->mu);
+    free(q->lanes);
+    free(q->items);
+    free(q->owners);
+    free(q->logits);
+    free(q);
+}
