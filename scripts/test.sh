@@ -4,7 +4,8 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, ctest (without
 #      the tests labelled "slow": whole-model runs and timing checks, which
 #      the release stage covers and which teach a sanitizer nothing new);
-#   3. bounded libFuzzer runs of the GGUF reader (SW_FUZZ_SECONDS, default 60)
+#   3. the Python package built by pip into a venv, and its pytest suite;
+#   4. bounded libFuzzer runs of the GGUF reader (SW_FUZZ_SECONDS, default 60)
 #      and the safetensors reader (SW_FUZZ_ST_SECONDS, default 45).
 # Tests read the real default model; it is fetched first if missing, and so
 # are the PJRT plugins (pjrt-cpu, whose header makes the release build again
@@ -39,12 +40,24 @@ test_pydeps() {
     python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "openai==3.60.0"
 }
 
+# The Python package (python/): pip builds it from the sources into a fresh
+# venv (scikit-build-core, pinned, from PyPI), then its pytest suite runs,
+# comparing it with the release build's command on the tiny test model.
+python_package() {
+    local venv=build/python-venv
+    rm -rf "$venv" && python3 -m venv "$venv" &&
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "./python[test]" &&
+        SPILLWAY_CLI="$PWD/build/spillway" SW_TEST_DATA="$PWD/tests/data" \
+            "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+}
+
 stage "release build" build build
 stage "default model" ./build/spillway fetch
 stage "pjrt plugins" pjrt_plugins
 stage "release build with pjrt" build build
 stage "test python packages" test_pydeps
 stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
+stage "python package" python_package
 stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
 stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs" -LE slow
 stage "fuzz gguf + safetensors readers" tools/fuzz.sh

@@ -1,0 +1,304 @@
+"""model.py — spillway.Model: a Gemma model opened, planned and loaded by
+libspillway, generating through the library's scheduler (the continuous
+batching `spillway batch` and `serve` run on)."""
+import codecs
+import ctypes
+import json
+import threading
+
+from . import _lib as L
+
+
+class SpillwayError(Exception):
+    """A libspillway call failed: `status` is its name ("oom_device",
+    "arg", ...; "request" for a generation that failed midway), the message
+    is the library's (what is short, by how much, what would fit)."""
+
+    def __init__(self, status, message):
+        self.status = status
+        super().__init__(message)
+
+
+def _check(status):
+    if status != L.SW_OK:
+        name = L.STATUS_NAMES[status] if 0 <= status < len(L.STATUS_NAMES) else str(status)
+        raise SpillwayError(name, (L.sw_last_error() or b"").decode("utf-8", "replace"))
+
+
+def _bytes(s):
+    return None if s is None else s.encode("utf-8")
+
+
+_SIZE_OPTS = ("device_mem", "host_mem")
+
+
+class Model:
+    """Opens `path` (a GGUF file or a Hugging Face folder; None: the default
+    model `spillway fetch` downloads), plans it with the options given
+    (those of `spillway plan`: backend, n_ctx, n_batch, n_seq, n_threads,
+    device_mem and host_mem as bytes or "8G"/"80%", kv_type, cpu_dots,
+    weights, place, n_gpu_layers, n_cpu_moe, sim_link_bps) and loads it.
+    Use it as a context manager, or call close()."""
+
+    def __init__(self, path=None, **plan_options):
+        self._model = L.P()
+        self._engine = L.P()
+        self._sched = L.P()
+        self._lock = threading.Lock()   # one stepping thread at a time
+        if path is None:
+            buf = ctypes.create_string_buffer(4096)
+            _check(L.sw_default_model_path(buf, len(buf)))
+            path = buf.value.decode("utf-8")
+        _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._model)))
+        try:
+            opts, self._keep = self._plan_options(plan_options)
+            _check(L.sw_engine_launch(self._model, ctypes.byref(opts), None,
+                                      ctypes.byref(self._engine)))
+            _check(L.sw_scheduler_create(self._engine, self._model, ctypes.byref(self._sched)))
+        except BaseException:
+            self.close()
+            raise
+        self.n_ctx = L.sw_engine_n_ctx(self._engine)
+        self.n_seq = L.sw_engine_n_seq(self._engine)
+
+    @staticmethod
+    def _plan_options(kw):
+        o = L.sw_plan_options_default()
+        keep = []   # the bytes the struct points at live as long as it
+        names = {"sim_link_bps": "sim_link_Bps"}
+        for key, value in kw.items():
+            field = names.get(key, key)
+            if key in _SIZE_OPTS:
+                if isinstance(value, str) and value.endswith("%"):
+                    o.device_mem_fraction = float(value[:-1]) / 100.0
+                    continue
+                value = _size(value)
+                field = key + "_bytes"
+            if field not in dict(L.PlanOptions._fields_):
+                raise TypeError("unknown plan option %r" % key)
+            if isinstance(value, str):
+                value = value.encode("utf-8")
+                keep.append(value)
+            setattr(o, field, value)
+        return o, keep
+
+    def close(self):
+        """Frees the scheduler, the engine and the model (also on exit of a
+        `with` block). Calling it twice is harmless."""
+        if getattr(self, "_sched", None):
+            L.sw_scheduler_destroy(self._sched)
+            self._sched = L.P()
+        if getattr(self, "_engine", None):
+            L.sw_engine_destroy(self._engine)
+            self._engine = L.P()
+        if getattr(self, "_model", None):
+            L.sw_model_close(self._model)
+            self._model = L.P()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _live(self):
+        if not self._sched:
+            raise ValueError("the model is closed")
+
+    # ---- plan and tokens ----------------------------------------------
+
+    def plan(self):
+        """The executed plan, as `spillway plan --json` prints it: where
+        every layer, the KV cache and the LM head live, the memory per tier
+        and the predicted speed."""
+        self._live()
+        plan = L.sw_engine_plan(self._engine)
+        n = ctypes.c_size_t()
+        _check(L.sw_plan_format(plan, 1, None, 0, ctypes.byref(n)))
+        buf = ctypes.create_string_buffer(n.value + 1)
+        _check(L.sw_plan_format(plan, 1, buf, len(buf), ctypes.byref(n)))
+        return json.loads(buf.value.decode("utf-8"))
+
+    def tokenize(self, text, add_bos=True, special=False):
+        """Token ids of `text` (BOS first when add_bos and the model asks
+        for it; control tokens such as <start_of_turn> parsed when
+        special)."""
+        self._live()
+        data = text.encode("utf-8")
+        cap = 3 * len(data) + 2
+        ids = (ctypes.c_int32 * cap)()
+        n = ctypes.c_size_t()
+        flags = (L.TOK_ADD_BOS if add_bos else 0) | (L.TOK_PARSE_SPECIAL if special else 0)
+        _check(L.sw_tokenize(self._model, data, len(data), flags, ids, cap, ctypes.byref(n)))
+        return list(ids[:n.value])
+
+    def detokenize(self, ids):
+        """The text of ids (control tokens skipped; invalid UTF-8 replaced)."""
+        self._live()
+        arr = (ctypes.c_int32 * len(ids))(*ids)
+        n = ctypes.c_size_t()
+        _check(L.sw_detokenize(self._model, arr, len(ids), None, 0, ctypes.byref(n)))
+        buf = ctypes.create_string_buffer(n.value + 1)
+        _check(L.sw_detokenize(self._model, arr, len(ids), buf, len(buf), ctypes.byref(n)))
+        return buf.raw[:n.value].decode("utf-8", "replace")
+
+    def chat_prompt(self, messages):
+        """The model's chat markup for messages ([{"role": "system" | "user"
+        | "assistant", "content": str}, ...]), opening the model's reply:
+        the text `chat` and `serve` write."""
+        self._live()
+        arr = (L.ChatMessage * len(messages))()
+        keep = []
+        for i, m in enumerate(messages):
+            role, content = _bytes(m["role"]), _bytes(m["content"])
+            keep += [role, content]
+            arr[i] = L.ChatMessage(role, content, len(content))
+        n = ctypes.c_size_t()
+        _check(L.sw_chat_format(self._model, arr, len(messages), L.CHAT_OPEN_REPLY, None, 0,
+                                ctypes.byref(n)))
+        buf = ctypes.create_string_buffer(n.value + 1)
+        _check(L.sw_chat_format(self._model, arr, len(messages), L.CHAT_OPEN_REPLY, buf,
+                                len(buf), ctypes.byref(n)))
+        return buf.raw[:n.value].decode("utf-8")
+
+    # ---- generation ---------------------------------------------------
+
+    def _submit(self, prompt, max_tokens, temperature, top_k, top_p, min_p, seed, stop):
+        if isinstance(prompt, str):
+            ids = self.tokenize(prompt, add_bos=True, special=True)
+        else:
+            ids = list(prompt)
+        o = L.sw_request_options_default()
+        s = L.sw_sampler_options_default()
+        if temperature is not None:
+            s.temp = temperature
+        if top_k is not None:
+            s.top_k = top_k
+        if top_p is not None:
+            s.top_p = top_p
+        if min_p is not None:
+            s.min_p = min_p
+        if seed is not None:
+            s.seed = seed
+        o.sampling = s
+        o.n_predict = -1 if max_tokens is None else max_tokens
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        enc = [_bytes(x) for x in stops]
+        arr = (ctypes.c_char_p * max(1, len(enc)))(*enc)
+        o.stop = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        o.n_stop = len(enc)
+        req = L.P()
+        id_arr = (ctypes.c_int32 * max(1, len(ids)))(*ids)
+        _check(L.sw_scheduler_submit(self._sched, id_arr, len(ids), ctypes.byref(o),
+                                     ctypes.byref(req)))
+        return req, max((len(x) for x in enc), default=0)
+
+    def _info(self, req):
+        info = L.RequestInfo()
+        L.sw_request_get_info(self._sched, req, ctypes.byref(info))
+        return info
+
+    def _text(self, req, start, end):
+        buf = ctypes.create_string_buffer(max(1, end - start))
+        n = L.sw_request_text(self._sched, req, start, buf, end - start)
+        return buf.raw[:n]
+
+    def _step(self):
+        n = ctypes.c_uint32()
+        _check(L.sw_scheduler_step(self._sched, ctypes.byref(n)))
+        return n.value
+
+    def generate(self, prompt, max_tokens=128, temperature=None, top_k=None, top_p=None,
+                 min_p=None, seed=None, stop=None):
+        """Yields the continuation of `prompt` (text, tokenized with BOS and
+        control tokens, or a list of token ids) as it is generated: str
+        pieces, never a split UTF-8 character nor text a stop string could
+        still remove. Sampling: the library's defaults (temperature 0.8,
+        top_k 40, top_p 0.95, min_p 0.05) unless given; temperature 0 is
+        greedy. Ends at an end-of-turn token, after max_tokens (None: no
+        limit), when the context is full, or at a stop string (a str or a
+        list; the text ends where the first one starts)."""
+        self._live()
+        with self._lock:
+            req, hold = self._submit(prompt, max_tokens, temperature, top_k, top_p, min_p, seed,
+                                     stop)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        sent = 0
+        try:
+            while True:
+                with self._lock:
+                    self._step()
+                    info = self._info(req)
+                    done = info.state == L.REQ_DONE
+                    end = info.text_len if done else max(sent, info.text_len - max(0, hold - 1))
+                    data = self._text(req, sent, end) if end > sent else b""
+                sent = end
+                piece = decoder.decode(data, final=done)
+                if piece:
+                    yield piece
+                if done:
+                    if info.finish == L.FINISH_ERROR:
+                        raise SpillwayError("request", "the request failed (a forward pass "
+                                            "failed, or host memory for it was short)")
+                    return
+        finally:
+            with self._lock:
+                L.sw_request_release(self._sched, req)
+
+    def __call__(self, prompt, **kw):
+        """The whole continuation of prompt as one str (generate()'s pieces
+        joined)."""
+        return "".join(self.generate(prompt, **kw))
+
+    def chat(self, messages, **kw):
+        """Streams the model's reply to messages (see chat_prompt and
+        generate; max_tokens defaults to none)."""
+        kw.setdefault("max_tokens", None)
+        return self.generate(self.chat_prompt(messages), **kw)
+
+    def batch(self, prompts, max_tokens=128, temperature=None, top_k=None, top_p=None,
+              min_p=None, seed=None, stop=None):
+        """The continuations of many prompts, generated together (up to the
+        engine's n_seq at a time, each forward carrying all of them), in
+        the prompts' order. With temperature 0 each equals generate()'s."""
+        self._live()
+        reqs = []
+        with self._lock:
+            try:
+                for p in prompts:
+                    reqs.append(self._submit(p, max_tokens, temperature, top_k, top_p, min_p,
+                                             seed, stop)[0])
+                while self._step() > 0:
+                    pass
+                out = []
+                for r in reqs:
+                    info = self._info(r)
+                    if info.finish == L.FINISH_ERROR:
+                        raise SpillwayError("request", "a request failed (a forward pass "
+                                            "failed, or host memory for it was short)")
+                    out.append(self._text(r, 0, info.text_len).decode("utf-8", "replace"))
+                return out
+            finally:
+                for r in reqs:
+                    L.sw_request_release(self._sched, r)
+
+    def stats(self):
+        """The scheduler's counters: forwards, tokens, KV in use."""
+        self._live()
+        st = L.SchedulerStats()
+        L.sw_scheduler_get_stats(self._sched, ctypes.byref(st))
+        return {name: getattr(st, name) for name, _ in L.SchedulerStats._fields_}
+
+
+def _size(value):
+    if isinstance(value, int):
+        return value
+    out = ctypes.c_uint64()
+    parse = L.lib.sw_parse_size
+    parse.restype = ctypes.c_int
+    parse.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
+    _check(parse(_bytes(value), 0, ctypes.byref(out)))
+    return out.value
