@@ -46,19 +46,17 @@ void bt_sleep_s(double s) {
 }
 
 backend *bt_cpu(void) {
-    backend_params p = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS, .max_row_elems = 4096};
+    backend_params p = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
+                                .max_row_elems = 4096}};
     backend *b = NULL;
     SW_CHECK_OK(backend_create("cpu", &p, &b));
     return b;
 }
 
-backend *bt_sim(uint64_t capacity, double link_Bps, const backend_params *hooks) {
-    backend_params p = hooks ? *hooks : (backend_params){0};
-    p.pool = bt_pool;
-    p.max_attn_keys = BT_MAX_KEYS;
-    p.max_row_elems = 4096;
-    p.capacity_bytes = capacity;
-    p.link_Bps = link_Bps;
+backend *bt_sim(uint64_t capacity, double link_Bps, const backend_test_hooks *hooks) {
+    backend_params p = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
+                                .max_row_elems = 4096},
+                        .capacity_bytes = capacity, .sim_link_Bps = link_Bps, .test = hooks};
     backend *b = NULL;
     SW_CHECK_OK(backend_create("sim", &p, &b));
     return b;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/registry.h"
 
 enum { BT_THREADS = 2, BT_MAX_KEYS = 64 };
 #define BT_MIB (1024u * 1024u)
@@ -26,7 +27,7 @@ void bt_sleep_s(double s);
 /* Backends on bt_pool: the cpu one, and a sim with capacity, link rate and
  * optional hooks (NULL: none). NULL (after a failed check) on error. */
 backend *bt_cpu(void);
-backend *bt_sim(uint64_t capacity, double link_Bps, const backend_params *hooks);
+backend *bt_sim(uint64_t capacity, double link_Bps, const backend_test_hooks *hooks);
 
 backend_stats bt_stats(backend *b);
 

@@ -181,7 +181,7 @@ static void test_block(backend *cpu) {
                                .attn_softcap = 50.0f, .qk_norm = true, .post_norms = true};
     bt_block_case c;
     bt_block_case_init(&c, &shape, SW_TYPE_F32, 5, 16, 2, 3, 0.3f);
-    backend_params per_op = {.per_op = true};
+    backend_test_hooks per_op = {.per_op = true};
     backend *sim = bt_sim(8 * BT_MIB, 0, NULL), *sim_ops = bt_sim(8 * BT_MIB, 0, &per_op);
     if (sim == NULL || sim_ops == NULL)
         return;
@@ -302,7 +302,7 @@ static sw_status alloc_sites(backend *b, int *n_done) {
 
 static void test_sim_fault_injection(void) {
     for (uint64_t n = 0; n <= 5; n++) { /* 0: no fault */
-        backend_params hooks = {.fail_alloc_at = n};
+        backend_test_hooks hooks = {.fail_alloc_at = n};
         backend *b = bt_sim(1 << 20, 0, &hooks);
         if (b == NULL)
             return;

@@ -27,7 +27,7 @@ static sw_status submit_mv(backend *b, bop op) { return b->vt->submit(b, &op); }
 
 /* Submission returns at once; the work runs later on the device's thread. */
 static void test_asynchronous(void) {
-    backend_params slow = {.op_delay_s = 0.05};
+    backend_test_hooks slow = {.op_delay_s = 0.05};
     backend *b = bt_sim(1 << 20, 0, &slow);
     if (b == NULL)
         return;
@@ -153,7 +153,7 @@ static void test_compute_waits_for_copy(void) {
 /* Refilling a weight buffer behind the event recorded after its last
  * reader is safe; refilling it without that wait is caught, loudly. */
 static void race_case(bool wait, sw_status *st_out, char *msg, size_t cap) {
-    backend_params slow = {.op_delay_s = 0.1};
+    backend_test_hooks slow = {.op_delay_s = 0.1};
     backend *b = bt_sim(1 << 20, 0, &slow);
     if (b == NULL)
         return;
@@ -250,7 +250,7 @@ static void test_throttle(double rate) {
 
 /* A throttled copy and queued compute overlap instead of adding up. */
 static void test_overlap(void) {
-    backend_params slow = {.op_delay_s = 0.03};
+    backend_test_hooks slow = {.op_delay_s = 0.03};
     backend *b = bt_sim(32 * BT_MIB, 100e6, &slow); /* 16 MiB: ~168 ms */
     if (b == NULL)
         return;
@@ -286,7 +286,7 @@ static void test_destroy_in_flight(void) {
     uint8_t *src = bt_malloc(n);
     memset(src, 9, n);
     for (int r = 0; r < 2; r++) {
-        backend_params slow = {.op_delay_s = 0.2};
+        backend_test_hooks slow = {.op_delay_s = 0.2};
         backend *b = bt_sim(n, r == 0 ? 20e6 : 0.0, &slow);
         if (b == NULL)
             break;
@@ -306,7 +306,7 @@ static void test_destroy_in_flight(void) {
 }
 
 static void test_fail_op(void) {
-    backend_params hooks = {.fail_op_at = 2};
+    backend_test_hooks hooks = {.fail_op_at = 2};
     backend *b = bt_sim(1 << 20, 0, &hooks);
     if (b == NULL)
         return;

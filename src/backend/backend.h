@@ -43,7 +43,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend/cpu/threadpool.h"
 #include "spillway.h"
 
 typedef struct backend backend;
@@ -263,44 +262,8 @@ struct backend {
     void *impl;
 };
 
-/* ---- construction (registry.c) ------------------------------------------ */
-
-/* What a backend is made with. Devices take capacity_bytes as their budget
- * (the sim: its whole memory). The test hooks are zero in normal use. */
-typedef struct backend_params {
-    cpu_pool *pool;            /* borrowed: kernels run on it */
-    uint32_t max_attn_keys;    /* cpu kernels: most keys one query sees */
-    uint32_t attn_group;       /* cpu kernels: query heads per KV head, whose
-                                * scores attention holds together; 0 = 1 */
-    uint64_t max_row_elems;    /* cpu kernels: longest matrix row */
-    bool exact_dots;           /* cpu kernels: f32 activations in every matmul */
-    bool bf16_dots;            /* cpu kernels: bf16 activations for bf16 weights */
-    uint64_t capacity_bytes;   /* device memory budget (sim: required) */
-    double link_Bps;           /* sim: host-to-device rate; 0 = memcpy speed */
-    /* test hooks (sim only, but for per_op, which pjrt honours too) */
-    uint64_t fail_alloc_at;    /* the Nth allocation attempt fails; 0 never */
-    uint64_t fail_op_at;       /* the Nth op submission fails; 0 never */
-    double op_delay_s;         /* each op sleeps this long while it reads */
-    bool per_op;               /* hide the block entry: per-op dispatch */
-} backend_params;
-
-/* Makes backend `name` ("cpu", "sim"; "cuda" and "pjrt" say why not).
- * Errors: SW_ERR_ARG (unknown name, bad params), SW_ERR_UNSUPPORTED (known
- * but not in this build), SW_ERR_OOM_HOST. */
-sw_status backend_create(const char *name, const backend_params *p, backend **out);
-
-/* Destroys any backend. Accepts NULL. */
+/* Destroys any backend (made by registry.h's backend_create). Accepts
+ * NULL. */
 void backend_destroy(backend *b);
-
-/* Host bytes the cpu backend allocates for its kernels' scratch with
- * n_threads threads, queries seeing up to max_attn_keys keys in groups of
- * attn_group heads per KV head, and matrix rows of up to max_row_elems
- * elements (what the planner counts). */
-uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
-                                   uint32_t attn_group, uint64_t max_row_elems);
-
-/* The cpu and sim constructors (the registry calls these). */
-sw_status backend_cpu_create(const backend_params *p, backend **out);
-sw_status backend_sim_create(const backend_params *p, backend **out);
 
 #endif

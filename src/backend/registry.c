@@ -14,8 +14,11 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/device_rates.h"
+#include "backend/plugin_doctor.h"
 #include "backend/registry.h"
+#include "backend/sim/sim.h"
 #include "util/error.h"
 
 typedef struct backend_entry {

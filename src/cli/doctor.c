@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/plugin_doctor.h"
 #include "backend/registry.h"
 #include "cli/cli.h"
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/registry.h"
 #include "engine/engine_internal.h"
 #include "plan/plan_api.h"
 #include "quant/types.h"
@@ -79,18 +80,22 @@ static sw_status take_workload(sw_engine *e) {
 
 static sw_status create_backends(sw_engine *e) {
     const plan *p = e->plan;
-    backend_params bp = {
-        .max_attn_keys = e->n_ctx, .attn_group = model_attn_group(&e->config),
-        .max_row_elems = model_max_row_elems(&e->config),
-        .exact_dots = p->workload.exact_dots, .bf16_dots = p->workload.bf16_dots,
-        .capacity_bytes = p->budget.device_bytes, .link_Bps = p->budget.sim_link_Bps,
+    const backend_test_hooks test = {
         .fail_alloc_at = e->hooks.sim_fail_alloc_at, .fail_op_at = e->hooks.sim_fail_op_at,
-        .op_delay_s = e->hooks.sim_op_delay_s, .per_op = e->hooks.sim_per_op,
+        .op_delay_s = e->hooks.sim_op_delay_s, .per_op = e->hooks.sim_per_op};
+    const bool testing = test.fail_alloc_at || test.fail_op_at || test.op_delay_s > 0 ||
+                         test.per_op;
+    backend_params bp = {
+        .cpu = {.max_attn_keys = e->n_ctx, .attn_group = model_attn_group(&e->config),
+                .max_row_elems = model_max_row_elems(&e->config)},
+        .exact_dots = p->workload.exact_dots, .bf16_dots = p->workload.bf16_dots,
+        .capacity_bytes = p->budget.device_bytes, .sim_link_Bps = p->budget.sim_link_Bps,
+        .test = testing ? &test : NULL,
     };
     sw_status st = cpu_pool_create(e->n_threads, &e->pool);
     if (st != SW_OK)
         return st;
-    bp.pool = e->pool;
+    bp.cpu.pool = e->pool;
     if ((st = backend_create("cpu", &bp, &e->host)) != SW_OK || !p->budget.has_device)
         return st;
     return backend_create(p->budget.backend, &bp, &e->device);

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "model/act.h"
 #include "model/kv.h"
 #include "model/weights.h"

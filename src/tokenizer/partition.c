@@ -23,6 +23,7 @@
 
 #include "tokenizer/tok_internal.h"
 #include "util/error.h"
+#include "util/heap.h"
 
 typedef struct candidate {
     size_t pos;
@@ -35,36 +36,7 @@ static bool cand_before(const candidate *a, const candidate *b) {
     return a->len > b->len || (a->len == b->len && a->pos < b->pos);
 }
 
-static void cand_push(candidate *h, size_t *n, candidate c) {
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!cand_before(&c, &h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = c;
-}
-
-static candidate cand_pop(candidate *h, size_t *n) {
-    candidate top = h[0], last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && cand_before(&h[c + 1], &h[c]))
-            c++;
-        if (!cand_before(&h[c], &last))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n > 0)
-        h[i] = last;
-    return top;
-}
+SW_HEAP_DEFINE(cand, candidate, cand_before)
 
 /* The deepest trie node on text[pos..] whose token may be cut, or -1. */
 static int32_t longest_match(const tokenizer *t, const unsigned char *s, size_t n, size_t pos,

@@ -18,6 +18,7 @@
 
 #include "tokenizer/tok_internal.h"
 #include "util/error.h"
+#include "util/heap.h"
 
 typedef struct symbol {
     size_t off;   /* first byte in the text */
@@ -39,36 +40,7 @@ static bool bigram_before(const bigram *a, const bigram *b) {
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(bigram *h, size_t *n, bigram b) {
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bigram_before(&b, &h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = b;
-}
-
-static bigram heap_pop(bigram *h, size_t *n) {
-    bigram top = h[0], last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && bigram_before(&h[c + 1], &h[c]))
-            c++;
-        if (!bigram_before(&h[c], &last))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n > 0)
-        h[i] = last;
-    return top;
-}
+SW_HEAP_DEFINE(heap, bigram, bigram_before)
 
 typedef struct session {
     const tokenizer *t;

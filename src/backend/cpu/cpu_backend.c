@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -432,18 +433,19 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory");
         goto fail;
     }
-    c->pool = p->pool;
+    const cpu_kernel_params *k = &p->cpu;
+    c->pool = k->pool;
     c->host = (cpu_buf){.base = NULL, .bytes = UINT64_MAX};
-    c->scratch_floats = (uint64_t)cpu_pool_size(p->pool) * p->max_attn_keys *
-                        (p->attn_group ? p->attn_group : 1);
+    c->scratch_floats = (uint64_t)cpu_pool_size(k->pool) * k->max_attn_keys *
+                        (k->attn_group ? k->attn_group : 1);
     if (c->scratch_floats > 0 &&
         (c->attn_scratch = malloc((size_t)c->scratch_floats * sizeof(float))) == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for %llu floats of "
                        "attention scratch", (unsigned long long)c->scratch_floats);
         goto fail;
     }
-    if ((st = cpu_mm_scratch_create(cpu_pool_size(p->pool), p->max_row_elems ? p->max_row_elems
-                                                                              : 4096,
+    if ((st = cpu_mm_scratch_create(cpu_pool_size(k->pool),
+                                    k->max_row_elems ? k->max_row_elems : 4096,
                                     &c->mm_ws)) != SW_OK)
         goto fail;
     cpu_mm_scratch_set_exact(c->mm_ws, p->exact_dots);

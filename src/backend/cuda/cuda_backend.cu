@@ -354,7 +354,7 @@ extern "C" sw_status backend_cuda_create(const backend_params *p, backend **out)
         free_state(c);
         return st;
     }
-    c->base.vt = p->per_op ? &cuda_vtable_per_op : &cuda_vtable;
+    c->base.vt = p->test && p->test->per_op ? &cuda_vtable_per_op : &cuda_vtable;
     c->base.impl = c;
     *out = &c->base;
     return SW_OK;

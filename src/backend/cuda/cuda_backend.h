@@ -6,6 +6,7 @@
 #define SW_BACKEND_CUDA_BACKEND_H
 
 #include "backend/backend.h"
+#include "backend/backend_params.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -608,7 +608,7 @@ sw_status backend_pjrt_create(const backend_params *params, backend **out) {
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory");
     }
     p->vt = pjrt_vt;
-    if (params->per_op)   /* every op its own program (tests) */
+    if (params->test && params->test->per_op)   /* every op its own program (tests) */
         p->vt.block = NULL;
     b->vt = &p->vt;
     b->impl = p;

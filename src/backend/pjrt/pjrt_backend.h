@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "backend/registry.h"
+#include "backend/backend_params.h"
+#include "backend/plugin_doctor.h"
 
 /* A backend on the plugin pjrt_plugin_find() names, its first device.
  * Capacity: params->capacity_bytes, lowered to the plugin's memory limit

@@ -22,6 +22,8 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/sim/sim.h"
 #include "backend/sim/sim_internal.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -422,16 +424,17 @@ sw_status backend_sim_create(const backend_params *p, backend **out) {
     if (out == NULL || p == NULL)
         return sw_errorf(SW_ERR_ARG, "backend_sim_create: NULL argument");
     *out = NULL;
-    if (!(p->link_Bps >= 0.0) || !(p->op_delay_s >= 0.0))
+    const backend_test_hooks none = {0}, *test = p->test ? p->test : &none;
+    if (!(p->sim_link_Bps >= 0.0) || !(test->op_delay_s >= 0.0))
         return sw_errorf(SW_ERR_ARG, "sim device: link rate and op delay must be >= 0");
     if ((s = calloc(1, sizeof *s)) == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory");
-    s->link_Bps = p->link_Bps;
-    s->op_delay_s = p->op_delay_s;
-    s->fail_op_at = p->fail_op_at;
+    s->link_Bps = p->sim_link_Bps;
+    s->op_delay_s = test->op_delay_s;
+    s->fail_op_at = test->fail_op_at;
     atomic_init(&s->stopping, false);
     if ((st = backend_cpu_create(p, &s->cpu)) != SW_OK ||
-        (st = sim_arena_init(&s->arena, p->capacity_bytes, p->fail_alloc_at)) != SW_OK)
+        (st = sim_arena_init(&s->arena, p->capacity_bytes, test->fail_alloc_at)) != SW_OK)
         goto fail;
     if (init_sync(s, &n_sync) != SW_OK) {
         st = sw_errorf(SW_ERR_OOM_HOST, "sim device: cannot create its locks");
@@ -442,7 +445,7 @@ sw_status backend_sim_create(const backend_params *p, backend **out) {
                                  n_queues == BQ_COMPUTE ? SIM_COMPUTE_SLOTS : SIM_COPY_SLOTS, s,
                                  sim_exec)) != SW_OK)
             goto fail;
-    s->base.vt = p->per_op ? &sim_vtable_per_op : &sim_vtable;
+    s->base.vt = test->per_op ? &sim_vtable_per_op : &sim_vtable;
     s->base.impl = s;
     *out = &s->base;
     return SW_OK;
