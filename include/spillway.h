@@ -510,6 +510,8 @@ typedef struct sw_request_options {
     size_t n_stop;
     sw_token_fn on_token;         /* NULL: none */
     void *user;                   /* passed to on_token */
+    int keep_sequence;            /* 1: when it ends, its sequence (KV rows) stays
+                                   * for sw_scheduler_continue until released */
 } sw_request_options;
 
 /* Default sampling, n_predict -1, no stop strings, no callback. */
@@ -552,6 +554,19 @@ SW_API void sw_scheduler_destroy(sw_scheduler *sched);
  * SW_ERR_OOM_HOST. */
 SW_API sw_status sw_scheduler_submit(sw_scheduler *sched, const int32_t *ids, size_t n,
                                      const sw_request_options *opt, sw_request **out);
+
+/* Queues ids as the next turn of `prev`: a request that ended (not
+ * cancelled or failed) with keep_sequence and is not yet released. They
+ * go on its sequence after everything it holds (and after its last
+ * sampled token, unless that was an end-of-turn or end-of-sequence token,
+ * which the caller's next text closes), so only the new tokens are
+ * evaluated, and run at the next step. prev keeps its text and info until
+ * released. Errors: SW_ERR_ARG (prev cannot be continued, the tokens do
+ * not fit its context: the message says how many it holds), as
+ * sw_scheduler_submit otherwise. */
+SW_API sw_status sw_scheduler_continue(sw_scheduler *sched, sw_request *prev,
+                                       const int32_t *ids, size_t n,
+                                       const sw_request_options *opt, sw_request **out);
 
 /* One forward, as above; *n_tokens (may be NULL) gets its tokens: 0 when
  * no request is queued or running (nothing was done). A failed forward

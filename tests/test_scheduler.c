@@ -10,6 +10,11 @@
  *   - cancel: a queued request ends at once, a running one at the next
  *     step; a request released while running is freed (ASan: no leak);
  *   - stats: prompt and generated tokens, the KV capacity;
+ *   - a conversation: a request kept (keep_sequence) and continued twice
+ *     gives what one session gives evaluating the same turns in turn
+ *     (only the new tokens evaluated); its held sequence is not given to
+ *     queued requests until released; continuing what cannot be (not
+ *     kept, released, overfull) refused;
  *   - bad input refused with SW_ERR_ARG: empty, overlong or out-of-vocab
  *     prompts, empty or too many stop strings, bad sampling, a scheduler
  *     on an engine whose session is open;
@@ -254,6 +259,127 @@ static void test_greedy(const sw_model *m) {
     sw_engine_destroy(e);
 }
 
+/* The reference conversation: one session, greedy; each turn's prompt
+ * after the previous reply's last token (unless that ended the turn), the
+ * two in one evaluation. */
+static void alone_turns(const sw_model *m, sw_engine *e, int32_t turns[][32], const size_t *n,
+                        int n_turns, long n_predict, char text[][1024]) {
+    sw_session *s = NULL;
+    sw_sampler *smp = NULL;
+    sw_special_tokens sp;
+    sw_sampler_options so = sw_sampler_options_default();
+    so.temp = 0;
+    float *logits = malloc(sw_engine_n_vocab(e) * sizeof *logits);
+    int32_t pending = -1;
+    SW_CHECK_OK(sw_model_special_tokens(m, &sp));
+    SW_CHECK_OK(sw_session_create(e, &s));
+    SW_CHECK_OK(sw_sampler_create(&so, sw_engine_n_vocab(e), &smp));
+    for (int k = 0; s && smp && logits && k < n_turns; k++) {
+        size_t len = 0;
+        text[k][0] = '\0';
+        int32_t ids[33]; /* in one evaluation, as the scheduler feeds them */
+        size_t m_ids = 0;
+        if (pending >= 0)
+            ids[m_ids++] = pending;
+        memcpy(ids + m_ids, turns[k], n[k] * sizeof *ids);
+        SW_CHECK_OK(sw_session_eval(s, ids, m_ids + n[k], logits, 0));
+        for (long made = 0;;) {
+            int32_t id = sw_sampler_sample(smp, logits);
+            pending = id == sp.eos || id == sp.end_of_turn ? -1 : id;
+            if (pending < 0)
+                break;
+            size_t got = 0;
+            if (sw_token_to_piece(m, id, text[k] + len, 1000 - len, &got) == SW_OK)
+                len += got;
+            text[k][len] = '\0';
+            if (++made >= n_predict)
+                break;
+            SW_CHECK_OK(sw_session_eval(s, &id, 1, logits, 0));
+        }
+    }
+    free(logits);
+    sw_sampler_destroy(smp);
+    sw_session_destroy(s);
+}
+
+static void test_conversation(const sw_model *m) {
+    int32_t turns[3][32];
+    size_t n[3];
+    static char want[3][1024];
+    n[0] = tokens(m, prompts[0], turns[0], 32);
+    for (int k = 1; k < 3; k++) {
+        size_t got = 0;
+        SW_CHECK_OK(sw_tokenize(m, prompts[k], strlen(prompts[k]), 0, turns[k], 32, &got));
+        n[k] = got;
+    }
+    sw_engine *solo = launch(m, 1);
+    if (solo != NULL)
+        alone_turns(m, solo, turns, n, 3, 6, want);
+    sw_engine_destroy(solo);
+
+    sw_engine *e = launch(m, 2);
+    sw_scheduler *q = NULL;
+    SW_CHECK_OK(sw_scheduler_create(e, m, &q));
+    if (q == NULL) {
+        sw_engine_destroy(e);
+        return;
+    }
+    sw_request_options o = sw_request_options_default();
+    o.sampling.temp = 0;
+    o.n_predict = 6;
+    o.keep_sequence = 1;
+    sw_request *turn = NULL, *next = NULL, *other[2] = {0};
+    SW_CHECK_OK(sw_scheduler_submit(q, turns[0], n[0], &o, &turn));
+    run_all(q);
+    for (int k = 1; k <= 3 && turn != NULL; k++) {
+        char *t = text_of(q, turn);
+        SW_CHECK(t && !strcmp(t, want[k - 1]), "turn %d: %s != one session's %s", k,
+                 t ? t : "?", want[k - 1]);
+        free(t);
+        if (k == 3)
+            break;
+        if (k == 1) { /* the held sequence is nobody else's */
+            sw_request_options plain = sw_request_options_default();
+            plain.n_predict = 3;
+            SW_CHECK_OK(sw_scheduler_submit(q, turns[0], n[0], &plain, &other[0]));
+            SW_CHECK_OK(sw_scheduler_submit(q, turns[0], n[0], &plain, &other[1]));
+            SW_CHECK_OK(sw_scheduler_step(q, NULL));
+            sw_scheduler_stats st;
+            sw_scheduler_get_stats(q, &st);
+            SW_CHECK(st.n_running == 1 && st.n_queued == 1,
+                     "one free sequence beside the held one (%zu running, %zu queued)",
+                     st.n_running, st.n_queued);
+            run_all(q);
+        }
+        sw_request_info before;
+        sw_request_get_info(q, turn, &before);
+        SW_CHECK_OK(sw_scheduler_continue(q, turn, turns[k], n[k], &o, &next));
+        sw_request_release(q, turn);
+        turn = next;
+        run_all(q);
+        sw_request_info in;
+        sw_request_get_info(q, turn, &in);
+        SW_CHECK(in.n_prompt == n[k] + (before.finish != SW_FINISH_EOG),
+                 "turn %d evaluates only its %zu new tokens (%zu)", k + 1, n[k], in.n_prompt);
+    }
+    SW_CHECK(sw_scheduler_continue(q, other[0], turns[1], n[1], &o, &next) == SW_ERR_ARG,
+             "a request not kept cannot be continued: %s", sw_last_error());
+    int32_t many[300] = {0};
+    for (int i = 0; i < 300; i++)
+        many[i] = turns[0][1];
+    SW_CHECK(sw_scheduler_continue(q, turn, many, 255, &o, &next) == SW_ERR_ARG,
+             "a turn past the context refused: %s", sw_last_error());
+    sw_request_release(q, other[0]);
+    sw_request_release(q, other[1]);
+    sw_request_release(q, turn);
+    sw_scheduler_stats st;
+    sw_scheduler_get_stats(q, &st);
+    SW_CHECK(st.n_running == 0 && st.n_queued == 0, "nothing left");
+    printf("  a conversation of 3 turns equals one session's\n");
+    sw_scheduler_destroy(q);
+    sw_engine_destroy(e);
+}
+
 static void test_bad_input(const sw_model *m) {
     sw_engine *e = launch(m, 1);
     sw_scheduler *q = NULL;
@@ -341,6 +467,7 @@ int main(void) {
     SW_CHECK_OK(sw_model_open(data_path("tiny/gemma4-kv.gguf"), &g4));
     if (g3 != NULL) {
         test_greedy(g3);
+        test_conversation(g3);
         test_bad_input(g3);
     }
     if (g3 != NULL && g4 != NULL)

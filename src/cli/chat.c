@@ -1,7 +1,8 @@
 /*
  * chat.c — `spillway chat`: an interactive conversation using Gemma's chat
- * format. One session holds the whole conversation, so each turn only
- * evaluates its new tokens (the KV cache is reused across turns).
+ * format, on the library's scheduler. Each turn continues the previous
+ * one's sequence (sw_scheduler_continue), so it only evaluates its new
+ * tokens (the KV cache is reused across turns).
  *
  * Turn format: the library's (sw_chat_format, which serve writes too):
  * <start_of_turn>user\n{text}<end_of_turn>\n <start_of_turn>model\n and
@@ -30,12 +31,10 @@ static void usage(FILE *out) {
 typedef struct chat_state {
     sw_model *model;
     sw_engine *engine;
-    sw_session *session;
-    sw_sampler *sampler;
-    float *logits;
+    sw_scheduler *sched;
+    sw_request *prev;       /* the last turn, keeping the conversation's sequence */
     int32_t *ids;           /* tokens of the turn being sent */
     size_t ids_cap;
-    int32_t pending;        /* last printed token not yet evaluated, or -1 */
     bool first_turn;
 } chat_state;
 
@@ -68,8 +67,6 @@ static int build_turn(chat_state *st, const char *system, const char *user, size
     sw_chat_message m[2];
     size_t k = 0, len = 0;
     *n = 0;
-    if (st->pending >= 0)
-        st->ids[(*n)++] = st->pending;
     if (st->first_turn && system && system[0])
         m[k++] = (sw_chat_message){"system", system, strlen(system)};
     m[k++] = (sw_chat_message){"user", user, strlen(user)};
@@ -108,21 +105,34 @@ static int chat_loop(chat_state *st, const gen_opts *o) {
         size_t n = 0;
         if ((rc = build_turn(st, o->system, line, &n)) != CLI_EXIT_OK)
             break;
-        uint32_t n_ctx = sw_engine_n_ctx(st->engine);
-        if (sw_session_pos(st->session) + n >= n_ctx) {
+        const uint32_t n_ctx = sw_engine_n_ctx(st->engine);
+        sw_request_options ro = sw_request_options_default();
+        ro.sampling = o->sampler;
+        ro.n_predict = o->n_predict;
+        ro.on_token = gen_print_piece;
+        ro.user = stdout;
+        ro.keep_sequence = 1;
+        sw_request *r = NULL;
+        sw_status s = st->prev ? sw_scheduler_continue(st->sched, st->prev, st->ids, n, &ro, &r)
+                      : n < n_ctx ? sw_scheduler_submit(st->sched, st->ids, n, &ro, &r)
+                                  : SW_ERR_ARG;
+        if (s == SW_ERR_ARG) {
             cli_error("the conversation has filled the %u-token context; start again with a "
                       "larger -c", n_ctx);
             rc = CLI_EXIT_USAGE;
             break;
         }
-        gen_ctx g = {st->model, st->session, st->sampler, st->logits, o->n_predict, n_ctx,
-                     stdout};
+        if (s != SW_OK) {
+            rc = cli_fail(s);
+            break;
+        }
+        sw_request_release(st->sched, st->prev); /* its sequence went on to r */
+        st->prev = r;
         gen_stats stats;
-        if ((rc = generate(&g, st->ids, n, &stats)) != CLI_EXIT_OK)
+        if ((rc = gen_wait(st->sched, r, n_ctx, &stats)) != CLI_EXIT_OK)
             break;
         fputc('\n', stdout);
         fflush(stdout);
-        st->pending = stats.stopped_by_eog ? -1 : stats.last_token;
     }
     free(line);
     return rc;
@@ -134,30 +144,22 @@ int cmd_chat(int argc, char **argv) {
     int parsed = gen_opts_parse_all(&o, argc, argv, usage);
     if (parsed != CLI_EXIT_OK)
         return parsed < 0 ? CLI_EXIT_OK : parsed;
-    chat_state st = {.pending = -1, .first_turn = true};
+    chat_state st = {.first_turn = true};
     sw_status s;
     int rc = cli_open_model(o.model, &st.model);
     if (rc != CLI_EXIT_OK)
         return rc;
     if ((rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK)
         goto done;
-    if ((s = sw_session_create(st.engine, &st.session)) != SW_OK ||
-        (s = sw_sampler_create(&o.sampler, sw_engine_n_vocab(st.engine), &st.sampler))) {
+    if ((s = sw_scheduler_create(st.engine, st.model, &st.sched)) != SW_OK) {
         rc = cli_fail(s);
-        goto done;
-    }
-    st.logits = malloc(sw_engine_n_vocab(st.engine) * sizeof *st.logits);
-    if (st.logits == NULL) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_OOM_HOST;
         goto done;
     }
     rc = chat_loop(&st, &o);
 done:
     free(st.ids);
-    free(st.logits);
-    sw_sampler_destroy(st.sampler);
-    sw_session_destroy(st.session);
+    sw_request_release(st.sched, st.prev);
+    sw_scheduler_destroy(st.sched);
     sw_engine_destroy(st.engine);
     sw_model_close(st.model);
     return rc;

@@ -1,8 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 /*
- * generate.c — prefill and decode loop (generate.h). Progress for long
- * prefills goes to stderr; generated text to the caller's stream, flushed
- * per token so it appears as produced.
+ * generate.c — run's and chat's generation on the library's scheduler
+ * (generate.h). Progress for long prefills goes to stderr; generated text
+ * to the caller's stream, flushed per token so it appears as produced.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,26 +10,8 @@
 #include <unistd.h>
 
 #include "cli/generate.h"
-#include "sched/stop.h"
 #include "util/clock.h"
 
-
-typedef struct progress_state {
-    double start_s;
-    int shown;
-} progress_state;
-
-/* Prints "prefill 512/2048 tokens (25%)" on one updated stderr line, only
- * for prompts long enough to need it. */
-static void on_progress(void *user, size_t done, size_t total) {
-    progress_state *p = user;
-    if (total < 256 || sw_clock_s() - p->start_s < 0.5)
-        return;
-    p->shown = 1;
-    fprintf(stderr, "\rprefill %zu/%zu tokens (%zu%%)", done, total, done * 100 / total);
-    if (done == total)
-        fputc('\n', stderr);
-}
 
 int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_predict,
                       uint32_t n_ctx, const char *text, size_t len, const char *where,
@@ -68,51 +50,51 @@ int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_
     return CLI_EXIT_OK;
 }
 
-/* Writes the printable bytes of token id. */
-static void print_token(const gen_ctx *g, int32_t id) {
-    char buf[256];
-    size_t len = 0;
-    if (sw_token_to_piece(g->model, id, buf, sizeof buf, &len) != SW_OK)
-        return;
-    fwrite(buf, 1, len < sizeof buf ? len : sizeof buf, g->out);
-    fflush(g->out);
+void gen_print_piece(void *user, sw_request *r, int32_t id, const char *piece, size_t len) {
+    (void)r;
+    (void)id;
+    fwrite(piece, 1, len, (FILE *)user);
+    fflush((FILE *)user);
 }
 
-int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats) {
-    sw_special_tokens sp;
-    sw_status st = sw_model_special_tokens(g->model, &sp);
-    if (st != SW_OK)
-        return cli_fail(st);
-    *stats = (gen_stats){.n_prompt = n, .last_token = -1};
-    progress_state prog = {sw_clock_s(), 0};
-    sw_session_set_progress(g->session, on_progress, &prog);
-    double t0 = sw_clock_s();
-    st = sw_session_eval(g->session, ids, n, g->logits, 0);
-    sw_session_set_progress(g->session, NULL, NULL);
-    if (st != SW_OK)
-        return cli_fail(st);
-    double t1 = sw_clock_s();
-    stats->prefill_s = t1 - t0;
+/* "prefill 512/2048 tokens (25%)" on one updated stderr line, only for
+ * prompts long enough to need it; *state: 0 nothing shown yet, 1 shown,
+ * 2 done. */
+static void progress(const sw_request_info *in, double t0, int *state) {
+    const size_t total = in->n_prompt, done = in->n_fed;
+    if (*state == 2 || total < 256 || (*state == 0 && sw_clock_s() - t0 < 0.5))
+        return;
+    *state = done == total ? 2 : 1;
+    fprintf(stderr, "\rprefill %zu/%zu tokens (%zu%%)", done, total, done * 100 / total);
+    if (done == total)
+        fputc('\n', stderr);
+}
 
+int gen_wait(sw_scheduler *q, sw_request *r, uint32_t n_ctx, gen_stats *stats) {
+    sw_request_info in;
+    int shown = 0;
+    const double t0 = sw_clock_s();
     for (;;) {
-        int32_t id = sw_sampler_sample(g->sampler, g->logits);
-        bool print = false;
-        sw_finish stop = sched_after_sample(&sp, g->n_predict, &stats->n_generated, id,
-                                            sw_session_pos(g->session), g->n_ctx, &print);
-        stats->last_token = id;
-        if (print)
-            print_token(g, id);
-        stats->stopped_by_eog = stop == SW_FINISH_EOG;
-        if (stop == SW_FINISH_CONTEXT) {
-            fprintf(stderr, "\n[context of %u tokens is full: stopping]\n", g->n_ctx);
-            stats->last_token = -1;
-        }
-        if (stop != SW_FINISH_NONE)
-            break;
-        st = sw_session_eval(g->session, &id, 1, g->logits, 0);
+        uint32_t n = 0;
+        sw_status st = sw_scheduler_step(q, &n);
         if (st != SW_OK)
             return cli_fail(st);
+        sw_request_get_info(q, r, &in);
+        progress(&in, t0, &shown);
+        if (in.state == SW_REQ_DONE || n == 0)
+            break;
     }
-    stats->decode_s = sw_clock_s() - t1;
+    *stats = (gen_stats){.n_prompt = in.n_prompt, .n_generated = in.n_generated,
+                         .prefill_s = in.t_first - in.t_started,
+                         .decode_s = in.t_end - in.t_first,
+                         .stopped_by_eog = in.finish == SW_FINISH_EOG};
+    if (in.finish == SW_FINISH_CONTEXT)
+        fprintf(stderr, "\n[context of %u tokens is full: stopping]\n", n_ctx);
+    if (in.finish == SW_FINISH_ERROR || in.finish == SW_FINISH_CANCELLED) {
+        cli_error("generation stopped: %s", in.finish == SW_FINISH_ERROR
+                                                ? "out of host memory for the text"
+                                                : "cancelled");
+        return CLI_EXIT_OOM_HOST;
+    }
     return CLI_EXIT_OK;
 }

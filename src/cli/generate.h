@@ -1,11 +1,10 @@
 /*
- * generate.h — the prefill + decode loop shared by `run` and `chat`:
- * evaluate prompt tokens with a progress line, then sample and print
- * tokens as they are produced until end of turn, N tokens or a full
- * context (the library's stop rule, sched/stop.h, which batch and serve
- * stop by through the scheduler). One session that chat continues across
- * turns, so its cache is reused. Reports timing so callers can print
- * tokens/s.
+ * generate.h — what `run` and `chat` share to drive the library's
+ * scheduler (as batch and serve do): a request's tokens printed as they
+ * come, steps until it ends (end of turn, N tokens, a full context: the
+ * library's stop rule) with a progress line for long prompts, and its
+ * timing for tokens/s. Chat continues one request's sequence turn after
+ * turn (sw_scheduler_continue), so its cache is reused.
  */
 #ifndef SW_CLI_GENERATE_H
 #define SW_CLI_GENERATE_H
@@ -18,19 +17,17 @@ typedef struct gen_stats {
     size_t n_generated;
     double prefill_s;
     double decode_s;
-    int32_t last_token;      /* the token that ended generation, or -1 */
     bool stopped_by_eog;     /* end of sequence / end of turn was sampled */
 } gen_stats;
 
-typedef struct gen_ctx {
-    const sw_model *model;
-    sw_session *session;
-    sw_sampler *sampler;
-    float *logits;           /* (n_vocab) */
-    long n_predict;          /* -1: until end of turn or full context */
-    uint32_t n_ctx;          /* the session's context length */
-    FILE *out;               /* where generated text goes */
-} gen_ctx;
+/* An sw_token_fn printing each piece to `user`, a FILE *, flushed. */
+void gen_print_piece(void *user, sw_request *r, int32_t id, const char *piece, size_t len);
+
+/* Steps q until request r ends (its text printed by gen_print_piece as it
+ * comes), with a progress line for long prompts; stats from r's info; a
+ * note when the context (n_ctx) filled. Returns an exit status (printing
+ * the error on failure). */
+int gen_wait(sw_scheduler *q, sw_request *r, uint32_t n_ctx, gen_stats *stats);
 
 /* Tokenizes a prompt (BOS added; control tokens parsed unless
  * no_special) into a malloc'd *ids. A prompt that leaves no room for
@@ -40,12 +37,5 @@ typedef struct gen_ctx {
 int gen_prompt_tokens(const sw_model *m, bool no_special, bool truncate, long n_predict,
                       uint32_t n_ctx, const char *text, size_t len, const char *where,
                       int32_t **ids, size_t *n);
-
-/* Evaluates `ids` (n of them) then generates. The last sampled token
- * (stats->last_token: an end-of-generation token, or the last printed one
- * when -n stopped it; -1 when the context filled) is not evaluated: the
- * caller decides what follows it. Returns an exit
- * status (printing the error on failure). */
-int generate(const gen_ctx *g, const int32_t *ids, size_t n, gen_stats *stats);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * run.c — `spillway run`: generate a continuation of a prompt.
+ * run.c — `spillway run`: generate a continuation of a prompt, one
+ * request on the library's scheduler (as batch and serve run theirs).
  * Tokens are printed as produced; statistics go to stderr at the end.
  */
 #include <stdlib.h>
@@ -29,12 +30,11 @@ int cmd_run(int argc, char **argv) {
         return parsed < 0 ? CLI_EXIT_OK : parsed;
     char *text = NULL;
     int32_t *ids = NULL;
-    float *logits = NULL;
     size_t len = 0, n = 0;
     sw_model *m = NULL;
     sw_engine *e = NULL;
-    sw_session *s = NULL;
-    sw_sampler *smp = NULL;
+    sw_scheduler *q = NULL;
+    sw_request *r = NULL;
     sw_status st;
     gen_stats stats;
     int rc = gen_opts_read_prompt(&o, &text, &len);
@@ -42,22 +42,20 @@ int cmd_run(int argc, char **argv) {
         goto done;
     if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
         goto done;
-    if ((st = sw_session_create(e, &s)) != SW_OK ||
-        (st = sw_sampler_create(&o.sampler, sw_engine_n_vocab(e), &smp)) != SW_OK) {
-        rc = cli_fail(st);
-        goto done;
-    }
     if ((rc = gen_prompt_tokens(m, o.no_special, o.truncate, o.n_predict, sw_engine_n_ctx(e),
                                 text, len, NULL, &ids, &n)) != CLI_EXIT_OK)
         goto done;
-    logits = malloc(sw_engine_n_vocab(e) * sizeof *logits);
-    if (logits == NULL) {
-        cli_error("out of memory");
-        rc = CLI_EXIT_OOM_HOST;
+    sw_request_options ro = sw_request_options_default();
+    ro.sampling = o.sampler;
+    ro.n_predict = o.n_predict;
+    ro.on_token = gen_print_piece;
+    ro.user = stdout;
+    if ((st = sw_scheduler_create(e, m, &q)) != SW_OK ||
+        (st = sw_scheduler_submit(q, ids, n, &ro, &r)) != SW_OK) {
+        rc = cli_fail(st);
         goto done;
     }
-    gen_ctx g = {m, s, smp, logits, o.n_predict, sw_engine_n_ctx(e), stdout};
-    rc = generate(&g, ids, n, &stats);
+    rc = gen_wait(q, r, sw_engine_n_ctx(e), &stats);
     if (rc == CLI_EXIT_OK)
         print_stats(&stats);
     if (rc == CLI_EXIT_OK && o.report)
@@ -67,9 +65,8 @@ int cmd_run(int argc, char **argv) {
 done:
     free(text);
     free(ids);
-    free(logits);
-    sw_sampler_destroy(smp);
-    sw_session_destroy(s);
+    sw_request_release(q, r);
+    sw_scheduler_destroy(q);
     sw_engine_destroy(e);
     sw_model_close(m);
     return rc;

@@ -32,6 +32,8 @@ struct sw_request {
     size_t n_stop, stop_max_len;
     sw_token_fn on_token;
     void *user;
+    bool keep;                   /* keep_sequence */
+    struct lane *held;           /* ended, keeping this lane's sequence */
     sw_request_state state;
     sw_finish finish;
     sw_session *session;         /* while running */
@@ -47,7 +49,8 @@ struct sw_request {
 
 typedef struct lane {
     sw_session *session;
-    sw_request *req;             /* NULL: free */
+    sw_request *req;             /* running; NULL: free, unless held */
+    sw_request *held;            /* ended, its sequence kept for a continuation */
     size_t fed;                  /* prompt tokens in the forward being built */
 } lane;
 
@@ -74,6 +77,8 @@ sw_request_options sw_request_options_default(void) {
 /* ---- requests ------------------------------------------------------------- */
 
 static void req_free(sw_scheduler *q, sw_request *r) {
+    if (r->held != NULL) /* its sequence is free again */
+        r->held->held = NULL;
     if (r->all_prev != NULL)
         r->all_prev->all_next = r->all_next;
     else
@@ -100,6 +105,10 @@ static void finish(sw_scheduler *q, lane *l, sw_request *r, sw_finish why) {
     if (l != NULL) {
         l->req = NULL;
         q->stats.n_running--;
+        if (r->keep && !r->released && why != SW_FINISH_CANCELLED && why != SW_FINISH_ERROR) {
+            l->held = r;
+            r->held = l;
+        }
     }
     if (r->released)
         req_free(q, r);
@@ -125,9 +134,6 @@ static sw_status copy_stops(sw_request *r, const sw_request_options *o) {
 static sw_status check_prompt(const sw_scheduler *q, const int32_t *ids, size_t n) {
     if (n == 0 || ids == NULL)
         return sw_errorf(SW_ERR_ARG, "a request needs at least one prompt token");
-    if (n > q->n_ctx)
-        return sw_errorf(SW_ERR_ARG, "the prompt has %zu tokens; the context holds %u", n,
-                         q->n_ctx);
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || (uint32_t)ids[i] >= q->n_vocab)
             return sw_errorf(SW_ERR_ARG, "prompt token %zu is id %d, outside the vocabulary "
@@ -135,47 +141,112 @@ static sw_status check_prompt(const sw_scheduler *q, const int32_t *ids, size_t 
     return SW_OK;
 }
 
-sw_status sw_scheduler_submit(sw_scheduler *q, const int32_t *ids, size_t n,
+/* A new request of the prompt [first (when >= 0), ids...], its options
+ * checked and copied (not yet on the scheduler's lists). */
+static sw_status make_request(sw_scheduler *q, int32_t first, const int32_t *ids, size_t n,
                               const sw_request_options *opt, sw_request **out) {
     sw_request_options def = sw_request_options_default();
     const sw_request_options *o = opt ? opt : &def;
     sw_sampler *probe = NULL;
-    if (q == NULL || out == NULL)
-        return sw_errorf(SW_ERR_ARG, "sw_scheduler_submit: NULL argument");
-    *out = NULL;
+    const size_t k = first >= 0;
     SW_TRY(check_prompt(q, ids, n));
     SW_TRY(sw_sampler_create(&o->sampling, q->n_vocab, &probe)); /* the options' check */
     sw_sampler_destroy(probe);
     sw_request *r = calloc(1, sizeof *r);
-    if (r == NULL || (r->prompt = malloc(n * sizeof *ids)) == NULL) {
+    if (r == NULL || (r->prompt = malloc((k + n) * sizeof *ids)) == NULL) {
         free(r);
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a request");
     }
-    memcpy(r->prompt, ids, n * sizeof *ids);
-    r->n_prompt = n;
+    r->prompt[0] = first;
+    memcpy(r->prompt + k, ids, n * sizeof *ids);
+    r->n_prompt = k + n;
     r->n_predict = o->n_predict;
     r->sampling = o->sampling;
     r->on_token = o->on_token;
     r->user = o->user;
+    r->keep = o->keep_sequence != 0;
     sw_status st = copy_stops(r, o);
-    pthread_mutex_lock(&q->mu);
+    if (st != SW_OK) {
+        for (size_t i = 0; i < r->n_stop; i++)
+            free(r->stop[i]);
+        free(r->prompt);
+        free(r);
+        return st;
+    }
+    r->t_submitted = sw_clock_s();
+    *out = r;
+    return SW_OK;
+}
+
+/* r onto the list of every live request (under mu). */
+static void track(sw_scheduler *q, sw_request *r) {
     r->all_next = q->all;
     if (q->all != NULL)
         q->all->all_prev = r;
     q->all = r;
-    if (st != SW_OK) {
-        req_free(q, r);
-        pthread_mutex_unlock(&q->mu);
-        return st;
-    }
+}
+
+sw_status sw_scheduler_submit(sw_scheduler *q, const int32_t *ids, size_t n,
+                              const sw_request_options *opt, sw_request **out) {
+    sw_request *r = NULL;
+    if (q == NULL || out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_scheduler_submit: NULL argument");
+    *out = NULL;
+    if (n > q->n_ctx)
+        return sw_errorf(SW_ERR_ARG, "the prompt has %zu tokens; the context holds %u", n,
+                         q->n_ctx);
+    SW_TRY(make_request(q, -1, ids, n, opt, &r));
+    pthread_mutex_lock(&q->mu);
+    track(q, r);
     r->state = SW_REQ_QUEUED;
-    r->t_submitted = sw_clock_s();
     if (q->queue_tail != NULL)
         q->queue_tail->next = r;
     else
         q->queue_head = r;
     q->queue_tail = r;
     q->stats.n_queued++;
+    pthread_mutex_unlock(&q->mu);
+    *out = r;
+    return SW_OK;
+}
+
+sw_status sw_scheduler_continue(sw_scheduler *q, sw_request *prev, const int32_t *ids,
+                                size_t n, const sw_request_options *opt, sw_request **out) {
+    sw_request *r = NULL;
+    if (q == NULL || prev == NULL || out == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_scheduler_continue: NULL argument");
+    *out = NULL;
+    pthread_mutex_lock(&q->mu);
+    lane *l = prev->held;
+    /* the last sampled token goes first unless it ended the turn */
+    const int32_t last = prev->finish == SW_FINISH_EOG ? -1 : prev->last;
+    const uint32_t pos = l ? sw_session_pos(l->session) : 0;
+    pthread_mutex_unlock(&q->mu);
+    if (l == NULL)
+        return sw_errorf(SW_ERR_ARG, "that request cannot be continued: it was not submitted "
+                         "with keep_sequence, has not ended, or was cancelled or failed");
+    if ((uint64_t)pos + (last >= 0) + n >= q->n_ctx)
+        return sw_errorf(SW_ERR_ARG, "the conversation holds %u tokens; %zu more leave no "
+                         "room to reply in its %u-token context", pos,
+                         n + (last >= 0), q->n_ctx);
+    SW_TRY(make_request(q, last, ids, n, opt, &r));
+    sw_status st = sw_sampler_create(&r->sampling, q->n_vocab, &r->sampler);
+    pthread_mutex_lock(&q->mu);
+    track(q, r);
+    if (st == SW_OK && prev->held != l) /* released meanwhile */
+        st = sw_errorf(SW_ERR_ARG, "that request was released while being continued");
+    if (st != SW_OK) {
+        req_free(q, r);
+        pthread_mutex_unlock(&q->mu);
+        return st;
+    }
+    prev->held = NULL;
+    l->held = NULL;
+    l->req = r;
+    r->session = l->session;
+    r->state = SW_REQ_PREFILL;
+    r->t_started = r->t_submitted;
+    q->stats.n_running++;
     pthread_mutex_unlock(&q->mu);
     *out = r;
     return SW_OK;
@@ -259,7 +330,7 @@ size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *
 static void admit(sw_scheduler *q) {
     for (uint32_t i = 0; i < q->n_lanes && q->queue_head != NULL; i++) {
         lane *l = &q->lanes[i];
-        if (l->req != NULL)
+        if (l->req != NULL || l->held != NULL)
             continue;
         sw_request *r = q->queue_head;
         unqueue(q, r);
