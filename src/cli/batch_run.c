@@ -4,6 +4,10 @@
  * order as sequences free up); after each forward the finished requests at
  * the head of the input order are written and released, so results stream
  * out in order and only the unwritten ones are held.
+ *
+ * Circle with batch.c, on purpose: the command (batch.c) calls this
+ * loop, which hands each finished result back to batch.c's writer
+ * (batch_write_job), the one place that knows the output format.
  */
 #include <errno.h>
 #include <stdlib.h>

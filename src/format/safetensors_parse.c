@@ -11,6 +11,10 @@
  * strings. The scan walks the root object and its member objects in step
  * with json-c's (insertion-ordered) members, so a key json-c dropped is
  * found and named. Messages: "<file>: tensor 'name': problem; what to do".
+ *
+ * Circle with safetensors.c, on purpose: st_open() calls this parser,
+ * which names dtypes with safetensors.c's table, the one the accessors
+ * use too.
  * On success every tensor lies inside the data section, the tensors tile
  * it exactly and each one's data is aligned to its element size.
  */

@@ -9,6 +9,10 @@
  * attn_v takes its values from its keys, and rope_freqs (1 for each
  * rotated pair of a full layer, 1e30 for the rest) says how much of the
  * full layers' heads RoPE turns.
+ *
+ * Circle with config.c, on purpose: model_config_from_gguf() hands
+ * Gemma 4 files here, and this file uses config.c's key readers and
+ * layer checks, the same for every Gemma.
  */
 #include <math.h>
 #include <stdio.h>

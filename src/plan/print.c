@@ -12,39 +12,6 @@
 #include "quant/types.h"
 #include "util/error.h"
 
-const char *plan_place_name(plan_place place) {
-    switch (place) {
-    case PLACE_AUTO: return "auto";
-    case PLACE_RESIDENT: return "resident";
-    case PLACE_STREAMED: return "streamed";
-    case PLACE_HOST: return "host";
-    }
-    return "?";
-}
-
-const char *plan_tier_name(plan_tier tier) {
-    static const char *const names[TIER_COUNT] = {"device", "pinned", "host", "disk"};
-    return tier < TIER_COUNT ? names[tier] : "?";
-}
-
-const char *plan_kv_type_name(plan_kv_type t) {
-    return t == PLAN_KV_F32 ? "f32" : t == PLAN_KV_F16 ? "f16" : t == PLAN_KV_BF16 ? "bf16" : "?";
-}
-
-uint32_t plan_kv_tensor_type(plan_kv_type t) {
-    return t == PLAN_KV_F16 ? SW_TYPE_F16 : t == PLAN_KV_BF16 ? SW_TYPE_BF16 : SW_TYPE_F32;
-}
-
-sw_status plan_parse_kv_type(const char *s, plan_kv_type *out) {
-    const plan_kv_type all[3] = {PLAN_KV_F32, PLAN_KV_F16, PLAN_KV_BF16};
-    for (int i = 0; s != NULL && i < 3; i++)
-        if (!strcmp(s, plan_kv_type_name(all[i]))) {
-            *out = all[i];
-            return SW_OK;
-        }
-    return sw_errorf(SW_ERR_ARG, "KV type '%s' is not one of f32, f16, bf16", s ? s : "");
-}
-
 /* Compact size for the holds column: "9.4G", "340M", "12K". */
 static void short_size(uint64_t b, char *buf, size_t cap) {
     const double k = 1024.0;

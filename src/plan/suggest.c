@@ -320,21 +320,3 @@ void plan_find_better(const plan_ctx *x, const plan_choice *chosen, char *out, s
         consider_better(x, chosen, "--weights q8_0", &pm, &x->w, &gain, out, cap);
     }
 }
-
-void plan_format_ranges(const plan_place *place, uint32_t n_layer, plan_place p, char *buf,
-                        size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (uint32_t il = 0; il < n_layer && len + 1 < cap; il++) {
-        if (place[il] != p || (il > 0 && place[il - 1] == p))
-            continue;
-        uint32_t end = il;
-        while (end + 1 < n_layer && place[end + 1] == p)
-            end++;
-        int n = end == il ? snprintf(buf + len, cap - len, "%s%u", len ? "," : "", il)
-                          : snprintf(buf + len, cap - len, "%s%u-%u", len ? "," : "", il, end);
-        if (n < 0 || (size_t)n >= cap - len)
-            break;
-        len += (size_t)n;
-    }
-}

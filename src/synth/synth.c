@@ -3,6 +3,11 @@
  * model description and vocabulary, and streams every tensor through the
  * chosen format writer (gguf.c, hf.c) in row chunks.
  *
+ * Circle with the writers, on purpose: this file calls the writer of the
+ * format asked for, and each writer calls back synth_stream_tensor() /
+ * synth_advance() for its tensors' bytes: the generation stays here,
+ * once, whatever the format.
+ *
  * Each chunk is generated and converted by up to n_threads threads (rows
  * split between them), then written while nothing else runs: the disk and
  * the page cache overlap the next chunk's generation on their own.

@@ -2,6 +2,10 @@
  * hf_merges.c — a tokenizer.json merge list turned into SentencePiece
  * scores, and the check that this is exact.
  *
+ * Circle with hf_vocab.c, on purpose: the vocabulary reader calls these
+ * while it builds the table, and they look pieces up in that table
+ * (hf_vocab_find); one concern, split only to keep each file short.
+ *
  * Hugging Face BPE applies, again and again, the adjacent pair whose merge
  * rule ranks first. SentencePiece BPE (spm.c, as llama.cpp) merges the
  * adjacent pair whose concatenation is the token with the highest score.

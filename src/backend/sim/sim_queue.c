@@ -8,6 +8,11 @@
  * it was recorded, and it has passed once `done` reaches it; a wait command
  * on another queue blocks this thread on that queue's counter. A command is
  * taken out of the ring before it runs, so its slot frees early.
+ *
+ * Circle with sim_exec.c, on purpose: this thread runs each command
+ * through sim_exec(), whose wait command blocks on another queue here
+ * (sim_queue_wait) and whose failures are recorded through sim_fail():
+ * the device's execution and its queues are one mechanism.
  */
 #define _POSIX_C_SOURCE 200809L
 
