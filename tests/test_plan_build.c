@@ -201,6 +201,87 @@ static void test_failure_message(void) {
     free(p);
 }
 
+/* Each "changes that fit" line that keeps the model, applied to the
+ * planner's inputs: it must fit. Returns how many lines were re-planned. */
+static int replan_suggestions(const char *msg, const plan_model *m, const plan_budget *b,
+                              const plan_rates *r, const plan_workload *w0) {
+    const char *at = strstr(msg, "changes that fit:");
+    int n = 0;
+    plan *p = alloc_plan();
+    for (const char *line = at ? strchr(at, '\n') : NULL; line != NULL;
+         line = strchr(line + 1, '\n')) {
+        char buf[256];
+        const char *end = strchr(line + 1, '\n');
+        size_t len = end ? (size_t)(end - line - 1) : strlen(line + 1);
+        snprintf(buf, sizeof buf, "%.*s", (int)len, line + 1);
+        if (strstr(buf, "a smaller model") || strstr(buf, "--backend"))
+            continue;
+        plan_workload w = *w0;
+        plan_model pm = *m;
+        char *tok = strtok(buf, " ");
+        for (; tok != NULL && tok[0] != '('; tok = strtok(NULL, " ")) {
+            char *val = strtok(NULL, " ");
+            if (val == NULL)
+                break;
+            if (!strcmp(tok, "--kv-type"))
+                w.kv_type = !strcmp(val, "f16") ? PLAN_KV_F16 : PLAN_KV_BF16;
+            else if (!strcmp(tok, "-np"))
+                w.n_seq = (uint32_t)atoi(val);
+            else if (!strcmp(tok, "-c"))
+                w.n_ctx = (uint32_t)atoi(val);
+            else if (!strcmp(tok, "-b"))
+                w.n_batch = (uint32_t)atoi(val);
+            else if (!strcmp(tok, "--weights"))
+                SW_CHECK_OK(plan_model_for_type(&m->config, val, &pm));
+        }
+        w.n_batch = w.n_batch < w.n_ctx ? w.n_batch : w.n_ctx;
+        sw_status st = plan_build(&pm, b, r, &w, NULL, p);
+        SW_CHECK(st == SW_OK, "suggestion '%.*s' does not fit: %s", (int)len, line + 1,
+                 sw_last_error());
+        n++;
+    }
+    free(p);
+    return n;
+}
+
+/* The levers combined: 27B with f32 KV at 32768 x 4 sequences in 4 GiB of
+ * host memory fits by f16 KV and one sequence together (neither alone),
+ * and each lever alone buys more context than -c alone. */
+static void test_levers(void) {
+    plan_model m;
+    plan_rates r;
+    plan_workload w = {32768, 4, 64, 2, PLAN_KV_F32, false, false};
+    plan_budget b = {false, "", 0, 0, 4ull << 30, UINT64_MAX, 0, "cpu"};
+    plan *p = alloc_plan();
+    plan_rates_default(&r);
+    SW_CHECK_OK(plan_model_from_catalog("gemma3-27b", NULL, &m));
+    sw_status st = plan_build(&m, &b, &r, &w, NULL, p);
+    const char *msg = sw_last_error();
+    static char copy[2048];
+    snprintf(copy, sizeof copy, "%s", msg);
+    SW_CHECK(st == SW_ERR_OOM_HOST, "27B f32 KV x4 in 4 GiB should not fit (%d)", st);
+    const char *const want[] = {"\n  --kv-type f16 -np 1 (", "\n  -c ", "\n  --kv-type f16 -c ",
+                                "\n  -np 1 -c "};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        SW_CHECK(strstr(copy, want[i]) != NULL, "no '%s' in: %s", want[i] + 3, copy);
+    SW_CHECK(strstr(copy, "--kv-type f16 -np 1 (") < strstr(copy, "\n  -c "),
+             "what fits as asked comes before what cuts the context: %s", copy);
+    int n = replan_suggestions(copy, &m, &b, &r, &w);
+    SW_CHECK(n >= 4, "%d suggestions re-planned", n);
+    /* f32 weights on a small device: the weights lever (a streamed f32
+     * layer's ring slots do not fit; bf16 or q8_0 ones do) */
+    SW_CHECK_OK(plan_model_from_catalog("gemma3-4b", "f32", &m));
+    w = (plan_workload){8192, 2, 64, 2, PLAN_KV_F32, false, false};
+    b = (plan_budget){true, "test", 300ull << 20, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
+    st = plan_build(&m, &b, &r, &w, NULL, p);
+    snprintf(copy, sizeof copy, "%s", sw_last_error());
+    SW_CHECK(st == SW_ERR_OOM_DEVICE && strstr(copy, "\n  --weights bf16 ("),
+             "weights lever: %s", copy);
+    n = replan_suggestions(copy, &m, &b, &r, &w);
+    SW_CHECK(n >= 1, "%d suggestions re-planned: %s", n, copy);
+    free(p);
+}
+
 static void test_pins_honoured(void) {
     plan_model m;
     plan_rates r;
@@ -346,6 +427,7 @@ int test_plan_sweeps(void) {
     sweep("gemma3-27b", NULL, 8192, false);
     sweep("gemma3-27b", "bf16", 32768, true);
     test_failure_message();
+    test_levers();
     test_pins_honoured();
     test_cpu_backend();
     test_link_bound();

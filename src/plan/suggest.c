@@ -4,12 +4,14 @@
  * with the change (pure, like the rest of the planner), so each one comes
  * with the numbers it would give; none is a guess.
  *
- * Failure candidates, cheapest first: the largest context that fits (if
- * at least MIN_USEFUL_CTX), one sequence (-np 1), the largest prefill chunk that fits,
- * f16 KV, lower-precision weights (for f32/f16/bf16 weights), the largest
- * smaller catalog model, and, when only the device is short, the cpu
- * backend. Every --kv-type and --weights suggestion is a flag and value
- * `spillway run` accepts for the model planned.
+ * Failure candidates, by what the user gives up (suggest_levers): every
+ * set of f16 KV (from f32), one sequence (-np 1) and lower-precision
+ * weights (for f32/f16/bf16 weights) that fits as asked; the largest
+ * prefill chunk that fits; the largest context that fits alone, and with
+ * each set of those levers that buys more of it; then the largest smaller
+ * catalog model, and, when only the device is short, the cpu backend.
+ * Every --kv-type and --weights suggestion is a flag and value `spillway
+ * run` accepts for the model planned.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,7 +20,7 @@
 #include "plan/plan_internal.h"
 #include "util/error.h"
 
-#define MSG_MAX 1024
+#define MSG_MAX 2048
 #define MIN_USEFUL_CTX 256  /* shorter contexts are not worth suggesting */
 
 typedef struct trial {
@@ -74,21 +76,23 @@ static void put_item(msg *m, const plan_ctx *x, const char *change, const trial 
     m->n_items++;
 }
 
-/* Largest value in [1, hi] for which set(w, v) fits; 0 if none. Fitting
- * is monotone in context and chunk size (both only add bytes). */
-static uint32_t largest_fit(const plan_ctx *x, uint32_t hi, bool ctx, trial *t) {
+/* Largest value in [1, hi] for which model m with workload base, its
+ * context (ctx) or its prefill chunk set to the value, fits; 0 if none.
+ * Fitting is monotone in context and chunk size (both only add bytes). */
+static uint32_t largest_fit_of(const plan_ctx *x, const plan_model *m,
+                               const plan_workload *base, uint32_t hi, bool ctx, trial *t) {
     uint32_t lo = 1, found = 0;
     trial cur;
     while (lo <= hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        plan_workload w = x->w;
+        plan_workload w = *base;
         if (ctx) {
             w.n_ctx = mid;
             w.n_batch = w.n_batch < mid ? w.n_batch : mid;
         } else {
             w.n_batch = mid;
         }
-        if (try_plan(x->m, x->b, x->r, &w, &cur)) {
+        if (try_plan(m, x->b, x->r, &w, &cur)) {
             found = mid;
             *t = cur;
             lo = mid + 1;
@@ -99,31 +103,8 @@ static uint32_t largest_fit(const plan_ctx *x, uint32_t hi, bool ctx, trial *t) 
     return found;
 }
 
-static void suggest_workload(msg *m, const plan_ctx *x) {
-    char change[64];
-    trial t;
-    uint32_t v;
-    if (x->w.n_ctx > MIN_USEFUL_CTX && (v = largest_fit(x, x->w.n_ctx - 1, true, &t)) != 0 &&
-        v >= MIN_USEFUL_CTX) {
-        snprintf(change, sizeof change, "-c %u", v);
-        put_item(m, x, change, &t, x->w.n_seq);
-    }
-    if (x->w.n_seq > 1) {
-        plan_workload w = x->w;
-        w.n_seq = 1;
-        if (try_plan(x->m, x->b, x->r, &w, &t))
-            put_item(m, x, "-np 1", &t, 1);
-    }
-    if (x->w.n_batch > 1 && (v = largest_fit(x, x->w.n_batch - 1, false, &t)) != 0) {
-        snprintf(change, sizeof change, "-b %u (prefill chunk)", v);
-        put_item(m, x, change, &t, x->w.n_seq);
-    }
-    if (x->w.kv_type == PLAN_KV_F32) {
-        plan_workload w = x->w;
-        w.kv_type = PLAN_KV_F16;
-        if (try_plan(x->m, x->b, x->r, &w, &t))
-            put_item(m, x, "--kv-type f16", &t, x->w.n_seq);
-    }
+static uint32_t largest_fit(const plan_ctx *x, uint32_t hi, bool ctx, trial *t) {
+    return largest_fit_of(x, x->m, &x->w, hi, ctx, t);
 }
 
 /* The type the weights have in this plan: the conversion asked for, or
@@ -138,28 +119,129 @@ static bool wide_weights(const plan_model *m) {
     return !strcmp(t, "F32") || !strcmp(t, "F16") || !strcmp(t, "BF16");
 }
 
-/* Lower-precision weights, for weights held at 16 or 32 bits: a flag that
- * `spillway run` takes for such a file (converted at load), priced by the
- * catalog's rules for the model's shape. */
-static void suggest_weights(msg *m, const plan_ctx *x) {
-    bool f32 = !strcmp(effective_type(x->m), "F32");
-    if (!wide_weights(x->m))
-        return;
-    const char *types[2] = {f32 ? "bf16" : NULL, "q8_0"};
-    for (int i = 0; i < 2; i++) {
-        plan_model pm;
-        trial t;
-        char change[64], sz[32];
-        if (types[i] == NULL || plan_model_for_type(&x->m->config, types[i], &pm) != SW_OK)
-            continue;
-        pm.file_bytes = 0;
-        snprintf(pm.name, sizeof pm.name, "%s", x->m->name);
-        if (!try_plan(&pm, x->b, x->r, &x->w, &t))
-            continue;
-        plan_format_size(plan_model_total_bytes(&pm), sz, sizeof sz);
-        snprintf(change, sizeof change, "--weights %s (weights %s)", types[i], sz);
+/* The levers that keep the model, each with what it gives up, in the
+ * order the suggestions list them: KV precision (f16 is llama.cpp's
+ * default), parallel sequences (-np 1), weight precision (--weights). A
+ * set of them that fits at the asked context is said as is; one that does
+ * not, with the largest context that fits alongside it. */
+enum { LV_KV = 1, LV_SEQ = 2, LV_WEIGHTS = 4, LV_SETS = 8 };
+
+/* Whether lever v applies to this plan at all. */
+static bool lever_applies(const plan_ctx *x, unsigned v) {
+    return v == LV_KV ? x->w.kv_type == PLAN_KV_F32
+         : v == LV_SEQ ? x->w.n_seq > 1
+                       : wide_weights(x->m);
+}
+
+typedef struct lever_try {
+    bool tried, full;       /* full: fits at the asked context */
+    uint32_t ctx;           /* the largest context that fits with it (0: none useful) */
+    const char *weights;    /* the --weights type used, with LV_WEIGHTS */
+    uint64_t weights_bytes;
+    trial t;
+} lever_try;
+
+/* Tries lever set s: first at the asked context, then the largest context
+ * that fits. With LV_WEIGHTS, bf16 (from f32) is tried before q8_0, and
+ * q8_0, the narrowest, for the context. */
+static void try_levers(const plan_ctx *x, unsigned s, lever_try *out) {
+    plan_workload w = x->w;
+    const char *types[2] = {!strcmp(effective_type(x->m), "F32") ? "bf16" : NULL, "q8_0"};
+    memset(out, 0, sizeof *out);
+    out->tried = true;
+    if (s & LV_KV)
+        w.kv_type = PLAN_KV_F16;
+    if (s & LV_SEQ)
+        w.n_seq = 1;
+    for (int i = (s & LV_WEIGHTS) ? 0 : 1; i < 2; i++) {
+        plan_model pm = *x->m;
+        if (s & LV_WEIGHTS) {
+            if (types[i] == NULL || plan_model_for_type(&x->m->config, types[i], &pm) != SW_OK)
+                continue;
+            pm.file_bytes = 0;
+            snprintf(pm.name, sizeof pm.name, "%s", x->m->name);
+            out->weights = types[i];
+            out->weights_bytes = plan_model_total_bytes(&pm);
+        }
+        if (try_plan(&pm, x->b, x->r, &w, &out->t)) {
+            out->full = true;
+            out->ctx = w.n_ctx;
+            return;
+        }
+        if (i == 1) {
+            uint32_t c = x->w.n_ctx > MIN_USEFUL_CTX
+                             ? largest_fit_of(x, &pm, &w, x->w.n_ctx - 1, true, &out->t)
+                             : 0;
+            out->ctx = c >= MIN_USEFUL_CTX ? c : 0;
+        }
+    }
+}
+
+static void put_levers(msg *m, const plan_ctx *x, unsigned s, const lever_try *l) {
+    char change[160], sz[32];
+    int n = 0;
+    if (s & LV_KV)
+        n += snprintf(change + n, sizeof change - (size_t)n, "--kv-type f16 ");
+    if (s & LV_SEQ)
+        n += snprintf(change + n, sizeof change - (size_t)n, "-np 1 ");
+    if (s & LV_WEIGHTS) {
+        plan_format_size(l->weights_bytes, sz, sizeof sz);
+        n += snprintf(change + n, sizeof change - (size_t)n, "--weights %s (weights %s) ",
+                      l->weights, sz);
+    }
+    if (!l->full)
+        n += snprintf(change + n, sizeof change - (size_t)n, "-c %u ", l->ctx);
+    change[n > 0 ? n - 1 : 0] = '\0';
+    put_item(m, x, change, &l->t, (s & LV_SEQ) ? 1 : x->w.n_seq);
+}
+
+/* Every applicable set of levers, the prefill chunk and the context: first
+ * the sets that fit as asked and need all they hold (a set whose subset
+ * fits is not said), then the smaller prefill chunk, then the largest
+ * context alone and each set that buys more context than its subsets and
+ * the context alone (the context is given up last: it is what the user
+ * asked for). */
+static void suggest_levers(msg *m, const plan_ctx *x) {
+    lever_try l[LV_SETS];
+    trial t;
+    uint32_t v, alone = 0;
+    memset(l, 0, sizeof l);
+    for (unsigned s = 1; s < LV_SETS; s++) {
+        bool ok = true;
+        for (unsigned b = 1; b < LV_SETS; b <<= 1)
+            ok = ok && (!(s & b) || lever_applies(x, b));
+        if (ok)
+            try_levers(x, s, &l[s]);
+    }
+    for (unsigned s = 1; s < LV_SETS; s++) {
+        bool subset_full = false;
+        for (unsigned u = 1; u < s; u++)
+            subset_full = subset_full || ((u & s) == u && l[u].full);
+        if (l[s].full && !subset_full)
+            put_levers(m, x, s, &l[s]);
+    }
+    if (x->w.n_batch > 1 && (v = largest_fit(x, x->w.n_batch - 1, false, &t)) != 0) {
+        char change[64];
+        snprintf(change, sizeof change, "-b %u (prefill chunk)", v);
         put_item(m, x, change, &t, x->w.n_seq);
-        return;
+    }
+    if (x->w.n_ctx > MIN_USEFUL_CTX && (v = largest_fit(x, x->w.n_ctx - 1, true, &t)) != 0 &&
+        v >= MIN_USEFUL_CTX) {
+        char change[64];
+        snprintf(change, sizeof change, "-c %u", v);
+        put_item(m, x, change, &t, x->w.n_seq);
+        alone = v;
+    }
+    for (unsigned s = 1; s < LV_SETS; s++) {
+        uint32_t best_sub = alone;
+        bool subset_full = false;
+        for (unsigned u = 1; u < s; u++)
+            if ((u & s) == u && l[u].tried) {
+                subset_full = subset_full || l[u].full;
+                best_sub = l[u].ctx > best_sub ? l[u].ctx : best_sub;
+            }
+        if (l[s].tried && !l[s].full && !subset_full && l[s].ctx > best_sub)
+            put_levers(m, x, s, &l[s]);
     }
 }
 
@@ -253,8 +335,7 @@ sw_status plan_explain_failure(const plan_ctx *x, const search_result *res) {
             x->m->convert_type[0] ? ", and the weights converted at load" : "", budget);
     }
     put(&m, "\nchanges that fit:");
-    suggest_workload(&m, x);
-    suggest_weights(&m, x);
+    suggest_levers(&m, x);
     suggest_model(&m, x);
     if (dev_short)
         suggest_cpu(&m, x);

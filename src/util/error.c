@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SW_ERROR_MAX 1024
+#define SW_ERROR_MAX 2048 /* room for a failed plan's list of changes that fit */
 
 static _Thread_local char tls_message[SW_ERROR_MAX];
 
