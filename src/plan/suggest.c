@@ -71,8 +71,10 @@ static void put_item(msg *m, const plan_ctx *x, const char *change, const trial 
     bool dev = x->b->has_device && (t->best.lm == PLACE_RESIDENT || t->best.n_resident +
                                     t->best.n_streamed > 0);
     plan_format_size(dev ? t->best.dev_bytes : t->best.host_alloc_bytes, sz, sizeof sz);
-    put(m, "\n  %s (%s %s, decode %.1f tok/s)", change, dev ? "device" : "host", sz,
-        n_seq / t->best.pass_s[PASS_DECODE]);
+    const double tps = n_seq / t->best.pass_s[PASS_DECODE];
+    /* two significant digits below 1 tok/s: weights read from disk are slow, not zero */
+    put(m, tps < 1.0 ? "\n  %s (%s %s, decode %.2g tok/s)" : "\n  %s (%s %s, decode %.1f tok/s)",
+        change, dev ? "device" : "host", sz, tps);
     m->n_items++;
 }
 
