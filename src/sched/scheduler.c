@@ -233,7 +233,7 @@ sw_status sw_scheduler_continue(sw_scheduler *q, sw_request *prev, const int32_t
     sw_status st = sw_sampler_create(&r->sampling, q->n_vocab, &r->sampler);
     pthread_mutex_lock(&q->mu);
     track(q, r);
-    if (st == SW_OK && prev->held != l) /* released meanwhile */
+    if (st == SW_OK && l->held != prev) /* released meanwhile: its lane let go */
         st = sw_errorf(SW_ERR_ARG, "that request was released while being continued");
     if (st != SW_OK) {
         req_free(q, r);
