@@ -3,8 +3,9 @@
  * `spillway serve` runs (cli/serve.c: the command, its flags and the
  * engine; http.c: libmicrohttpd, routing, streaming; api.c: the requests'
  * and responses' JSON; sched.c: the thread that steps the library's
- * scheduler). It builds on the public library only, beside json-c and
- * libmicrohttpd.
+ * scheduler). It drives the engine through the public API alone (with
+ * util's buffers and clock and format's JSON helpers, beside json-c and
+ * libmicrohttpd).
  *
  * Threads: libmicrohttpd runs one thread per connection; one scheduler
  * thread steps the library's scheduler (sw_scheduler), which owns the
