@@ -122,6 +122,19 @@ static void run_all(sw_scheduler *q) {
         SW_CHECK_OK(sw_scheduler_step(q, &n));
 }
 
+/* A scheduler on a new engine of n_seq sequences (*e); NULL, with *e
+ * destroyed, when either cannot be made. */
+static sw_scheduler *scheduler_on(const sw_model *m, uint32_t n_seq, sw_engine **e) {
+    sw_scheduler *q = NULL;
+    *e = launch(m, n_seq);
+    SW_CHECK_OK(sw_scheduler_create(*e, m, &q));
+    if (q == NULL) {
+        sw_engine_destroy(*e);
+        *e = NULL;
+    }
+    return q;
+}
+
 static char *text_of(sw_scheduler *q, sw_request *r) {
     sw_request_info in;
     sw_request_get_info(q, r, &in);
@@ -144,13 +157,10 @@ static void test_greedy(const sw_model *m) {
     }
     sw_engine_destroy(solo);
 
-    sw_engine *e = launch(m, 2);
-    sw_scheduler *q = NULL;
-    SW_CHECK_OK(sw_scheduler_create(e, m, &q));
-    if (q == NULL) {
-        sw_engine_destroy(e);
+    sw_engine *e = NULL;
+    sw_scheduler *q = scheduler_on(m, 2, &e);
+    if (q == NULL)
         return;
-    }
     sw_request *r[N_REQ] = {0};
     static pieces got[N_REQ];
     uint64_t prompt_total = 0;
@@ -317,13 +327,10 @@ static void test_conversation(const sw_model *m) {
         alone_turns(m, solo, turns, n, 3, 6, want);
     sw_engine_destroy(solo);
 
-    sw_engine *e = launch(m, 2);
-    sw_scheduler *q = NULL;
-    SW_CHECK_OK(sw_scheduler_create(e, m, &q));
-    if (q == NULL) {
-        sw_engine_destroy(e);
+    sw_engine *e = NULL;
+    sw_scheduler *q = scheduler_on(m, 2, &e);
+    if (q == NULL)
         return;
-    }
     sw_request_options o = sw_request_options_default();
     o.sampling.temp = 0;
     o.n_predict = 6;

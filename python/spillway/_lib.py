@@ -99,6 +99,7 @@ sw_tokenize = _fn("sw_tokenize", c_int, P, c_char_p, c_size_t, c_uint, POINTER(c
 sw_detokenize = _fn("sw_detokenize", c_int, P, POINTER(c_int32), c_size_t, c_char_p, c_size_t,
                     POINTER(c_size_t))
 sw_vocab_size = _fn("sw_vocab_size", c_size_t, P)
+sw_parse_size = _fn("sw_parse_size", c_int, c_char_p, c_uint64, POINTER(c_uint64))
 sw_plan_options_default = _fn("sw_plan_options_default", PlanOptions)
 sw_plan_format = _fn("sw_plan_format", c_int, P, c_int, c_char_p, c_size_t, POINTER(c_size_t))
 sw_engine_launch = _fn("sw_engine_launch", c_int, P, POINTER(PlanOptions), c_void_p,

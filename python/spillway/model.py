@@ -297,8 +297,5 @@ def _size(value):
     if isinstance(value, int):
         return value
     out = ctypes.c_uint64()
-    parse = L.lib.sw_parse_size
-    parse.restype = ctypes.c_int
-    parse.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
-    _check(parse(_bytes(value), 0, ctypes.byref(out)))
+    _check(L.sw_parse_size(_bytes(value), 0, ctypes.byref(out)))
     return out.value

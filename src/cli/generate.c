@@ -6,8 +6,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/generate.h"
 #include "util/clock.h"

@@ -157,7 +157,8 @@ static sw_status make_request(sw_scheduler *q, int32_t first, const int32_t *ids
         free(r);
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a request");
     }
-    r->prompt[0] = first;
+    if (k)
+        r->prompt[0] = first;
     memcpy(r->prompt + k, ids, n * sizeof *ids);
     r->n_prompt = k + n;
     r->n_predict = o->n_predict;
