@@ -17,21 +17,23 @@
 #include "cpu_test_util.h"
 #include "quant/types.h"
 
-enum { NE0 = 512, NE1 = 48, MAX_TOKENS = 70 };
+enum { NE0 = 1024, NE1 = 48, MAX_TOKENS = 70 };
 
 typedef struct weight {
     uint8_t *bytes;
     tensor_view v;
 } weight;
 
-static weight make_weight(uint32_t type) {
+static weight make_weight_n(uint32_t type, uint64_t ne0) {
     weight w = {0};
     uint64_t n_bytes = 0;
-    w.bytes = random_weights(type, NE0, NE1, &n_bytes);
+    w.bytes = random_weights(type, ne0, NE1, &n_bytes);
     w.v = (tensor_view){.name = type_name(type), .type = type, .n_dims = 2,
-                        .ne = {NE0, NE1, 1, 1}, .n_bytes = n_bytes, .data = w.bytes};
+                        .ne = {ne0, NE1, 1, 1}, .n_bytes = n_bytes, .data = w.bytes};
     return w;
 }
+
+static weight make_weight(uint32_t type) { return make_weight_n(type, NE0); }
 
 /* One matmul with ws and flags: checks its output against a fresh
  * workspace's without CPU_MM_X_AGAIN and that it prepared `want_rows`
@@ -94,8 +96,34 @@ static void run_cases(cpu_pool *pool) {
     step("70 tokens again: prepared", pool, ws, &k, x, MAX_TOKENS, CPU_MM_X_AGAIN, MAX_TOKENS);
     step("one token", pool, ws, &q, x, 1, 0, 1);
     step("one token again", pool, ws, &k, x, 1, CPU_MM_X_AGAIN, 0);
+    /* Rows a quarter of the widest: the buffer takes all 70 tokens in one
+     * round (the matmuls over the hidden size), so they are held. */
+    weight qn = make_weight_n(SW_TYPE_Q4_K, NE0 / 4), kn = make_weight_n(SW_TYPE_Q4_K, NE0 / 4);
+    step("70 narrow tokens", pool, ws, &qn, x, MAX_TOKENS, 0, MAX_TOKENS);
+    step("70 narrow tokens again: held", pool, ws, &kn, x, MAX_TOKENS, CPU_MM_X_AGAIN, 0);
     cpu_mm_scratch_destroy(ws);
-    weight all[] = {q, k, v, s, f, b, b2};
+    /* ... and give the bits of a workspace sized for them alone, which
+     * takes them 64 at a time. */
+    ws = NULL;
+    SW_CHECK_OK(cpu_mm_scratch_create(cpu_pool_size(pool), NE0 / 4, &ws));
+    float *y = xmalloc((size_t)MAX_TOKENS * NE1 * sizeof(float));
+    float *want = xmalloc((size_t)MAX_TOKENS * NE1 * sizeof(float));
+    const unsigned forms[] = {0, CPU_MM_FINE};
+    const char *names[] = {"narrow rows: 64 at a time or all", "narrow rows, fine form"};
+    for (int i = 0; i < 2 && ws != NULL; i++) {
+        cpu_mm_scratch *wide = NULL;
+        SW_CHECK_OK(cpu_mm_scratch_create(cpu_pool_size(pool), NE0, &wide));
+        if (wide == NULL)
+            break;
+        SW_CHECK_OK(cpu_matmul_as(pool, ws, &qn.v, x, want, MAX_TOKENS, forms[i]));
+        SW_CHECK_OK(cpu_matmul_as(pool, wide, &qn.v, x, y, MAX_TOKENS, forms[i]));
+        check_bits(names[i], y, want, (size_t)MAX_TOKENS * NE1);
+        cpu_mm_scratch_destroy(wide);
+    }
+    free(y);
+    free(want);
+    cpu_mm_scratch_destroy(ws);
+    weight all[] = {q, k, v, s, f, b, b2, qn, kn};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i].bytes);
     free(x);

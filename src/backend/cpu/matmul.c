@@ -8,8 +8,8 @@
  *
  * Block types with an integer kernel (idot.h: Q4_0, Q5_0, Q8_0, Q4_K,
  * Q5_K, Q6_K), unless the workspace is exact (--cpu-dots f32):
- *   the tokens are quantized to 8 bits per block (qact.h) a chunk of
- *   MM_QCHUNK_TOKENS at a time into the workspace, then dotted in
+ *   the tokens are quantized to 8 bits per block (qact.h) a chunk at a
+ *   time into the workspace (mm_qchunk_tokens), then dotted in
  *   integers: one token as one kernel call over the thread's whole row
  *   range; more tokens a block of rows at a time, each group of up to 4
  *   tokens passing over the block while it is in L1, each block unpacked
@@ -47,7 +47,8 @@ enum {
     MM_TILE_MAX_ROWS = 96,
     MM_TOKENS_PER_DOT = 8,        /* outputs gathered per direct-path call */
     MM_MIN_PARALLEL_MACS = 1 << 16, /* smaller jobs run on the caller alone */
-    MM_QCHUNK_TOKENS = 64,        /* tokens quantized per round of the integer path */
+    MM_QCHUNK_TOKENS = 64,        /* the workspace holds this many of the widest rows */
+    MM_QCHUNK_BYTES = 512 * 1024, /* a round's quantized tokens, kept in L2 */
     MM_QROW_BLOCK_BYTES = 16 * 1024, /* weight rows dotted with a group of tokens */
     MM_QTILE_TOKENS = 16,         /* tokens per tile call, between prefetches */
     MM_QPAR_QUANT_ELEMS = 1 << 15, /* quantize on all threads from this many elements */
@@ -139,7 +140,7 @@ sw_status cpu_mm_scratch_create(int n_threads, uint64_t max_ne0, cpu_mm_scratch 
     if (act == NULL) {
         free(data);
         free(ws);
-        return sw_errorf(SW_ERR_OOM_HOST, "cpu_mm_scratch_create: host out of memory: "
+        return sw_errorf(SW_ERR_OOM_HOST, "cpu_mm_scratch_create: out of host memory: "
                          "requested %llu bytes of matmul workspace (%d threads, rows of %llu)",
                          (unsigned long long)bytes, n_threads, (unsigned long long)max_ne0);
     }
@@ -366,6 +367,22 @@ static void mm_qquant_task(void *arg, int ith, int nth) {
                           j->xq + t0 * j->xq_stride);
 }
 
+/* Tokens per round of the integer path for quantized rows of `stride`
+ * bytes: as many as fit MM_QCHUNK_BYTES (the round's rows stay in L2
+ * while each block of weight rows passes over them) and the workspace's
+ * buffer, which holds MM_QCHUNK_TOKENS of the widest rows, so the
+ * narrower inputs over the hidden size (Q, K, V, gate, up) take several
+ * times as many. Each round unpacks every weight row again and streams it
+ * from memory again: fewer rounds, less of both. Never fewer tokens than
+ * the buffer's MM_QCHUNK_TOKENS, where they fit. */
+static uint32_t mm_qchunk_tokens(const cpu_mm_scratch *ws, uint64_t stride) {
+    const uint64_t fit = MM_QCHUNK_TOKENS * ws->act_stride / stride;
+    uint64_t c = MM_QCHUNK_BYTES / stride;
+    c = c < MM_QCHUNK_TOKENS ? MM_QCHUNK_TOKENS : c;
+    c = c > fit ? fit : c;
+    return c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+}
+
 /* The integer path: tokens a chunk at a time, each chunk quantized into
  * the workspace (or, for one token without one, onto the stack), then
  * dotted with the rows split over the threads. With `again`, tokens the
@@ -380,7 +397,7 @@ static sw_status mm_qmatmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_vie
     uint32_t chunk = 1;
     if (ws != NULL) {
         buf = ws->act;
-        chunk = MM_QCHUNK_TOKENS;
+        chunk = mm_qchunk_tokens(ws, stride);
     } else if (n_tokens > 1 || stride > sizeof stack_row) {
         return sw_errorf(SW_ERR_ARG, "cpu_matmul: tensor '%s', %u token(s) of %llu elements: "
                          "no workspace; make one with cpu_mm_scratch_create",
