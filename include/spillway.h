@@ -584,6 +584,14 @@ SW_API void sw_scheduler_get_stats(sw_scheduler *sched, sw_scheduler_stats *out)
 SW_API void sw_request_cancel(sw_scheduler *sched, sw_request *request);
 SW_API void sw_request_get_info(sw_scheduler *sched, const sw_request *request,
                                 sw_request_info *out);
+/* Why the request ended with SW_FINISH_ERROR: the status of the failure
+ * (SW_ERR_OOM_HOST when it could not start or its text could not grow;
+ * a failed forward's error) and, when message is not NULL, its message,
+ * borrowed until the request is released. SW_OK and "" for a request
+ * that has not ended, ended otherwise, or was ended by
+ * sw_scheduler_end_all. */
+SW_API sw_status sw_request_error(sw_scheduler *sched, const sw_request *request,
+                                  const char **message);
 /* Copies up to cap bytes of the request's text from byte `from` into buf
  * (no NUL added); returns how many. */
 SW_API size_t sw_request_text(sw_scheduler *sched, const sw_request *request, size_t from,

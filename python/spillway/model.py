@@ -19,6 +19,16 @@ class SpillwayError(Exception):
         super().__init__(message)
 
 
+def _request_failed(sched, req):
+    """The SpillwayError of a request that ended with SW_FINISH_ERROR: the
+    library's status and message for it (sw_request_error)."""
+    msg = ctypes.c_char_p()
+    status = L.sw_request_error(sched, req, ctypes.byref(msg))
+    name = L.STATUS_NAMES[status] if 0 < status < len(L.STATUS_NAMES) else "request"
+    text = (msg.value or b"").decode("utf-8", "replace")
+    return SpillwayError(name, text or "the request failed")
+
+
 def _check(status):
     if status != L.SW_OK:
         name = L.STATUS_NAMES[status] if 0 <= status < len(L.STATUS_NAMES) else str(status)
@@ -241,8 +251,7 @@ class Model:
                     yield piece
                 if done:
                     if info.finish == L.FINISH_ERROR:
-                        raise SpillwayError("request", "the request failed (a forward pass "
-                                            "failed, or host memory for it was short)")
+                        raise _request_failed(self._sched, req)
                     return
         finally:
             with self._lock:
@@ -277,8 +286,7 @@ class Model:
                 for r in reqs:
                     info = self._info(r)
                     if info.finish == L.FINISH_ERROR:
-                        raise SpillwayError("request", "a request failed (a forward pass "
-                                            "failed, or host memory for it was short)")
+                        raise _request_failed(self._sched, r)
                     out.append(self._text(r, 0, info.text_len).decode("utf-8", "replace"))
                 return out
             finally:

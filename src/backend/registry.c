@@ -119,7 +119,9 @@ const char *backend_default_name(char *note, size_t cap) {
     /* The CUDA backend when this build has it and a device is visible;
      * otherwise the cpu backend, saying why. */
     sw_device_report *rep = malloc(sizeof *rep);
-    bool visible = rep != NULL && sw_devices_query(rep) == SW_OK;
+    if (rep == NULL)
+        return NULL;
+    bool visible = sw_devices_query(rep) == SW_OK;
     free(rep);
     if (visible && CUDA_RUNS)
         return "cuda";

@@ -43,7 +43,8 @@ sw_status backend_device_budget(const char *name, uint64_t *free_bytes, char *de
 
 /* The backend used when none is named: the first device backend that
  * runs and sees a device, else "cpu". *note (may be NULL) gets a remark
- * when a device backend was passed over ("" otherwise). */
+ * when a device backend was passed over ("" otherwise). NULL when host
+ * memory is short for asking the devices (no silent "cpu"). */
 const char *backend_default_name(char *note, size_t cap);
 
 #endif

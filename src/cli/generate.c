@@ -88,10 +88,14 @@ int gen_wait(sw_scheduler *q, sw_request *r, uint32_t n_ctx, gen_stats *stats) {
                          .stopped_by_eog = in.finish == SW_FINISH_EOG};
     if (in.finish == SW_FINISH_CONTEXT)
         fprintf(stderr, "\n[context of %u tokens is full: stopping]\n", n_ctx);
-    if (in.finish == SW_FINISH_ERROR || in.finish == SW_FINISH_CANCELLED) {
-        cli_error("generation stopped: %s", in.finish == SW_FINISH_ERROR
-                                                ? "out of host memory for the text"
-                                                : "cancelled");
+    if (in.finish == SW_FINISH_ERROR) {
+        const char *why = "";
+        const sw_status st = sw_request_error(q, r, &why);
+        cli_error("generation stopped: %s", why[0] ? why : "the request failed");
+        return st != SW_OK ? cli_exit_code(st) : CLI_EXIT_FAILURE;
+    }
+    if (in.finish == SW_FINISH_CANCELLED) {
+        cli_error("generation stopped: cancelled");
         return CLI_EXIT_OOM_HOST;
     }
     return CLI_EXIT_OK;

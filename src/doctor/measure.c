@@ -265,7 +265,7 @@ static double resident_fraction(int fd, uint64_t n) {
 static sw_status read_all(int fd, const char *path, uint64_t n, uint64_t *got) {
     char *buf = malloc(MEASURE_IO_CHUNK);
     if (buf == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "doctor: cannot allocate a read buffer");
+        return sw_errorf(SW_ERR_OOM_HOST, "doctor: out of host memory for a read buffer");
     uint64_t done = 0;
     while (done < n) {
         uint64_t want = n - done < MEASURE_IO_CHUNK ? n - done : MEASURE_IO_CHUNK;
@@ -320,7 +320,7 @@ done:
 static sw_status write_test_file(int fd, const char *dir, uint64_t bytes) {
     char *buf = malloc(MEASURE_IO_CHUNK);
     if (buf == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "doctor: cannot allocate a write buffer");
+        return sw_errorf(SW_ERR_OOM_HOST, "doctor: out of host memory for a write buffer");
     for (size_t i = 0; i < MEASURE_IO_CHUNK; i++)
         buf[i] = (char)(i * 131u + 7u);
     uint64_t done = 0;

@@ -150,6 +150,8 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
     b->pinned_limit_bytes = UINT64_MAX;
     note[0] = '\0';
     const char *name = o->backend ? o->backend : backend_default_name(note, cap);
+    if (name == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory choosing a backend");
     sw_status st = backend_lookup(name, &info);
     if (st != SW_OK)
         return st;

@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,8 @@ struct sw_request {
     sw_bytebuf text;
     bool cancelled, released;
     sw_finish cancel_as;         /* how a cancelled running request ends */
+    sw_status error;             /* why it ended with SW_FINISH_ERROR ... */
+    char error_msg[256];         /* ... and the message (sw_request_error) */
     double t_submitted, t_started, t_first, t_end;
     struct sw_request *next;     /* queue link */
     struct sw_request *all_prev, *all_next; /* every request not yet freed */
@@ -112,6 +115,15 @@ static void finish(sw_scheduler *q, lane *l, sw_request *r, sw_finish why) {
     }
     if (r->released)
         req_free(q, r);
+}
+
+/* Ends r with SW_FINISH_ERROR for the failure st (message msg), which
+ * sw_request_error then reports: no allocation, the failure may be one. */
+static void fail_request(sw_scheduler *q, lane *l, sw_request *r, sw_status st,
+                         const char *msg) {
+    r->error = st;
+    snprintf(r->error_msg, sizeof r->error_msg, "%s", msg);
+    finish(q, l, r, SW_FINISH_ERROR);
 }
 
 static sw_status copy_stops(sw_request *r, const sw_request_options *o) {
@@ -311,6 +323,22 @@ void sw_request_get_info(sw_scheduler *q, const sw_request *r, sw_request_info *
     pthread_mutex_unlock(&q->mu);
 }
 
+sw_status sw_request_error(sw_scheduler *q, const sw_request *r, const char **message) {
+    sw_status st = SW_OK;
+    if (message != NULL)
+        *message = "";
+    if (q == NULL || r == NULL)
+        return SW_OK;
+    pthread_mutex_lock(&q->mu);
+    if (r->state == SW_REQ_DONE && r->finish == SW_FINISH_ERROR && r->error != SW_OK) {
+        st = r->error;
+        if (message != NULL)
+            *message = r->error_msg; /* written once, before the request ended */
+    }
+    pthread_mutex_unlock(&q->mu);
+    return st;
+}
+
 size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *buf,
                        size_t cap) {
     size_t n = 0;
@@ -339,7 +367,7 @@ static void admit(sw_scheduler *q) {
         if (st == SW_OK)
             st = sw_session_truncate(l->session, 0);
         if (st != SW_OK) {
-            finish(q, NULL, r, SW_FINISH_ERROR);
+            fail_request(q, NULL, r, st, sw_last_error());
             i--; /* this lane is still free */
             continue;
         }
@@ -428,9 +456,12 @@ static void take_token(sw_scheduler *q, lane *l, sw_request *r, const float *log
         len <= sizeof buf) {
         if (r->on_token != NULL)
             r->on_token(r->user, r, id, buf, len);
-        if (!sw_bytebuf_add(&r->text, buf, len))
-            why = SW_FINISH_ERROR; /* out of host memory for the text */
-        else if (cut_at_stop(r, len))
+        if (!sw_bytebuf_add(&r->text, buf, len)) {
+            fail_request(q, l, r, SW_ERR_OOM_HOST, "out of host memory for the text of a "
+                         "request");
+            return;
+        }
+        if (cut_at_stop(r, len))
             why = SW_FINISH_STOP;
     }
     if (why != SW_FINISH_NONE)
@@ -492,7 +523,7 @@ sw_status sw_scheduler_step(sw_scheduler *q, uint32_t *n_tokens) {
     if (st != SW_OK) {
         for (uint32_t i = 0; i < q->n_lanes; i++)
             if (q->lanes[i].req != NULL)
-                finish(q, &q->lanes[i], q->lanes[i].req, SW_FINISH_ERROR);
+                fail_request(q, &q->lanes[i], q->lanes[i].req, st, sw_last_error());
     } else {
         q->stats.n_forwards++;
         q->stats.last_forward_tokens = n;
@@ -553,22 +584,23 @@ sw_status sw_scheduler_create(sw_engine *engine, const sw_model *model, sw_sched
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a scheduler");
     q->engine = engine;
     q->model = model;
-    q->n_lanes = sw_engine_n_seq(engine);
+    const uint32_t n_seq = sw_engine_n_seq(engine);
     q->cap = sw_engine_max_tokens(engine);
     q->n_vocab = sw_engine_n_vocab(engine);
     q->n_ctx = sw_engine_n_ctx(engine);
     q->per_seq = sw_engine_n_batch(engine);
-    q->stats.kv_capacity_tokens = (uint64_t)q->n_lanes * q->n_ctx;
+    q->stats.kv_capacity_tokens = (uint64_t)n_seq * q->n_ctx;
     pthread_mutex_init(&q->mu, NULL);
     sw_status st = sw_model_special_tokens(model, &q->special);
-    q->lanes = calloc(q->n_lanes, sizeof *q->lanes);
+    q->lanes = calloc(n_seq, sizeof *q->lanes);
+    q->n_lanes = q->lanes != NULL ? n_seq : 0; /* the lanes that exist, for destroy */
     q->items = calloc(q->cap, sizeof *q->items);
     q->owners = calloc(q->cap, sizeof *q->owners);
     q->logits = malloc((size_t)q->cap * q->n_vocab * sizeof *q->logits);
     if (st == SW_OK && (q->lanes == NULL || q->items == NULL || q->owners == NULL ||
                         q->logits == NULL))
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory for %u sequences of %u tokens",
-                       q->n_lanes, q->cap);
+                       n_seq, q->cap);
     for (uint32_t i = 0; st == SW_OK && i < q->n_lanes; i++)
         if ((st = sw_session_create(engine, &q->lanes[i].session)) == SW_ERR_ARG)
             st = sw_errorf(SW_ERR_ARG, "a scheduler takes every sequence of its engine; "

@@ -93,7 +93,7 @@ static sw_status cpu_be_alloc(backend *b, uint64_t bytes, const char *purpose,
     if (buf == NULL || p == NULL) {
         free(buf);
         free(p);
-        return sw_errorf(SW_ERR_OOM_HOST, "host out of memory: requested %llu bytes for '%s', "
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory: requested %llu bytes for '%s', "
                          "in use %llu by this backend", (unsigned long long)bytes,
                          purpose ? purpose : "?", (unsigned long long)c->in_use_bytes);
     }
@@ -164,7 +164,7 @@ static sw_status cpu_be_event_create(backend *b, backend_event **out) {
     (void)b;
     cpu_event *ev = calloc(1, sizeof *ev);
     *out = (backend_event *)(void *)ev;
-    return ev ? SW_OK : sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of memory for an event");
+    return ev ? SW_OK : sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for an event");
 }
 
 static void cpu_be_event_destroy(backend *b, backend_event *ev) {

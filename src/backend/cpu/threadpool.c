@@ -116,7 +116,8 @@ sw_status cpu_pool_create(int n_threads, cpu_pool **out) {
     *out = NULL;
     cpu_pool *p = calloc(1, sizeof *p);
     if (p == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "cpu_pool_create: %zu bytes", sizeof *p);
+        return sw_errorf(SW_ERR_OOM_HOST, "cpu_pool_create: out of host memory (%zu bytes)",
+                         sizeof *p);
     p->n_threads = n_threads;
     atomic_init(&p->generation, 0);
     atomic_init(&p->n_pending, 0);
@@ -129,7 +130,8 @@ sw_status cpu_pool_create(int n_threads, cpu_pool **out) {
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (p->workers == NULL) {
-            sw_errorf(SW_ERR_OOM_HOST, "cpu_pool_create: %d worker records", n_threads - 1);
+            sw_errorf(SW_ERR_OOM_HOST, "cpu_pool_create: out of host memory for %d worker "
+                      "records", n_threads - 1);
             goto fail;
         }
     }

@@ -297,7 +297,7 @@ static sw_status sim_event_create(backend *b, backend_event **out) {
     (void)b;
     sim_event *ev = calloc(1, sizeof *ev);
     *out = (backend_event *)(void *)ev;
-    return ev ? SW_OK : sw_errorf(SW_ERR_OOM_HOST, "sim device: out of memory for an event");
+    return ev ? SW_OK : sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory for an event");
 }
 
 static void sim_event_destroy(backend *b, backend_event *ev) {

@@ -137,6 +137,7 @@ typedef struct sim_queue {
     bool thread_started;
     bool stop;
     sim_cmd *ring;            /* capacity commands */
+    sim_cmd running;          /* the one taken out of the ring, while it runs */
     uint32_t capacity, head, count;
     uint64_t submitted, done;
     int index;                /* BQ_COMPUTE or BQ_COPY */

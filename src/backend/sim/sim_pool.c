@@ -49,8 +49,9 @@ sw_status sim_arena_init(sim_arena *a, uint64_t capacity_bytes, uint64_t fail_al
 #endif
     base = mmap(NULL, (size_t)a->map_bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
     if (base == MAP_FAILED) {
-        st = sw_errorf(SW_ERR_OOM_HOST, "sim device: cannot reserve %llu bytes of host "
-                       "address space for its memory; choose a smaller --device-mem",
+        st = sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory: cannot reserve "
+                       "%llu bytes of address space for its memory; choose a smaller "
+                       "--device-mem",
                        (unsigned long long)capacity_bytes);
         goto fail;
     }

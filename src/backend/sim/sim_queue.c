@@ -25,12 +25,12 @@
 
 static void *queue_main(void *arg) {
     sim_queue *q = arg;
-    sim_cmd *cmd = malloc(sizeof *cmd); /* once per thread, not per command */
+    sim_cmd *cmd = &q->running;
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->stop && q->count == 0)
             pthread_cond_wait(&q->cv_work, &q->mu);
-        if (q->stop || cmd == NULL)
+        if (q->stop)
             break;
         *cmd = q->ring[q->head];
         q->head = (q->head + 1) % q->capacity;
@@ -42,13 +42,10 @@ static void *queue_main(void *arg) {
         q->done++;
         pthread_cond_broadcast(&q->cv_done);
     }
-    if (cmd == NULL)
-        sim_fail(q->owner, SW_ERR_OOM_HOST, "sim device: out of host memory for a queue thread");
     q->stop = true;
     pthread_cond_broadcast(&q->cv_done);
     pthread_cond_broadcast(&q->cv_space);
     pthread_mutex_unlock(&q->mu);
-    free(cmd);
     return NULL;
 }
 
@@ -60,8 +57,11 @@ sw_status sim_queue_init(sim_queue *q, int index, uint32_t capacity, sim_backend
     q->capacity = capacity;
     q->owner = owner;
     q->exec = exec;
-    if ((q->ring = malloc((size_t)capacity * sizeof *q->ring)) == NULL)
-        goto fail;
+    if ((q->ring = malloc((size_t)capacity * sizeof *q->ring)) == NULL) {
+        memset(q, 0, sizeof *q);
+        return sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory for a queue of %u "
+                         "commands", capacity);
+    }
     if (pthread_mutex_init(&q->mu, NULL) != 0)
         goto fail;
     n_ready++;
