@@ -4,12 +4,13 @@
  * (/health says "loading"), then serves the OpenAI API (serve.h) until
  * SIGINT or SIGTERM: queued requests are refused, running ones end with
  * finish_reason "cancelled", and every connection is answered before the
- * engine goes.
+ * engine goes. The connection caps and the request deadline (--timeout,
+ * --max-conns, --max-conns-per-addr) keep one client from locking the
+ * others out (serve/listen.c).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,7 +21,10 @@
 #include "serve/serve.h"
 #include "util/clock.h"
 
-enum { DEFAULT_PORT = 8080, DEFAULT_MAX_BODY = 1 << 20, QUEUE_PER_SEQ = 4 };
+enum {
+    DEFAULT_PORT = 8080, DEFAULT_MAX_BODY = 1 << 20, QUEUE_PER_SEQ = 4,
+    DEFAULT_TIMEOUT_S = 30, DEFAULT_MAX_CONNS = 512, DEFAULT_MAX_CONNS_PER_ADDR = 64,
+};
 #define SHUTDOWN_DRAIN_S 10.0 /* the longest a stopping server waits for clients */
 
 typedef struct serve_args {
@@ -28,22 +32,35 @@ typedef struct serve_args {
     long port;
     long max_body;
     long queue;                  /* -1: QUEUE_PER_SEQ per sequence */
+    long timeout_s, max_conns, max_conns_per_addr;
 } serve_args;
 
 static void usage(FILE *out) {
     fputs("usage: spillway serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [-np N] [-c CTX]\n"
-          "                      [--api-key KEY] [--alias NAME] [placement and budget flags]\n"
+          "                      [--api-key KEY] [--alias NAME] [--timeout S] [--max-conns N]\n"
+          "                      [--max-conns-per-addr N] [placement and budget flags]\n"
           "  An OpenAI-compatible server: POST /v1/completions, POST /v1/chat/completions\n"
           "  (both with \"stream\": true as server-sent events), GET /v1/models, GET /health,\n"
           "  GET /metrics (Prometheus). Up to -np requests run together (continuous\n"
           "  batching); a bounded queue holds the rest, then 503 with Retry-After.\n"
-          "  --host ADDR      IPv4 address to listen on (default 127.0.0.1)\n"
+          "  --host ADDR      IPv4 or IPv6 address to listen on (default 127.0.0.1; ::1 for\n"
+          "                   IPv6 loopback; 0.0.0.0 or :: for every interface, which warns\n"
+          "                   without --api-key)\n"
           "  --port N         TCP port (default 8080)\n"
           "  --api-key KEY    require Authorization: Bearer KEY on /v1/* and /metrics\n"
           "                   (default: $SPILLWAY_API_KEY if set, else none)\n"
           "  --alias NAME     the model's name in the API (default: the file name)\n"
           "  --max-body N     largest request body in bytes (default 1048576)\n"
-          "  --queue N        requests waiting beyond the -np running (default 4 x -np)\n",
+          "  --queue N        requests waiting beyond the -np running (default 4 x -np)\n"
+          "  --timeout S      a request's headers and body must arrive within S seconds of\n"
+          "                   its connection opening (or of its previous answer), and an\n"
+          "                   answer may go S seconds without the client reading; waiting\n"
+          "                   for tokens never times out (default 30)\n"
+          "  --max-conns N    open connections in all; past it, 503 with Retry-After\n"
+          "                   (default 512)\n"
+          "  --max-conns-per-addr N\n"
+          "                   open connections from one client address (IPv6: one /64);\n"
+          "                   past it, 503 (default 64; raise it behind a proxy)\n",
           out);
     gen_opts_usage(out);
 }
@@ -70,7 +87,9 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
         const char *f = argv[i];
         const bool ours = i > 0 && (!strcmp(f, "--host") || !strcmp(f, "--port") ||
                                     !strcmp(f, "--api-key") || !strcmp(f, "--alias") ||
-                                    !strcmp(f, "--max-body") || !strcmp(f, "--queue"));
+                                    !strcmp(f, "--max-body") || !strcmp(f, "--queue") ||
+                                    !strcmp(f, "--timeout") || !strcmp(f, "--max-conns") ||
+                                    !strcmp(f, "--max-conns-per-addr"));
         if (!ours) {
             rest[n++] = argv[i];
             continue;
@@ -92,6 +111,13 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--max-body") && !parse_long(f, v, 1024, 1L << 30, &a->max_body))
             rc = CLI_EXIT_USAGE;
         else if (!strcmp(f, "--queue") && !parse_long(f, v, 0, 1L << 20, &a->queue))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--timeout") && !parse_long(f, v, 1, 86400, &a->timeout_s))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--max-conns") && !parse_long(f, v, 1, 16384, &a->max_conns))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--max-conns-per-addr") &&
+                 !parse_long(f, v, 1, 16384, &a->max_conns_per_addr))
             rc = CLI_EXIT_USAGE;
     }
     if (rc == CLI_EXIT_OK)
@@ -123,7 +149,8 @@ static void sleep_ms(long ms) {
 int cmd_serve(int argc, char **argv) {
     gen_opts o;
     serve_args a = {.host = "127.0.0.1", .port = DEFAULT_PORT, .max_body = DEFAULT_MAX_BODY,
-                    .queue = -1,
+                    .queue = -1, .timeout_s = DEFAULT_TIMEOUT_S, .max_conns = DEFAULT_MAX_CONNS,
+                    .max_conns_per_addr = DEFAULT_MAX_CONNS_PER_ADDR,
                     .api_key = getenv("SPILLWAY_API_KEY")};
     gen_opts_init(&o);
     int rc = parse_args(&o, &a, argc, argv);
@@ -148,13 +175,20 @@ int cmd_serve(int argc, char **argv) {
     bool sched_started = false;
     sw_engine *e = NULL;
     cli_interrupt_catch();
-    struct MHD_Daemon *d = srv_http_start(&s, a.host, (uint16_t)a.port);
+    const srv_net_options net = {.host = a.host, .port = (uint16_t)a.port,
+                                 .timeout_s = (unsigned)a.timeout_s,
+                                 .max_conns = (unsigned)a.max_conns,
+                                 .max_conns_per_addr = (unsigned)a.max_conns_per_addr};
+    srv_http *d = srv_http_start(&s, &net);
     if (d == NULL) {
         cli_error("%s", sw_last_error());
         rc = CLI_EXIT_IO;
         goto done;
     }
-    fprintf(stderr, "serve: listening on http://%s:%ld (loading the model)\n", a.host, a.port);
+    fprintf(stderr, "serve: listening on %s (loading the model)\n", srv_http_url(d));
+    if (!srv_http_loopback(d) && s.api_key == NULL)
+        fprintf(stderr, "serve: warning: --host %s is reachable from other machines and no "
+                "--api-key is set: anyone who can connect can use the model\n", a.host);
     if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
         goto done;
     sw_engine_print_plan(e, stderr, 0);
@@ -190,10 +224,12 @@ done:
     pthread_mutex_unlock(&s.mu);
     if (sched_started)
         pthread_join(sched, NULL);
+    else if (s.sched != NULL)
+        srv_sched_main(&s); /* stopping: ends what was submitted, and wakes its connections */
     if (d != NULL) {
         /* Every request has ended; let the connections send what is left
          * (a streamed request's last events) before closing them. */
-        MHD_quiesce_daemon(d);
+        srv_http_quiesce(d);
         const double t_end = sw_clock_s() + SHUTDOWN_DRAIN_S;
         pthread_mutex_lock(&s.mu);
         while (s.n_answering > 0 && sw_clock_s() < t_end) {
@@ -207,8 +243,8 @@ done:
             pthread_cond_timedwait(&s.out_cv, &s.mu, &until);
         }
         pthread_mutex_unlock(&s.mu);
-        MHD_stop_daemon(d);
     }
+    srv_http_stop(d);
     cli_interrupt_restore();
     sw_scheduler_destroy(s.sched);
     sw_engine_destroy(s.engine);

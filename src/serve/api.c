@@ -194,9 +194,12 @@ static bool parse_stop(json_object *root, srv_req *r, srv_reply *err) {
         json_object *s = list ? list[i] : json_object_array_get_idx(v, i);
         size_t len = json_object_is_type(s, json_type_string)
                          ? (size_t)json_object_get_string_len(s) : 0;
-        if (len == 0 || len > 256 || !valid_utf8(json_object_get_string(s), len)) {
+        /* "\u0000" would end the copy early: a shorter stop string, or an
+         * empty one the scheduler refuses */
+        if (len == 0 || len > 256 || !valid_utf8(json_object_get_string(s), len) ||
+            memchr(json_object_get_string(s), '\0', len) != NULL) {
             *err = BAD_REQUEST("\"stop\" must be a string or an array of non-empty strings "
-                               "of at most 256 bytes");
+                               "of at most 256 bytes, without NUL");
             return false;
         }
         if ((r->stop[r->n_stop] = strdup(json_object_get_string(s))) == NULL) {
@@ -290,6 +293,14 @@ static bool tokenize(srv_state *s, const text_buf *t, srv_req *r, srv_reply *err
     return true;
 }
 
+void srv_req_free(srv_req *r) {
+    free(r->prompt);
+    for (size_t i = 0; i < r->n_stop; i++)
+        free(r->stop[i]);
+    sw_bytebuf_free(&r->text);
+    free(r);
+}
+
 bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_req **out,
                    srv_reply *err) {
     *out = NULL;
@@ -331,10 +342,7 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
     sw_bytebuf_free(&t.b);
     json_object_put(root);
     if (!ok && r != NULL) {
-        free(r->prompt);
-        for (size_t i = 0; i < r->n_stop; i++)
-            free(r->stop[i]);
-        free(r);
+        srv_req_free(r);
         return false;
     }
     pthread_mutex_lock(&s->mu);

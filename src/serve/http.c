@@ -1,31 +1,52 @@
 /*
- * http.c — the HTTP side of `spillway serve` (serve.h) on
- * libmicrohttpd: one thread per connection, so a connection may block
- * waiting for its request's tokens. Bodies are collected up to
- * srv_state.max_body (a larger one is refused with 413 once read), the
- * API key is checked in constant time, and a streamed request is sent as
- * server-sent events that hold back what a stop string might still cut
- * and any incomplete UTF-8 sequence. A client that goes away mid-stream
- * marks its request cancelled: the scheduler frees its sequence before
- * the next forward.
+ * http.c — the HTTP side of `spillway serve` (serve.h) on libmicrohttpd:
+ * a small pool of threads polling with epoll, fed by listen.c's accepting
+ * thread (MHD_USE_NO_LISTEN_SOCKET), so a thread never blocks: a
+ * connection whose request waits for tokens is suspended and the
+ * scheduler thread resumes it (srv_state.wake) when it has something to
+ * send. Bodies are collected up to srv_state.max_body (a larger one is
+ * refused with 413 once read), the API key is checked in constant time,
+ * and a streamed request is sent as server-sent events that hold back
+ * what a stop string might still cut and any incomplete UTF-8 sequence. A
+ * client that goes away mid-stream marks its request cancelled: the
+ * scheduler frees its sequence before the next forward. A suspended
+ * connection has no timeout; one that is sending, or awaiting a request,
+ * is closed after --timeout without progress (listen.c's deadline bounds
+ * the request's arrival in all).
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
+
+#include <microhttpd.h>
 
 #include "serve/serve.h"
+#include "util/clock.h"
 #include "util/error.h"
 
+enum { POOL_THREADS = 4, LOG_BURST = 5 };
+#define LOG_EVERY_S 10.0         /* libmicrohttpd's messages: LOG_BURST a period at most */
+
+struct srv_http {
+    srv_state *s;
+    srv_listener *l;
+    struct MHD_Daemon *d;
+    pthread_mutex_t log_mu;      /* the fields below */
+    double log_s;                /* when the period began */
+    unsigned n_logged;           /* messages printed in it */
+    uint64_t n_left_out;         /* ... and left out */
+};
+
+/* One request on a connection (libmicrohttpd's req_cls). */
 typedef struct conn {
     sw_bytebuf body;
     bool too_big, oom;
+    srv_req *r;                  /* a non-streamed request until answered (a reference) */
 } conn;
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, srv_reply rep, const char *type,
@@ -55,6 +76,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, srv_reply rep) {
 typedef struct stream {
     srv_state *s;
     srv_req *r;
+    struct MHD_Connection *c;
     size_t sent;                 /* text bytes sent */
     bool first, ended;
     sw_bytebuf pend;             /* formatted events; pend_off of them handed over */
@@ -121,6 +143,20 @@ static bool stream_fill(stream *st) {
     return true;
 }
 
+/* Resumes r's suspended connection when it can go on: r ended, or its
+ * stream has new text to send (under mu; srv_state.wake). */
+static void wake(srv_req *r) {
+    if (r->waiter == NULL)
+        return;
+    if (r->phase != SRV_DONE && !(r->stream && safe_len(r) > r->waiter_sent))
+        return;
+    struct MHD_Connection *c = r->waiter;
+    r->waiter = NULL;
+    MHD_resume_connection(c);
+}
+
+/* libmicrohttpd asks for more of a stream: what is formatted, or the
+ * connection suspended until the scheduler has more (returning 0). */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *st = cls;
@@ -129,13 +165,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->ended)
             return MHD_CONTENT_READER_END_OF_STREAM;
         srv_state *s = st->s;
+        srv_req *r = st->r;
         pthread_mutex_lock(&s->mu);
-        while (st->r->phase != SRV_DONE && safe_len(st->r) <= st->sent &&
-               !(st->first && st->r->chat)) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
-            pthread_cond_timedwait(&s->out_cv, &s->mu, &until);
+        if (r->phase != SRV_DONE && safe_len(r) <= st->sent && !(st->first && r->chat)) {
+            r->waiter = st->c;
+            r->waiter_sent = st->sent;
+            MHD_suspend_connection(st->c);
+            pthread_mutex_unlock(&s->mu);
+            return 0;
         }
         const bool ok = stream_fill(st);
         pthread_mutex_unlock(&s->mu);
@@ -158,6 +195,8 @@ static void stream_free(void *cls) {
         st->r->cancelled = true;
         pthread_cond_signal(&s->work_cv);
     }
+    if (st->r->waiter == st->c)
+        st->r->waiter = NULL;
     s->n_answering--;
     pthread_cond_broadcast(&s->out_cv);
     pthread_mutex_unlock(&s->mu);
@@ -184,8 +223,32 @@ static bool key_ok(const srv_state *s, struct MHD_Connection *c) {
     return diff == 0;
 }
 
+/* A non-streamed request's answer once it ended (k->r's reference let go);
+ * until then the connection is suspended (woken early, it suspends again). */
+static enum MHD_Result answer(srv_state *s, struct MHD_Connection *c, conn *k) {
+    srv_req *r = k->r;
+    pthread_mutex_lock(&s->mu);
+    const bool done = r->phase == SRV_DONE;
+    if (!done) {
+        r->waiter = c;
+        MHD_suspend_connection(c);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!done)
+        return MHD_YES;
+    k->r = NULL;
+    srv_reply rep = srv_api_response(s, r);
+    srv_release(s, r);
+    const enum MHD_Result ok = send_json(c, rep);
+    pthread_mutex_lock(&s->mu);
+    s->n_answering--;
+    pthread_cond_broadcast(&s->out_cv);
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
 static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, bool chat,
-                                        const conn *k) {
+                                        conn *k) {
     srv_req *r = NULL;
     srv_reply err = {0};
     if (!srv_api_parse(s, chat, k->body.p ? k->body.p : "", k->body.len, &r, &err))
@@ -211,7 +274,7 @@ static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, 
         stream *st = calloc(1, sizeof *st);
         struct MHD_Response *resp = NULL;
         if (st != NULL) {
-            *st = (stream){.s = s, .r = r, .first = true};
+            *st = (stream){.s = s, .r = r, .c = c, .first = true};
             resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
                                                      stream_free);
         }
@@ -233,22 +296,12 @@ static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, 
         MHD_destroy_response(resp);
         return ok;
     }
-    pthread_mutex_lock(&s->mu);
-    while (r->phase != SRV_DONE)
-        pthread_cond_wait(&s->out_cv, &s->mu);
-    pthread_mutex_unlock(&s->mu);
-    srv_reply rep = srv_api_response(s, r);
-    srv_release(s, r);
-    const enum MHD_Result ok = send_json(c, rep);
-    pthread_mutex_lock(&s->mu);
-    s->n_answering--;
-    pthread_cond_broadcast(&s->out_cv);
-    pthread_mutex_unlock(&s->mu);
-    return ok;
+    k->r = r;
+    return answer(s, c, k);
 }
 
 static enum MHD_Result route(srv_state *s, struct MHD_Connection *c, const char *url,
-                             const char *method, const conn *k) {
+                             const char *method, conn *k) {
     const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     const bool completions = !strcmp(url, "/v1/completions");
     const bool chat = !strcmp(url, "/v1/chat/completions");
@@ -279,11 +332,19 @@ static enum MHD_Result route(srv_state *s, struct MHD_Connection *c, const char 
     return start_generation(s, c, chat, k);
 }
 
+/* The connection's listener slot (listen.c), or NULL. */
+static srv_slot *slot_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **req_cls) {
     (void)version;
-    srv_state *s = cls;
+    srv_http *h = cls;
+    srv_state *s = h->s;
     conn *k = *req_cls;
     if (k == NULL) {
         if ((k = calloc(1, sizeof *k)) == NULL)
@@ -291,6 +352,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *req_cls = k;
         return MHD_YES;
     }
+    if (k->r != NULL) /* resumed */
+        return answer(s, c, k);
     if (*upload_size > 0) {
         const size_t n = *upload_size;
         *upload_size = 0;
@@ -301,38 +364,137 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         k->oom = !sw_bytebuf_add(&k->body, upload, n);
         return MHD_YES;
     }
+    srv_listen_received(h->l, slot_of(c)); /* all in: no deadline while answered */
     return route(s, c, url, method, k);
 }
 
+/* The request ended: answered, failed, or the client or the server went
+ * away. A non-streamed request not yet answered is let go (cancelled). */
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls;
-    (void)c;
     (void)toe;
+    srv_http *h = cls;
     conn *k = *req_cls;
-    if (k != NULL) {
-        sw_bytebuf_free(&k->body);
-        free(k);
-        *req_cls = NULL;
+    srv_listen_answered(h->l, slot_of(c)); /* the next request's deadline runs */
+    if (k == NULL)
+        return;
+    if (k->r != NULL) {
+        srv_state *s = h->s;
+        srv_req *r = k->r;
+        pthread_mutex_lock(&s->mu);
+        if (r->phase != SRV_DONE) {
+            r->cancelled = true;
+            pthread_cond_signal(&s->work_cv);
+        }
+        if (r->waiter == c)
+            r->waiter = NULL;
+        s->n_answering--;
+        pthread_cond_broadcast(&s->out_cv);
+        pthread_mutex_unlock(&s->mu);
+        srv_release(s, r);
+    }
+    sw_bytebuf_free(&k->body);
+    free(k);
+    *req_cls = NULL;
+}
+
+/* A connection started (its listener slot found by its socket) or ended. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    srv_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci != NULL ? srv_listen_opened(h->l, ci->connect_fd) : NULL;
+    } else {
+        srv_listen_closed(h->l, *socket_context);
+        *socket_context = NULL;
     }
 }
 
-struct MHD_Daemon *srv_http_start(srv_state *s, const char *host, uint16_t port) {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
-    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
-        sw_errorf(SW_ERR_ARG, "--host '%s' is not an IPv4 address (e.g. 127.0.0.1, or 0.0.0.0 "
-                  "for every interface)", host);
+/* libmicrohttpd's messages (mostly clients that went away, or were cut at
+ * their deadline), on stderr: LOG_BURST every LOG_EVERY_S at most, so a
+ * flood of clients cannot flood the log. */
+static void on_log(void *cls, const char *fmt, va_list ap) {
+    srv_http *h = cls;
+    pthread_mutex_lock(&h->log_mu);
+    const double now = sw_clock_s();
+    if (now - h->log_s >= LOG_EVERY_S) {
+        if (h->n_left_out > 0)
+            fprintf(stderr, "serve: libmicrohttpd: %llu more messages left out\n",
+                    (unsigned long long)h->n_left_out);
+        h->log_s = now;
+        h->n_logged = 0;
+        h->n_left_out = 0;
+    }
+    if (h->n_logged < LOG_BURST) {
+        h->n_logged++;
+        fputs("serve: libmicrohttpd: ", stderr);
+        vfprintf(stderr, fmt, ap);
+    } else {
+        h->n_left_out++;
+    }
+    pthread_mutex_unlock(&h->log_mu);
+}
+
+srv_http *srv_http_start(srv_state *s, const srv_net_options *o) {
+    srv_http *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the server");
         return NULL;
     }
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ITC |
-            MHD_USE_ERROR_LOG,
-        port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
-    if (d == NULL)
-        sw_errorf(SW_ERR_IO, "cannot listen on %s:%u: %s (is the port in use?)", host,
-                  (unsigned)port, strerror(errno));
-    return d;
+    h->s = s;
+    pthread_mutex_init(&h->log_mu, NULL);
+    if ((h->l = srv_listen_open(o)) == NULL)
+        goto fail;
+    /* above the listener's caps, so libmicrohttpd itself never refuses one */
+    const unsigned mhd_limit = o->max_conns * 2 + 64 * POOL_THREADS;
+    h->d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_NO_LISTEN_SOCKET |
+            MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, h,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+        mhd_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, h, MHD_OPTION_END);
+    if (h->d == NULL) {
+        sw_errorf(SW_ERR_IO, "cannot start libmicrohttpd's threads: %s", strerror(errno));
+        goto fail;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->wake = wake;
+    pthread_mutex_unlock(&s->mu);
+    if (!srv_listen_start(h->l, h->d))
+        goto fail;
+    return h;
+fail:
+    srv_http_stop(h);
+    return NULL;
+}
+
+const char *srv_http_url(const srv_http *h) {
+    return srv_listen_url(h->l);
+}
+
+bool srv_http_loopback(const srv_http *h) {
+    return srv_listen_loopback(h->l);
+}
+
+void srv_http_quiesce(srv_http *h) {
+    srv_listen_stop(h->l);
+}
+
+void srv_http_stop(srv_http *h) {
+    if (h == NULL)
+        return;
+    srv_listen_stop(h->l);
+    if (h->d != NULL) {
+        pthread_mutex_lock(&h->s->mu);
+        h->s->wake = NULL;
+        pthread_mutex_unlock(&h->s->mu);
+        MHD_stop_daemon(h->d);
+    }
+    srv_listen_close(h->l);
+    pthread_mutex_destroy(&h->log_mu);
+    free(h);
 }

@@ -3,7 +3,9 @@
  * library's scheduler (sw_scheduler: continuous batching, sampling, stop
  * rule and stop strings, as `spillway batch` runs them) and, after each
  * forward, copies every live request's new text and state into its
- * srv_req, where the connections read it under `mu`. Between forwards it
+ * srv_req, where the connections read it under `mu`, and resumes the
+ * connections that wait on it (srv_state.wake); it never touches a socket,
+ * so a client that reads slowly holds up no one. Between forwards it
  * passes on the cancellations of clients that went away.
  */
 #include <stdlib.h>
@@ -11,20 +13,12 @@
 
 #include "serve/serve.h"
 
-static void req_free(srv_req *r) {
-    free(r->prompt);
-    for (size_t i = 0; i < r->n_stop; i++)
-        free(r->stop[i]);
-    sw_bytebuf_free(&r->text);
-    free(r);
-}
-
 void srv_release(srv_state *s, srv_req *r) {
     pthread_mutex_lock(&s->mu);
     const int left = --r->refs;
     pthread_mutex_unlock(&s->mu);
     if (left == 0)
-        req_free(r);
+        srv_req_free(r);
 }
 
 /* The library scheduler's counts into s (under mu). */
@@ -107,10 +101,12 @@ static bool sync_req(srv_state *s, srv_req *r) {
     const bool was_queued = r->phase == SRV_QUEUED;
     r->phase = SRV_DONE;
     r->finish = finish_name(in.finish);
-    if (in.finish == SW_FINISH_ERROR && r->error == NULL)
-        r->error = s->failed ? "the server's forward pass failed; see its log"
-                             : "the server could not start the request";
-    else if (in.finish == SW_FINISH_CANCELLED && s->stopping && was_queued && !r->cancelled)
+    if (in.finish == SW_FINISH_ERROR && r->error == NULL) {
+        const sw_status why = sw_request_error(s->sched, r->req, NULL);
+        r->error = s->failed                ? "the server's forward pass failed; see its log"
+                   : why == SW_ERR_OOM_HOST ? "the server is out of host memory for the request"
+                                            : "the server could not start the request";
+    } else if (in.finish == SW_FINISH_CANCELLED && s->stopping && was_queued && !r->cancelled)
         r->error = "the server is shutting down";
     s->m.prompt_tokens += r->n_fed;
     s->m.generated_tokens += r->n_generated;
@@ -123,17 +119,21 @@ static bool sync_req(srv_state *s, srv_req *r) {
     return true;
 }
 
-/* Every live request synced; the ended ones leave the list (under mu). */
+/* Every live request synced, its suspended connection resumed if it can
+ * go on; the ended ones leave the list (under mu). */
 static void sync_all(srv_state *s) {
     for (srv_req **p = &s->live; *p != NULL;) {
         srv_req *r = *p;
-        if (!sync_req(s, r)) {
+        const bool ended = sync_req(s, r);
+        if (s->wake != NULL)
+            s->wake(r);
+        if (!ended) {
             p = &r->next;
             continue;
         }
         *p = r->next;
         if (--r->refs == 0)
-            req_free(r);
+            srv_req_free(r);
     }
     count(s);
     pthread_cond_broadcast(&s->out_cv);

@@ -1,20 +1,25 @@
 /*
  * serve.h — the OpenAI-compatible HTTP server over one engine that
  * `spillway serve` runs (cli/serve.c: the command, its flags and the
- * engine; http.c: libmicrohttpd, routing, streaming; api.c: the requests'
- * and responses' JSON; sched.c: the thread that steps the library's
+ * engine; listen.c: accepting, connection caps and the request deadline;
+ * http.c: libmicrohttpd, routing, streaming; api.c: the requests' and
+ * responses' JSON; sched.c: the thread that steps the library's
  * scheduler). It drives the engine through the public API alone (with
  * util's buffers and clock and format's JSON helpers, beside json-c and
  * libmicrohttpd).
  *
- * Threads: libmicrohttpd runs one thread per connection; one scheduler
- * thread steps the library's scheduler (sw_scheduler), which owns the
- * engine. They meet in srv_state under one mutex: a connection parses its
- * request, submits a srv_req and waits on `out_cv`; after each forward the
+ * Threads: one thread accepts (listen.c) and hands connections to a small
+ * pool of libmicrohttpd threads (epoll), which never block: a connection
+ * that waits for tokens is suspended. One scheduler thread steps the
+ * library's scheduler (sw_scheduler), which owns the engine. They meet in
+ * srv_state under one mutex: a connection parses its request, submits a
+ * srv_req and suspends itself (srv_req.waiter); after each forward the
  * scheduler thread copies each request's new text and state from the
- * library's request into the srv_req and broadcasts. Lock order: `mu`,
- * then the library scheduler's own lock.
- * A request is freed when both sides have let go of it (refs).
+ * library's request into the srv_req and resumes the waiters that have
+ * something to send (srv_state.wake). Lock order: libmicrohttpd's response
+ * lock, `mu`, then libmicrohttpd's connection lists or the library
+ * scheduler's own lock. A request is freed when both sides have let go
+ * of it (refs).
  */
 #ifndef SW_SERVE_SERVE_H
 #define SW_SERVE_SERVE_H
@@ -26,6 +31,9 @@
 
 #include "spillway.h"
 #include "util/bytebuf.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
 
 enum { SRV_MAX_STOP = 4, SRV_ID_BYTES = 40 };
 
@@ -52,6 +60,8 @@ typedef struct srv_req {
     const char *error;           /* set when the server failed it */
     bool cancelled;              /* the client went away */
     bool cancel_sent;            /* ... and the library was told */
+    struct MHD_Connection *waiter; /* suspended until r has more to send, or NULL */
+    size_t waiter_sent;          /* text bytes its stream had sent when it suspended */
     int refs;
     struct srv_req *next;        /* link of the submitted, not yet ended */
 } srv_req;
@@ -89,6 +99,7 @@ typedef struct srv_state {
     size_t n_answering;          /* connections with a request not yet fully answered */
     bool stopping;               /* shut down: fail queued, cancel running */
     bool failed;                 /* the engine failed: every request errors */
+    void (*wake)(srv_req *r);    /* resumes r's waiter if it can go on (under mu); or NULL */
     srv_metrics m;
     uint64_t next_id;
 } srv_state;
@@ -102,6 +113,9 @@ bool srv_submit(srv_state *s, srv_req *r);
 
 /* Drops one reference (under no lock); the last frees r. */
 void srv_release(srv_state *s, srv_req *r);
+
+/* api.c: frees r and what it owns (srv_release's last reference). */
+void srv_req_free(srv_req *r);
 
 /* api.c. A parsed request, or an HTTP status and an OpenAI-shaped
  * error body (*err, owned by the caller). */
@@ -127,8 +141,58 @@ srv_reply srv_api_models(srv_state *s);
 srv_reply srv_api_health(srv_state *s);
 srv_reply srv_api_metrics(srv_state *s); /* Prometheus text, not JSON */
 
-/* http.c: starts libmicrohttpd on host:port; NULL when it cannot (the
- * message in sw_last_error()). */
-struct MHD_Daemon *srv_http_start(srv_state *s, const char *host, uint16_t port);
+/* ---- the network side ---------------------------------------------------- */
+
+typedef struct srv_net_options {
+    const char *host;            /* an IPv4 or IPv6 address (or a name): "127.0.0.1", "::1";
+                                    "0.0.0.0" or "::" (IPv6 and IPv4) for every interface */
+    uint16_t port;
+    unsigned timeout_s;          /* a request's headers and body must be in by then after
+                                    its connection opened or its previous answer; also the
+                                    longest an answer may make no progress while sending */
+    unsigned max_conns;          /* open connections in all (past it: 503) */
+    unsigned max_conns_per_addr; /* ... from one client address, an IPv6 /64 (past it: 503) */
+} srv_net_options;
+
+/* listen.c: the listening socket and its accepting thread. A slot is one
+ * accepted connection; libmicrohttpd's threads report on it. */
+typedef struct srv_listener srv_listener;
+typedef struct srv_slot srv_slot;
+
+/* Binds and listens (raising the descriptor limit the caps need where it
+ * can); NULL with the message in sw_last_error(). */
+srv_listener *srv_listen_open(const srv_net_options *o);
+/* Starts accepting into d (MHD_USE_NO_LISTEN_SOCKET); false when the
+ * thread cannot start. */
+bool srv_listen_start(srv_listener *l, struct MHD_Daemon *d);
+/* Stops accepting: the thread joined, the socket and the refused ones
+ * closed. Idempotent; NULL is fine. */
+void srv_listen_stop(srv_listener *l);
+/* Frees l (stopped first); after d has stopped. NULL is fine. */
+void srv_listen_close(srv_listener *l);
+const char *srv_listen_url(const srv_listener *l); /* "http://[::1]:8080" */
+bool srv_listen_loopback(const srv_listener *l);   /* 127.0.0.0/8 or ::1 */
+/* libmicrohttpd's reports, from its threads: the connection on fd started
+ * (its slot, or NULL for one not tracked), ended; its request is all in
+ * (no deadline while it is answered), its answer is done (the next
+ * request's deadline runs). NULL slots are ignored. */
+srv_slot *srv_listen_opened(srv_listener *l, int fd);
+void srv_listen_closed(srv_listener *l, srv_slot *slot);
+void srv_listen_received(srv_listener *l, srv_slot *slot);
+void srv_listen_answered(srv_listener *l, srv_slot *slot);
+
+/* http.c: the listener and libmicrohttpd together. */
+typedef struct srv_http srv_http;
+
+/* Listens on o's address and serves s; sets s->wake (under s->mu). NULL
+ * when it cannot (the message in sw_last_error()). */
+srv_http *srv_http_start(srv_state *s, const srv_net_options *o);
+const char *srv_http_url(const srv_http *h);
+bool srv_http_loopback(const srv_http *h);
+/* Stops accepting; the open connections go on. */
+void srv_http_quiesce(srv_http *h);
+/* Closes every connection and frees h; after every request has ended
+ * (the scheduler thread gone). NULL is fine. */
+void srv_http_stop(srv_http *h);
 
 #endif
