@@ -101,7 +101,8 @@ sw_status tokenizer_create_from_hf(const char *dir, tokenizer **out);
 
 /* Builds a tokenizer from n entries (tests, other containers). Ids are the
  * indexes into `tokens`; out-of-range special ids in cfg become -1.
- * Errors: SW_ERR_ARG, SW_ERR_FORMAT (duplicate text), SW_ERR_OOM_HOST. */
+ * Errors: SW_ERR_ARG, SW_ERR_FORMAT (duplicate text; add_space_prefix
+ * without a U+2581 token), SW_ERR_OOM_HOST. */
 sw_status tokenizer_create(const tokenizer_config *cfg, const tokenizer_token *tokens,
                            size_t n, tokenizer **out);
 

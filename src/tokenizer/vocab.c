@@ -307,6 +307,13 @@ sw_status tokenizer_create(const tokenizer_config *cfg, const tokenizer_token *t
     if ((st = build_trie(t)) != SW_OK)
         goto fail;
     set_config(t, cfg);
+    /* A prefix is one id only when U+2581 is a token; as byte tokens it and
+     * an escaped space would be six, more than SW_TOKENIZE_MAX_IDS allows. */
+    if (t->can_encode && t->add_space_prefix && tokenizer_find(t, "\xe2\x96\x81", 3) < 0) {
+        st = sw_errorf(SW_ERR_FORMAT, "tokenizer: a space prefix is asked for "
+                       "(add_space_prefix, or a Prepend normalizer) but U+2581 is not a token");
+        goto fail;
+    }
     find_max_piece(t);
     *out = t;
     return SW_OK;

@@ -13,13 +13,7 @@
 
 #include "format/gguf.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_REQUIRE(cond)                                                    \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            __builtin_trap();                                                 \
-    } while (0)
+#include "fuzz_common.h"
 
 static volatile uint64_t sink;
 

@@ -3,10 +3,12 @@
  * the seed corpus (and any crash file a fuzzer run left) is replayed by
  * CTest on every build, under ASan in the sanitizer build.
  *
- *   fuzz_gguf_replay DIR_OR_FILE...   (or fuzz_safetensors_replay: one
+ *   fuzz_gguf_replay DIR_OR_FILE...   (or fuzz_safetensors_replay, ...: one
  *                                      program per harness, named in output)
  *
- * Exits non-zero when an input cannot be read or no input was found.
+ * A harness that defines LLVMFuzzerInitialize (to load a tokenizer or a
+ * model once) has it called first, as libFuzzer does. Exits non-zero when
+ * an input cannot be read or no input was found.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -17,7 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_common.h"
+
+/* Optional in a harness: NULL when it has none. */
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* This program's name, for messages (argv[0] without its folder). */
 static const char *g_prog = "fuzz_replay";
@@ -78,6 +83,8 @@ int main(int argc, char **argv) {
         const char *slash = strrchr(argv[0], '/');
         g_prog = slash ? slash + 1 : argv[0];
     }
+    if (LLVMFuzzerInitialize != NULL)
+        LLVMFuzzerInitialize(&argc, &argv);
     long total = 0;
     for (int i = 1; i < argc; i++) {
         long n = replay_path(argv[i]);

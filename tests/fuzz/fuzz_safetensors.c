@@ -19,13 +19,7 @@
 
 #include "format/safetensors.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_REQUIRE(cond)                                                    \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            __builtin_trap();                                                 \
-    } while (0)
+#include "fuzz_common.h"
 
 /* The reader's message when its text scan and json-c disagree. */
 #define DISAGREE "fuzz.safetensors: the header text and its JSON parse disagree"
