@@ -60,7 +60,7 @@ stage "release tests" ctest --test-dir build --output-on-failure -j"$jobs"
 stage "python package" python_package
 stage "sanitizer build" build build-san -DSPILLWAY_SANITIZE=ON -DSPILLWAY_CUDA=OFF
 stage "sanitizer tests" ctest --test-dir build-san --output-on-failure -j"$jobs" -LE slow
-stage "fuzz gguf + safetensors readers" tools/fuzz.sh
+stage "fuzz every untrusted reader" tools/fuzz.sh
 
 echo "test stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
