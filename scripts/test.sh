@@ -5,8 +5,10 @@
 #      the tests labelled "slow": whole-model runs and timing checks, which
 #      the release stage covers and which teach a sanitizer nothing new);
 #   3. the Python package built by pip into a venv, and its pytest suite;
-#   4. bounded libFuzzer runs of the GGUF reader (SW_FUZZ_SECONDS, default 60)
-#      and the safetensors reader (SW_FUZZ_ST_SECONDS, default 45).
+#   4. bounded libFuzzer runs of every untrusted reader (tools/fuzz.sh: GGUF,
+#      safetensors, tokenizer.json, config.json, the tokenizer's encoder and
+#      decoder, serve's request bodies; 105 s in all, SW_FUZZ_SECONDS for each
+#      and a knob per harness).
 # Tests read the real default model; it is fetched first if missing, and so
 # are the PJRT plugins (pjrt-cpu, whose header makes the release build again
 # with the PJRT backend, and pjrt-cuda, which doctor's tests use) and the
