@@ -28,7 +28,7 @@ import sys
 import time
 
 import serve_util
-from serve_util import check, free_port, stop
+from serve_util import check, free_port, stop, wait_healthy
 
 BIN, MODEL = sys.argv[1], sys.argv[2]
 TIMEOUT = 5
@@ -65,18 +65,8 @@ class Server:
         return r.status, out
 
     def wait_ready(self):
-        t0 = time.time()
-        while time.time() - t0 < 120:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                status, body = self.request("GET", "/health", timeout=5)
-                if status == 200 and json.loads(body)["status"] in ("ok", "busy"):
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.1)
-        return False
+        return wait_healthy(self.proc, lambda: self.request("GET", "/health", timeout=5), 120,
+                            0.1)
 
     def stop(self):
         rc = stop(self.proc)

@@ -24,7 +24,7 @@ import threading
 import time
 
 import serve_util
-from serve_util import check, free_port, stop
+from serve_util import check, free_port, stop, wait_healthy
 
 BIN = sys.argv[1]
 MODEL = ["-m", sys.argv[2]] if len(sys.argv) > 2 else []
@@ -120,18 +120,7 @@ def chat_prompt(messages):
 
 
 def wait_ready(proc):
-    t0 = time.time()
-    while time.time() - t0 < 300:
-        if proc.poll() is not None:
-            return False
-        try:
-            status, body, _ = request("GET", "/health", key=None)
-            if status == 200 and json.loads(body)["status"] in ("ok", "busy"):
-                return True
-        except OSError:
-            pass
-        time.sleep(0.2)
-    return False
+    return wait_healthy(proc, lambda: request("GET", "/health", key=None)[:2], 300, 0.2)
 
 
 def test_models():

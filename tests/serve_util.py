@@ -1,9 +1,11 @@
 """serve_util.py — what the `spillway serve` tests share: failure counting,
 a free loopback port, and stopping a server the way an operator would.
 """
+import json
 import signal
 import socket
 import subprocess
+import time
 
 failures = 0
 
@@ -31,3 +33,20 @@ def stop(proc):
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait()
+
+
+def wait_healthy(proc, health, limit_s, poll_s):
+    """Polls health() -> (status, body) until /health says ok or busy (True),
+    proc exits or limit_s passes (False)."""
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        if proc.poll() is not None:
+            return False
+        try:
+            status, body = health()
+            if status == 200 and json.loads(body)["status"] in ("ok", "busy"):
+                return True
+        except OSError:
+            pass
+        time.sleep(poll_s)
+    return False
