@@ -233,9 +233,12 @@ static void test_nan(uint32_t type, idot_get_fn get) {
     fill_float(x, ne0, -1.0f, 1.0f);
     x[300] = NAN;
     cpu_qact_quantize(k->fmt, x, ne0, 1, xq);
-    float out = 0.0f;
+    float out = 0.0f, rows_out = 0.0f;
     k->dot(w, xq, 0, 1, ne0, &out);
     SW_CHECK(isnan(out), "%s: NaN activation gave %g", type_name(type), (double)out);
+    k->rows(w, 0, 1, xq, ne0, &rows_out);
+    SW_CHECK(isnan(rows_out), "%s rows: NaN activation gave %g", type_name(type),
+             (double)rows_out);
     free(w);
     free(x);
     free(xq);
@@ -302,6 +305,9 @@ int main(void) {
             test_kernel(idot_types[i], k ? 256 : 32, get);
             test_kernel(idot_types[i], k ? 512 : 768, get);
             test_kernel(idot_types[i], k ? 768 : 800, get);
+            /* wider than the stack copy of the activations that AVX-512's
+             * Q4_K rows take (32768: wider rows go to AVX2's kernel) */
+            test_kernel(idot_types[i], k ? 33024 : 32800, get);
             test_nan(idot_types[i], get);
         }
         if (k)

@@ -21,6 +21,7 @@ const cpu_idot *cpu_idot_fine_table_avx2(void);
 const cpu_idot *cpu_idot_table_avxvnni(void);
 const cpu_idot *cpu_idot_fine_table_avxvnni(void);
 void cpu_idot_avx512_patch(cpu_idot table[], int fine);
+void cpu_idot_avx512_krows_patch(cpu_idot table[], int fine);
 #else
 #define IDOT_HAVE_AVX2 0
 #endif
@@ -338,6 +339,8 @@ static void avx512_build(void) {
     memcpy(avx512_fine_table, cpu_idot_fine_table_avx2(), sizeof avx512_fine_table);
     cpu_idot_avx512_patch(avx512_table, 0);
     cpu_idot_avx512_patch(avx512_fine_table, 1);
+    cpu_idot_avx512_krows_patch(avx512_table, 0);
+    cpu_idot_avx512_krows_patch(avx512_fine_table, 1);
 }
 #endif
 

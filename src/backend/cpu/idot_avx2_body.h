@@ -289,6 +289,8 @@ enum { IA_Q4_K, IA_Q5_K, IA_Q6_K, IA_UK };
  * super-block); the fine form both (by chunk). */
 IA_INLINE void ia_blockk(int kind, int fine, const uint8_t *blk, uint64_t b, int nx,
                          const ia_xk *x, __m256 *a0, __m256 *a1) {
+    if (kind != IA_UK)
+        ia_prefetch_ahead(blk, kind == IA_Q4_K ? 144 : kind == IA_Q5_K ? 176 : 210);
     if (kind == IA_Q4_K)
         ia_block_k4(fine, blk, NULL, blk + 16, b, nx, x, a0, a1);
     else if (kind == IA_Q5_K)
