@@ -194,7 +194,10 @@ static void test_kernels_all_isas(void) {
 /* ---- matmul and get_rows ---------------------------------------------- */
 
 /* The matmul workspace of every test: 4 threads, rows up to 1280. */
-enum { TEST_WS_THREADS = 4, TEST_WS_NE0 = 1280 };
+/* The workspace takes rows up to 6400 wide: the widest case below, whose
+ * unpacked rows overflow the kernels' row block (matmul.c's
+ * MM_QROW_BLOCK_BYTES) so that a block is its minimum of whole tiles. */
+enum { TEST_WS_THREADS = 4, TEST_WS_NE0 = 6400, TEST_WIDE_NE0 = 1280 };
 static cpu_mm_scratch *test_ws;
 
 static tensor_view make_view(uint32_t type, uint64_t ne0, uint64_t ne1, const void *data,
@@ -429,7 +432,9 @@ static void test_matmul_all(cpu_pool *pools[4]) {
     const uint32_t wide[] = {SW_TYPE_F32,  SW_TYPE_F16,  SW_TYPE_BF16,
                              SW_TYPE_Q8_0, SW_TYPE_Q4_K, SW_TYPE_Q6_K};
     for (size_t t = 0; t < sizeof wide / sizeof wide[0]; t++)
-        test_matmul_batches(wide[t], TEST_WS_NE0, pools);
+        test_matmul_batches(wide[t], TEST_WIDE_NE0, pools);
+    test_matmul_batches(SW_TYPE_Q4_K, TEST_WS_NE0, pools);
+    test_matmul_batches(SW_TYPE_Q8_0, TEST_WS_NE0, pools);
     test_matmul_workspace(pools);
     test_matmul_errors();
 }

@@ -50,6 +50,7 @@ enum {
     MM_QCHUNK_TOKENS = 64,        /* the workspace holds this many of the widest rows */
     MM_QCHUNK_BYTES = 512 * 1024, /* a round's quantized tokens, kept in L2 */
     MM_QROW_BLOCK_BYTES = 16 * 1024, /* weight rows dotted with a group of tokens */
+    MM_QROW_BLOCK_MIN_ROWS = 6,   /* whole tiles of either shape (2 or 3 rows) */
     MM_QTILE_TOKENS = 16,         /* tokens per tile call, between prefetches */
     MM_QPAR_QUANT_ELEMS = 1 << 15, /* quantize on all threads from this many elements */
     MM_STACK_QROW_BYTES = 16 * 1024 /* one token without a workspace: on the stack */
@@ -99,6 +100,11 @@ static uint64_t mm_tile_rows(uint64_t ne0) {
     rt = rt < MM_TILE_MIN_ROWS ? MM_TILE_MIN_ROWS : rt;
     return rt > MM_TILE_MAX_ROWS ? MM_TILE_MAX_ROWS : rt;
 }
+
+/* The slice holds MM_QROW_BLOCK_MIN_ROWS unpacked rows of any width it
+ * takes (at most CPU_IDOT_UK_BYTES per 256 elements). */
+_Static_assert(MM_TILE_MIN_ROWS * sizeof(float) * 256 >= MM_QROW_BLOCK_MIN_ROWS * CPU_IDOT_UK_BYTES,
+               "a thread slice holds a minimal block of unpacked rows");
 
 /* Floats per thread slice for rows of up to max_ne0 elements, or 0 on
  * overflow. A tile takes at most max(MM_TILE_BYTES, MM_TILE_MIN_ROWS
@@ -332,7 +338,13 @@ static void mm_qrows(const mm_qjob *j, uint8_t *s, uint64_t r0, uint64_t r1) {
     const uint64_t rbytes =
         unpack ? j->ne0 / j->k->unpack_elems * j->k->unpack_bytes : j->row_bytes;
     uint64_t rb = MM_QROW_BLOCK_BYTES / rbytes;
-    rb = j->n_tokens <= CPU_IDOT_MAX_X || rb == 0 ? 1 : rb;
+    /* at least whole tiles even where they overflow L1 (rows wider than
+     * about 6000: the down projection's): a tile of one row loads each
+     * activation for one dot, and ran 25-60% slower than two or three */
+    if (rb < MM_QROW_BLOCK_MIN_ROWS)
+        rb = MM_QROW_BLOCK_MIN_ROWS;
+    if (j->n_tokens <= CPU_IDOT_MAX_X)
+        rb = 1;
     const cpu_idot_fn dot = unpack ? j->k->unpacked_dot : j->k->dot;
     const cpu_idot_tile_fn tile = unpack ? j->k->unpacked_tile : NULL;
     for (uint64_t rs = r0; rs < r1; rs += rb) {
