@@ -9,7 +9,10 @@
  * The sweep only loads and adds (no memcpy, whose stores would count
  * twice), eight independent sums per cache line so the adds never limit
  * it; the buffer is written first by the thread that later reads each
- * slice (first touch), so page faults and remote NUMA pages stay out.
+ * slice (first touch), so page faults and remote NUMA pages stay out. It
+ * asks for each line BW_PREFETCH_WORDS ahead, as the CPU backend's decode
+ * kernels do (idot_x86.h): on Zen 4 the hardware prefetcher alone left a
+ * core at 31 GB/s where the kernels then read 42, a bound below the speed.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 
 #define BW_MAX_THREADS 256
 #define BW_LINE_WORDS 8 /* uint64 words per 64-byte cache line */
+#define BW_PREFETCH_WORDS 1152 /* 9 KiB: the kernels' distance */
 
 typedef struct bw_job {
     uint64_t *words;
@@ -47,6 +51,7 @@ static void bw_slice(bw_job *j, int ith) {
     }
     uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
     for (uint64_t i = w0; i < w1; i += BW_LINE_WORDS) {
+        __builtin_prefetch(p + i + BW_PREFETCH_WORDS); /* never faults */
         s0 += p[i];
         s1 += p[i + 1];
         s2 += p[i + 2];
