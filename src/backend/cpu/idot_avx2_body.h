@@ -163,12 +163,6 @@ IA_INLINE void ia_kend(int fine, __m256 *a0, const ia_ksum *k, __m256 d, __m256 
     a0[t] = ia_offset_step(a0[t], ia_scale(ms, x->dx[t] + b), mw, x->bs[t] + 16 * b);
 }
 
-/* mw of idot.h for Q6_K: 32 * sc[g] */
-IA_INLINE __m256i ia_q6_mw(const int8_t *scb) {
-    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)scb);
-    return _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);
-}
-
 /* int16 scale j of sc (8 int16 in both halves) in all 16 lanes */
 IA_INLINE __m256i ia_bcast16(__m256i sc, int j) {
     const __m256i m = _mm256_set1_epi16((short)((2 * j) | (2 * j + 1) << 8));

@@ -145,6 +145,12 @@ IA_INLINE __m256i ia_k4_mw(__m128i mn8) {
     return _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16), _mm_unpacklo_epi16(mn16, mn16));
 }
 
+/* mw of idot.h for Q6_K: 32 * sc[g] */
+IA_INLINE __m256i ia_q6_mw(const int8_t *scb) {
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(const void *)scb);
+    return _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);
+}
+
 IA_INLINE void ia_uk_store(uint8_t *dst, __m256i sc16, __m256i mw16, float d, float ms) {
     _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_SC), sc16);
     _mm256_storeu_si256((__m256i *)(void *)(dst + CPU_IDOT_UK_MW), mw16);
