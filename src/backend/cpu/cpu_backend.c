@@ -10,8 +10,9 @@
  * which is how the file mapping and the caller's arrays reach the ops.
  * Kernel scratch (attention rows: n_threads x max_attn_keys floats; the
  * matmul workspace for rows of up to max_row_elems) is made once here,
- * never per call: backend_cpu_scratch_bytes() says how much, for the plan. Allocation and stats are thread-safe;
- * ops share the pool and run one at a time.
+ * never per call: backend_cpu_scratch_bytes() says how much, for the
+ * plan. Allocation and stats are thread-safe; ops share the pool and run
+ * one at a time.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 

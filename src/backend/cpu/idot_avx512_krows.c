@@ -287,7 +287,8 @@ IA_INLINE void izf6_block(const uint8_t *blk, const int8_t *xb, const float *dx8
             const __m512i didx = _mm512_inserti64x4(_mm512_set1_epi32(2 * p),
                                                     _mm256_set1_epi32(2 * p + 1), 1);
             const __m512i pp = _mm512_dpbusd_epi32(zero, u[e], _mm512_loadu_si512(xb + 64 * p));
-            const __m512 pc = _mm512_mul_ps(_mm512_cvtepi32_ps(pp), _mm512_permutexvar_ps(sidx, scf));
+            const __m512 pc =
+                _mm512_mul_ps(_mm512_cvtepi32_ps(pp), _mm512_permutexvar_ps(sidx, scf));
             *acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(didx, _mm512_castps256_ps512(dd)), pc,
                                    *acc);
         }
