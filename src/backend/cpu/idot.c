@@ -22,6 +22,7 @@ const cpu_idot *cpu_idot_table_avxvnni(void);
 const cpu_idot *cpu_idot_fine_table_avxvnni(void);
 void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 void cpu_idot_avx512_krows_patch(cpu_idot table[], int fine);
+void cpu_idot_avx512_q6rows_patch(cpu_idot table[], int fine);
 #else
 #define IDOT_HAVE_AVX2 0
 #endif
@@ -341,6 +342,8 @@ static void avx512_build(void) {
     cpu_idot_avx512_patch(avx512_fine_table, 1);
     cpu_idot_avx512_krows_patch(avx512_table, 0);
     cpu_idot_avx512_krows_patch(avx512_fine_table, 1);
+    cpu_idot_avx512_q6rows_patch(avx512_table, 0);
+    cpu_idot_avx512_q6rows_patch(avx512_fine_table, 1);
 }
 #endif
 
