@@ -1,6 +1,6 @@
 /*
  * test_quantize.c — quant/quantize.c against the gguf Python package, byte
- * for byte, and the Q4_K quantizer's round trip.
+ * for byte, and the Q4_K and Q6_K quantizers' round trips.
  *
  * tests/data/quantize_golden.bin (tools/golden/make_quantize_golden.py)
  * holds f32 rows — random magnitudes 1e-6..1e4, zeros, Q8_0 rounding ties,
@@ -220,9 +220,53 @@ static void test_q4_k_round_trip(void) {
            "sub-blocks within their range)\n", worst, n_flat);
 }
 
+/* Q6_K (quantize_k.c, max-abs per sub-block of 16): each value within
+ * half its sub-block's step of its input (plus the f32 products' own
+ * rounding), over blocks of many magnitudes, one-signed, and with flat
+ * sub-blocks next to wide ones; the block's bytes decode by dequant_k.c. */
+static void test_q6_k_round_trip(void) {
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    float x[256], y[256];
+    uint8_t q[210];
+    double worst = 0;
+    for (int b = 0; b < 4000; b++) {
+        const float mag = powf(10.0f, sw_test_rng_float(&rng, -2.0f, 2.0f));
+        for (int i = 0; i < 256; i++) {
+            float v = sw_test_rng_float(&rng, -1.0f, 1.0f) * mag;
+            if (b % 4 == 1)
+                v = fabsf(v);
+            else if (b % 4 == 2)
+                v = -fabsf(v);
+            if (b % 5 == 3 && (i / 16) % 2)
+                v *= 1e-3f;
+            x[i] = v;
+        }
+        quantize_q6_k(x, q, 1);
+        SW_CHECK_OK(quant_dequantize(SW_TYPE_Q6_K, q, y, 256));
+        const float d = half_load_f16(q + 208);
+        for (int i = 0; i < 256; i++) {
+            const double step = (double)d * (int8_t)q[192 + i / 16];
+            const double err = fabs((double)x[i] - y[i]);
+            worst = fmax(worst, step > 0 ? err / (0.5 * step) : (err > 0 ? INFINITY : 0));
+        }
+    }
+    SW_CHECK(worst <= 1.0 + 1e-5, "Q6_K: a value is %.6f half-steps from its input", worst);
+    uint8_t z[210];
+    float zero[256] = {0}, back[256];
+    quantize_q6_k(zero, z, 1);
+    SW_CHECK_OK(quant_dequantize(SW_TYPE_Q6_K, z, back, 256));
+    bool all_zero = true;
+    for (int i = 0; i < 256; i++)
+        all_zero = all_zero && back[i] == 0.0f;
+    SW_CHECK(all_zero, "Q6_K: zeros do not decode to zeros");
+    SW_CHECK(quant_quantize(SW_TYPE_Q6_K, x, q, 100) == SW_ERR_ARG, "Q6_K of 100 values");
+    printf("  Q6_K round trip: worst error %.6f half-steps over 4000 blocks\n", worst);
+}
+
 int main(void) {
     test_golden();
     test_convert_type();
     test_q4_k_round_trip();
+    test_q6_k_round_trip();
     return sw_check_finish("test_quantize");
 }

@@ -465,9 +465,69 @@ static void test_gemma4_lists(void) {
     synth_model_free(&m);
 }
 
+/* --type q4_k_m: llama.cpp's Q4_K_M choices. The default model is a Q4_K_M
+ * file that llama.cpp's quantizer wrote (gemma-3-270m-q4_k_m.gguf): every
+ * matrix our mix stores as Q4_K or Q6_K has that type there too (its
+ * other matrices have rows of 640, which neither takes). Then E2B, where
+ * every matrix has rows of a multiple of 256, and 26B's fallbacks. */
+static void test_q4_k_m_mix(void) {
+    const uint32_t Q4 = SW_TYPE_Q4_K, Q6 = SW_TYPE_Q6_K;
+    synth_model m;
+    const char *path = sw_test_default_model();
+    gguf_file *g = NULL;
+    SW_CHECK(path[0] != '\0' && gguf_open(path, &g) == SW_OK,
+             "default model not found at '%s': run `spillway fetch` first", path);
+    SW_CHECK_OK(synth_model_build("gemma3-270m", 0, 0, Q4, &m));
+    synth_model_mix_q4_k_m(&m);
+    int n_same = 0, n_q6 = 0;
+    for (size_t i = 0; g != NULL && i < m.n; i++) {
+        const synth_tensor *t = &m.t[i];
+        if (t->gguf_type != Q4 && t->gguf_type != Q6)
+            continue;
+        const gguf_tensor *ref = gguf_find_tensor(g, t->gguf_name);
+        SW_CHECK(ref != NULL && ref->type == t->gguf_type, "%s: ours %s, llama.cpp's %s",
+                 t->gguf_name, type_name(t->gguf_type), ref ? type_name(ref->type) : "none");
+        n_same += ref != NULL && ref->type == t->gguf_type;
+        n_q6 += t->gguf_type == Q6;
+    }
+    SW_CHECK(g == NULL || (n_same == 36 && n_q6 == 9), "270M: %d of 36 matrices as llama.cpp's, "
+             "%d of 9 in Q6_K", n_same, n_q6);
+    gguf_close(g);
+    synth_model_free(&m);
+
+    /* E2B, 35 layers: more bits for layers < 4, >= 30 and 6, 9, .., 27;
+     * attn_v on the 15 layers that own a cache: the 1st, 4th, 7th, 10th,
+     * 13th, 14th and 15th of them */
+    SW_CHECK_OK(synth_model_build("gemma4-e2b", 0, 0, Q4, &m));
+    synth_model_mix_q4_k_m(&m);
+    want_t(&m, "token_embd.weight", 1536, 262144, 1, Q6);
+    want_t(&m, "per_layer_token_embd.weight", 35 * 256, 262144, 1, Q4);
+    want_t(&m, "blk.0.ffn_down.weight", 6144, 1536, 1, Q6);
+    want_t(&m, "blk.3.ffn_down.weight", 6144, 1536, 1, Q6);
+    want_t(&m, "blk.4.ffn_down.weight", 6144, 1536, 1, Q4);
+    want_t(&m, "blk.6.ffn_down.weight", 6144, 1536, 1, Q6);
+    want_t(&m, "blk.29.ffn_down.weight", 12288, 1536, 1, Q4);
+    want_t(&m, "blk.30.ffn_down.weight", 12288, 1536, 1, Q6);
+    want_t(&m, "blk.0.attn_v.weight", 1536, 256, 1, Q6);
+    want_t(&m, "blk.1.attn_v.weight", 1536, 256, 1, Q4);
+    want_t(&m, "blk.3.attn_v.weight", 1536, 256, 1, Q6);
+    want_t(&m, "blk.14.attn_v.weight", 1536, 512, 1, Q6);
+    want_t(&m, "blk.0.attn_q.weight", 1536, 8 * 256, 1, Q4);
+    SW_CHECK(m.q4_k_m, "the mix is recorded (general.file_type 15)");
+    synth_model_free(&m);
+
+    /* 26B: the experts' down projections fell back to Q8_0 and stay */
+    SW_CHECK_OK(synth_model_build("gemma4-26b-a4b", 2, 1024, Q4, &m));
+    synth_model_mix_q4_k_m(&m);
+    want_t(&m, "blk.0.ffn_down_exps.weight", 704, 2816, 128, SW_TYPE_Q8_0);
+    want_t(&m, "blk.0.ffn_gate_up_exps.weight", 2816, 2 * 704, 128, Q4);
+    synth_model_free(&m);
+}
+
 int main(void) {
     test_generator();
     test_gemma4_lists();
+    test_q4_k_m_mix();
     test_vocab();
     test_gguf_writer();
     test_st_writer();

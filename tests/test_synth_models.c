@@ -301,6 +301,7 @@ static void check_gemma4(const char *shape, uint32_t n_layer, const char *type) 
 static void test_gemma4(void) {
     check_gemma4("gemma4-e2b", 5, "q4_k"); /* PLE; four sliding layers, one full */
     check_gemma4("gemma4-e2b", 5, "bf16");
+    check_gemma4("gemma4-e2b", 5, "q4_k_m"); /* Q6_K LM head, down and V projections */
 }
 
 /* ---- determinism ---------------------------------------------------------------- */

@@ -42,7 +42,7 @@ void quantize_q8_0(const float *src, uint8_t *dst, uint64_t n_blocks) {
 
 int quant_can_quantize(uint32_t type) {
     return type == SW_TYPE_F32 || type == SW_TYPE_F16 || type == SW_TYPE_BF16 ||
-           type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K;
+           type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K || type == SW_TYPE_Q6_K;
 }
 
 sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n) {
@@ -70,6 +70,12 @@ sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n)
             return sw_errorf(SW_ERR_ARG, "Q4_K needs a multiple of 256 values, got %llu",
                              (unsigned long long)n);
         quantize_q4_k(src, out, n / 256);
+        return SW_OK;
+    case SW_TYPE_Q6_K:
+        if (n % 256 != 0)
+            return sw_errorf(SW_ERR_ARG, "Q6_K needs a multiple of 256 values, got %llu",
+                             (unsigned long long)n);
+        quantize_q6_k(src, out, n / 256);
         return SW_OK;
     default:
         return sw_errorf(SW_ERR_UNSUPPORTED, "no quantizer for type %u (%s)", type,

@@ -49,5 +49,6 @@ sw_status quant_convert_rows(uint32_t src_type, const void *src, uint32_t dst_ty
 /* Block quantizers: n_blocks blocks from src (32 or 256 floats each). */
 void quantize_q8_0(const float *src, uint8_t *dst, uint64_t n_blocks);
 void quantize_q4_k(const float *src, uint8_t *dst, uint64_t n_blocks);
+void quantize_q6_k(const float *src, uint8_t *dst, uint64_t n_blocks);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * quantize_k.c — f32 → Q4_K (quantize.h): a plain min/max quantizer.
+ * quantize_k.c — f32 → Q4_K and Q6_K (quantize.h): plain min/max and
+ * max-abs quantizers.
  *
  * Layout (144 bytes per 256 values, see dequant_k.c): f16 d, f16 dmin,
  * 12 bytes of 6-bit scales and mins for 8 sub-blocks of 32, 128 bytes of
@@ -7,6 +8,11 @@
  * [min(0, lo), hi] is split into 15 steps; no search for the best scale
  * (llama.cpp's make_qkx2 does one). Used for synthetic weights, where any
  * valid encoding serves, and decoded exactly by the dequantizer.
+ *
+ * Q6_K (210 bytes, see dequant_k.c): 16 sub-blocks of 16 with int8 scales
+ * under an f16 d; value = d*sc*(q - 32), q in 0..63. Each sub-block's step
+ * is rounded up (its largest magnitude then needs at most 31 steps), so
+ * every value lands within half a step, plus the f16 rounding of d.
  */
 #include <math.h>
 
@@ -71,4 +77,40 @@ static void quantize_block(const float *x, uint8_t *dst) {
 void quantize_q4_k(const float *src, uint8_t *dst, uint64_t n_blocks) {
     for (uint64_t b = 0; b < n_blocks; b++)
         quantize_block(src + 256 * b, dst + 144 * b);
+}
+
+static void quantize_q6_block(const float *x, uint8_t *dst) {
+    float step[16], max_step = 0.0f;
+    for (int k = 0; k < 16; k++) {
+        float amax = 0.0f;
+        for (int l = 0; l < 16; l++)
+            amax = fabsf(x[16 * k + l]) > amax ? fabsf(x[16 * k + l]) : amax;
+        step[k] = amax / 31.0f;
+        max_step = step[k] > max_step ? step[k] : max_step;
+    }
+    const uint16_t d_bits = half_f32_to_f16(max_step / 127.0f);
+    const float d = half_f16_to_f32(d_bits);
+    uint8_t *ql = dst, *qh = dst + 128;
+    for (int i = 0; i < 192; i++)
+        dst[i] = 0;
+    for (int k = 0; k < 16; k++) {
+        int sc = d > 0.0f ? (int)ceilf(step[k] / d) : 0;
+        sc = sc > 127 ? 127 : sc;
+        dst[192 + k] = (uint8_t)sc;
+        const float s = d * (float)sc;
+        for (int l = 0; l < 16; l++) {
+            const int i = 16 * k + l, h = i / 128, r = i % 128;
+            int q = s > 0.0f ? (int)lrintf(x[i] / s) : 0;
+            q = (q < -32 ? -32 : q > 31 ? 31 : q) + 32;
+            ql[64 * h + r % 64] |= (uint8_t)((q & 15) << (4 * (r / 64)));
+            qh[32 * h + r % 32] |= (uint8_t)((q >> 4) << (2 * (r / 32)));
+        }
+    }
+    dst[208] = (uint8_t)(d_bits & 0xff);
+    dst[209] = (uint8_t)(d_bits >> 8);
+}
+
+void quantize_q6_k(const float *src, uint8_t *dst, uint64_t n_blocks) {
+    for (uint64_t b = 0; b < n_blocks; b++)
+        quantize_q6_block(src + 256 * b, dst + 210 * b);
 }

@@ -123,7 +123,8 @@ static sw_status put_arch(gguf_writer *w, const synth_model *m, uint32_t type) {
     SW_TRY(gguf_writer_kv_u32(w, KEY("block_count"), c->n_layer));
     SW_TRY(gguf_writer_kv_u32(w, KEY("attention.head_count"), c->n_head));
     SW_TRY(gguf_writer_kv_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->norm_eps));
-    SW_TRY(gguf_writer_kv_u32(w, "general.file_type", file_type(type)));
+    /* 15: MOSTLY_Q4_K_M */
+    SW_TRY(gguf_writer_kv_u32(w, "general.file_type", m->q4_k_m ? 15 : file_type(type)));
     if (c->sliding_window != 0)
         SW_TRY(gguf_writer_kv_u32(w, KEY("attention.sliding_window"), c->sliding_window));
     if (type == SW_TYPE_Q8_0 || type == SW_TYPE_Q4_K)

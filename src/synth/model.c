@@ -301,6 +301,36 @@ sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_voc
     return SW_OK;
 }
 
+/* llama.cpp's choice of the layers (or attention V tensors) i of n that
+ * Q4_K_M stores with more bits. */
+static bool more_bits(uint32_t i, uint32_t n) {
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+void synth_model_mix_q4_k_m(synth_model *m) {
+    uint32_t n_v = 0, i_v = 0;
+    unsigned il;
+    char rest[48];
+    for (size_t i = 0; i < m->n; i++)
+        n_v += sscanf(m->t[i].gguf_name, "blk.%u.%47s", &il, rest) == 2 &&
+               !strcmp(rest, "attn_v.weight");
+    for (size_t i = 0; i < m->n; i++) {
+        synth_tensor *t = &m->t[i];
+        bool more = false;
+        if (!strcmp(t->gguf_name, "token_embd.weight"))
+            more = true; /* tied: the LM head */
+        else if (sscanf(t->gguf_name, "blk.%u.%47s", &il, rest) == 2 &&
+                 !strcmp(rest, "attn_v.weight"))
+            more = more_bits(i_v++, n_v);
+        else if (sscanf(t->gguf_name, "blk.%u.%47s", &il, rest) == 2 &&
+                 !strncmp(rest, "ffn_down", 8))
+            more = more_bits(il, m->c.n_layer);
+        if (more && t->gguf_type == SW_TYPE_Q4_K)
+            t->gguf_type = SW_TYPE_Q6_K;
+    }
+    m->q4_k_m = true;
+}
+
 void synth_model_free(synth_model *m) {
     if (m == NULL)
         return;

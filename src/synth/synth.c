@@ -41,8 +41,10 @@ synth_options synth_options_default(void) {
     return o;
 }
 
-static const struct { const char *name; uint32_t type; } types[] = {
-    {"bf16", SW_TYPE_BF16}, {"f16", SW_TYPE_F16}, {"q8_0", SW_TYPE_Q8_0}, {"q4_k", SW_TYPE_Q4_K},
+/* q4_k_m: Q4_K matrices with llama.cpp's Q4_K_M upgrades (mix). */
+static const struct { const char *name; uint32_t type; bool mix; } types[] = {
+    {"bf16", SW_TYPE_BF16, false}, {"f16", SW_TYPE_F16, false}, {"q8_0", SW_TYPE_Q8_0, false},
+    {"q4_k", SW_TYPE_Q4_K, false}, {"q4_k_m", SW_TYPE_Q4_K, true},
 };
 
 const char *synth_type_name(const char *type) {
@@ -50,6 +52,13 @@ const char *synth_type_name(const char *type) {
         if (!strcasecmp(type, types[i].name))
             return types[i].name;
     return NULL;
+}
+
+static bool type_mix(const char *type) {
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcasecmp(type, types[i].name))
+            return types[i].mix;
+    return false;
 }
 
 static uint32_t type_id(const char *type) {
@@ -152,7 +161,7 @@ static sw_status check_options(const synth_options *o) {
     if (o->shape == NULL || o->shape[0] == '\0')
         return sw_errorf(SW_ERR_ARG, "no shape: pass --shape NAME (e.g. gemma2-9b)");
     if (synth_type_name(o->type) == NULL)
-        return sw_errorf(SW_ERR_ARG, "unknown --type '%s'; choose bf16, f16, q8_0 or q4_k",
+        return sw_errorf(SW_ERR_ARG, "unknown --type '%s'; choose bf16, f16, q8_0, q4_k or q4_k_m",
                          o->type ? o->type : "");
     const char *fmt = o->format ? o->format : "gguf";
     if (strcasecmp(fmt, "gguf") != 0 && strcasecmp(fmt, "hf") != 0)
@@ -220,6 +229,8 @@ sw_status synth_write(const synth_options *o, synth_result *r) {
     bool hf = o->format && !strcasecmp(o->format, "hf");
     if ((st = synth_model_build(o->shape, o->n_layers, o->n_vocab, type, &m)) != SW_OK)
         goto done;
+    if (type_mix(o->type))
+        synth_model_mix_q4_k_m(&m);
     const uint32_t sot = m.family >= 3 ? 105 : 106;
     if ((st = synth_vocab_build(m.c.n_vocab, sot, m.family == 4, &v)) != SW_OK ||
         (st = ctx_init(&x, o, &m)) != SW_OK)

@@ -45,7 +45,7 @@ typedef void (*synth_progress_fn)(void *user, uint64_t done_bytes, uint64_t tota
 
 typedef struct synth_options {
     const char *shape;    /* catalog name: "gemma2-9b", "gemma-3-27b", ... */
-    const char *type;     /* "bf16", "f16", "q8_0", "q4_k" (hf: bf16, f16) */
+    const char *type;     /* "bf16", "f16", "q8_0", "q4_k", "q4_k_m" (hf: bf16, f16) */
     const char *format;   /* "gguf" (default) or "hf" */
     const char *path;     /* output file (gguf) or folder (hf) */
     uint32_t n_layers;    /* 0: the shape's depth; else 1..depth */

@@ -47,6 +47,7 @@ typedef struct synth_model {
     size_t n;
     uint32_t n_fallback;    /* matrices not stored in the requested type */
     char fallback_note[160];
+    bool q4_k_m;            /* Q4_K with llama.cpp's Q4_K_M upgrades to Q6_K */
 } synth_model;
 
 /* Builds the description of catalog shape `shape` truncated to n_layers
@@ -58,6 +59,13 @@ typedef struct synth_model {
 sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_vocab,
                             uint32_t type, synth_model *out);
 void synth_model_free(synth_model *m);
+
+/* Turns a Q4_K description into llama.cpp's Q4_K_M mix: Q6_K for the tied
+ * token embedding (the LM head), for the attention V and down projections
+ * (experts' too) of the layers llama.cpp gives more bits (the first and
+ * last eighth, and every third between), Q4_K elsewhere. Matrices that
+ * fell back from Q4_K keep their fallback type. */
+void synth_model_mix_q4_k_m(synth_model *m);
 
 /* Fills out[0..n) with elements start..start+n of tensor t (f32), the HF
  * value for norms (w, not 1 + w). */
