@@ -192,25 +192,30 @@ static double q4k_block(const float *x, int *n_flat, double *flat_over) {
     return worst;
 }
 
+/* Block b of 256 test values: normal-ish at 1e-2..1e2; every 4th block
+ * one-signed, every 5th with alternate sub-blocks of `sub` 1000x narrower
+ * (flat). */
+static void test_block(uint64_t *rng, int b, int sub, float x[256]) {
+    const float mag = powf(10.0f, sw_test_rng_float(rng, -2.0f, 2.0f));
+    for (int i = 0; i < 256; i++) {
+        float v = sw_test_rng_float(rng, -1.0f, 1.0f) * mag;
+        if (b % 4 == 1)
+            v = fabsf(v);
+        else if (b % 4 == 2)
+            v = -fabsf(v);
+        if (b % 5 == 3 && (i / sub) % 2)
+            v *= 1e-3f;
+        x[i] = v;
+    }
+}
+
 static void test_q4_k_round_trip(void) {
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     float x[256];
     double worst = 0, flat_over = -1;
     int n_flat = 0;
     for (int b = 0; b < 4000; b++) {
-        /* Normal-ish values at 1e-2..1e2; every 4th block one-signed, every
-         * 5th with alternate sub-blocks 1000x narrower (flat). */
-        float mag = powf(10.0f, sw_test_rng_float(&rng, -2.0f, 2.0f));
-        for (int i = 0; i < 256; i++) {
-            float v = sw_test_rng_float(&rng, -1.0f, 1.0f) * mag;
-            if (b % 4 == 1)
-                v = fabsf(v);
-            else if (b % 4 == 2)
-                v = -fabsf(v);
-            if (b % 5 == 3 && (i / 32) % 2)
-                v *= 1e-3f;
-            x[i] = v;
-        }
+        test_block(&rng, b, 32, x);
         worst = fmax(worst, q4k_block(x, &n_flat, &flat_over));
     }
     SW_CHECK(flat_over <= 0, "Q4_K: a flat sub-block decodes %g beyond its range", flat_over);
@@ -230,17 +235,7 @@ static void test_q6_k_round_trip(void) {
     uint8_t q[210];
     double worst = 0;
     for (int b = 0; b < 4000; b++) {
-        const float mag = powf(10.0f, sw_test_rng_float(&rng, -2.0f, 2.0f));
-        for (int i = 0; i < 256; i++) {
-            float v = sw_test_rng_float(&rng, -1.0f, 1.0f) * mag;
-            if (b % 4 == 1)
-                v = fabsf(v);
-            else if (b % 4 == 2)
-                v = -fabsf(v);
-            if (b % 5 == 3 && (i / 16) % 2)
-                v *= 1e-3f;
-            x[i] = v;
-        }
+        test_block(&rng, b, 16, x);
         quantize_q6_k(x, q, 1);
         SW_CHECK_OK(quant_dequantize(SW_TYPE_Q6_K, q, y, 256));
         const float d = half_load_f16(q + 208);

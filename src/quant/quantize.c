@@ -66,16 +66,14 @@ sw_status quant_quantize(uint32_t type, const float *src, void *dst, uint64_t n)
         quantize_q8_0(src, out, n / 32);
         return SW_OK;
     case SW_TYPE_Q4_K:
-        if (n % 256 != 0)
-            return sw_errorf(SW_ERR_ARG, "Q4_K needs a multiple of 256 values, got %llu",
-                             (unsigned long long)n);
-        quantize_q4_k(src, out, n / 256);
-        return SW_OK;
     case SW_TYPE_Q6_K:
         if (n % 256 != 0)
-            return sw_errorf(SW_ERR_ARG, "Q6_K needs a multiple of 256 values, got %llu",
-                             (unsigned long long)n);
-        quantize_q6_k(src, out, n / 256);
+            return sw_errorf(SW_ERR_ARG, "%s needs a multiple of 256 values, got %llu",
+                             type_name(type), (unsigned long long)n);
+        if (type == SW_TYPE_Q4_K)
+            quantize_q4_k(src, out, n / 256);
+        else
+            quantize_q6_k(src, out, n / 256);
         return SW_OK;
     default:
         return sw_errorf(SW_ERR_UNSUPPORTED, "no quantizer for type %u (%s)", type,
