@@ -37,7 +37,7 @@ raw=$(mktemp); trap 'rm -f "$raw"' EXIT
 # one run: GB/s of the rows read
 gbs() { # ISA TYPE [--fine]
   SPILLWAY_CPU_ISA=$1 "$bm" -r "$rows" -c "$cols" -k 1 -t 1 -n "$reps" ${3:-} "$2" |
-    awk '/ GB\/s/ { for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") { print $i; exit } }'
+    awk -v t="$2" '$1 == t { for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") { print $i; exit } }'
 }
 for r in $(seq "$rounds"); do
   echo "decode_kernels.sh: round $r/$rounds" >&2
