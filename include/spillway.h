@@ -210,7 +210,8 @@ SW_API sw_status sw_model_tensor_to_f32(const sw_model *model, size_t index, flo
  * exceeds cap). SW_TOKENIZE_MAX_IDS(len) ids always suffice (len + 2 for
  * valid UTF-8; a broken lead byte can swallow a following U+2581 whose
  * three bytes then fall back to byte tokens). O(len log len).
- * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED (no or unknown tokenizer). */
+ * Errors: SW_ERR_ARG, SW_ERR_UNSUPPORTED (no or unknown tokenizer),
+ * SW_ERR_FORMAT (a vocabulary that would break that bound). */
 SW_API sw_status sw_tokenize(const sw_model *model, const char *text, size_t len,
                              unsigned flags, int32_t *ids, size_t cap, size_t *n_ids);
 

@@ -25,7 +25,15 @@ sw_status sw_tokenize(const sw_model *m, const char *text, size_t len, unsigned 
     sw_status st = model_tokenizer(m, "sw_tokenize", &t);
     if (st != SW_OK)
         return st;
-    return tokenizer_encode(t, text, len, flags, ids, cap, n_ids);
+    st = tokenizer_encode(t, text, len, flags, ids, cap, n_ids);
+    /* The bound callers size their buffers by (serve, the CLI): past it a
+     * caller would read ids never written. vocab.c refuses the vocabularies
+     * known to break it; this catches any other. */
+    if (st == SW_OK && *n_ids > SW_TOKENIZE_MAX_IDS(len))
+        return sw_errorf(SW_ERR_FORMAT, "sw_tokenize: %s's vocabulary encoded %zu bytes as %zu "
+                         "ids, beyond the bound of %zu", m->path, len, *n_ids,
+                         SW_TOKENIZE_MAX_IDS(len));
+    return st;
 }
 
 sw_status sw_token_to_piece(const sw_model *m, int32_t id, char *buf, size_t cap,
