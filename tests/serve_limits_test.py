@@ -7,7 +7,8 @@ From 127.0.0.1 a client opens 1000 connections that each send part of a
 request's headers and wait: the 64 the cap admits are held, every other
 one gets a 503 with Retry-After and Connection: close (never a reset);
 meanwhile /health and a completion from 127.0.0.2 answer. The held ones
-are dropped about --timeout after they opened. A slowloris from 127.0.0.3
+are dropped about --timeout after they opened; /metrics counts the
+refusals and the time-outs. A slowloris from 127.0.0.3
 trickling a byte a second is dropped at the deadline all the same. A
 streaming client that reads nothing does not hold up other requests'
 completions. A server of 8 connections refuses a third address with the
@@ -174,10 +175,35 @@ def hoard(srv):
     # the hoarder's address is free again
     status, _ = srv.request("GET", "/health", source="127.0.0.1")
     check(status == 200, "/health from 127.0.0.1 after the hoard: %d" % status)
+    # /metrics counts what the hoard met
+    m = metrics(srv)
+    refused = m.get('spillway_connections_refused_total{cap="max_conns_per_addr"}', -1)
+    check(n_503 <= refused <= n_503 + pending, "/metrics: %s refusals at the per-address cap, "
+          "the client saw %d 503s" % (refused, n_503))
+    check(m.get('spillway_connections_refused_total{cap="max_conns"}', -1) == 0,
+          "/metrics: refusals at --max-conns during the hoard: %r" % m)
+    timed_out = m.get("spillway_connections_timed_out_total", -1)
+    check(timed_out >= len(drop_times), "/metrics: %s timed out, %d held connections were "
+          "dropped" % (timed_out, len(drop_times)))
+    print("metrics: %d refused at the per-address cap, %d timed out" % (refused, timed_out),
+          flush=True)
+
+
+def metrics(srv):
+    """/metrics as {'name{labels}': value}."""
+    status, body = srv.request("GET", "/metrics")
+    check(status == 200, "/metrics: %d" % status)
+    out = {}
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
 
 
 def slowloris(srv):
     """A byte a second from 127.0.0.3: dropped at the deadline, not later."""
+    before = metrics(srv).get("spillway_connections_timed_out_total", -1)
     s = connect(srv.port, source="127.0.0.3")
     t0 = time.time()
     data = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 100
@@ -200,6 +226,9 @@ def slowloris(srv):
     s.close()
     check(dropped is not None and TIMEOUT - 0.5 <= dropped <= TIMEOUT + 2,
           "slowloris dropped after %s s, want about %d" % (dropped, TIMEOUT))
+    after = metrics(srv).get("spillway_connections_timed_out_total", -1)
+    check(after == before + 1, "/metrics: timed out %s before the slowloris, %s after" %
+          (before, after))
     print("slowloris: dropped after %.1f s" % (dropped or -1), flush=True)
 
 

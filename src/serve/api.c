@@ -501,7 +501,20 @@ static void gateway_metrics(FILE *f, const char *model, size_t queued, size_t ru
             (unsigned long long)m->kv_used_tokens, (unsigned long long)m->kv_capacity_tokens);
 }
 
-srv_reply srv_api_metrics(srv_state *s) {
+/* The listener's refusals and time-outs: what a load balancer or an
+ * operator watches for a server at its caps (stderr has a line at most
+ * every 10 s). */
+static void conn_metrics(FILE *f, const srv_conn_counts *cc) {
+    fprintf(f, "# TYPE spillway_connections_refused_total counter\n"
+            "spillway_connections_refused_total{cap=\"max_conns\"} %llu\n"
+            "spillway_connections_refused_total{cap=\"max_conns_per_addr\"} %llu\n"
+            "# TYPE spillway_connections_timed_out_total counter\n"
+            "spillway_connections_timed_out_total %llu\n",
+            (unsigned long long)cc->refused_all, (unsigned long long)cc->refused_addr,
+            (unsigned long long)cc->timed_out);
+}
+
+srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
     pthread_mutex_lock(&s->mu);
     const srv_metrics m = s->m;
     const size_t queued = s->n_queued, running = s->n_running;
@@ -541,6 +554,8 @@ srv_reply srv_api_metrics(srv_state *s) {
             (unsigned long long)m.peak_device_bytes, (unsigned long long)m.plan_device_bytes,
             (unsigned long long)m.peak_host_rss_bytes);
     gateway_metrics(f, s->model_name, queued, running, &m);
+    if (cc != NULL)
+        conn_metrics(f, cc);
     if (fclose(f) != 0) {
         free(body);
         return srv_api_error(500, "server_error", "out of memory");

@@ -300,8 +300,9 @@ static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, 
     return answer(s, c, k);
 }
 
-static enum MHD_Result route(srv_state *s, struct MHD_Connection *c, const char *url,
+static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *url,
                              const char *method, conn *k) {
+    srv_state *s = h->s;
     const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     const bool completions = !strcmp(url, "/v1/completions");
     const bool chat = !strcmp(url, "/v1/chat/completions");
@@ -319,9 +320,12 @@ static enum MHD_Result route(srv_state *s, struct MHD_Connection *c, const char 
     if (!strcmp(url, "/v1/models"))
         return get ? send_json(c, srv_api_models(s))
                    : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
-    if (!strcmp(url, "/metrics"))
-        return get ? send_reply(c, srv_api_metrics(s), "text/plain; version=0.0.4", false)
-                   : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+    if (!strcmp(url, "/metrics")) {
+        if (!get)
+            return send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+        const srv_conn_counts cc = srv_listen_counts(h->l);
+        return send_reply(c, srv_api_metrics(s, &cc), "text/plain; version=0.0.4", false);
+    }
     if (!post)
         return send_json(c, srv_api_error(405, "invalid_request_error", "use POST"));
     if (k->too_big)
@@ -365,7 +369,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     srv_listen_received(h->l, slot_of(c)); /* all in: no deadline while answered */
-    return route(s, c, url, method, k);
+    return route(h, c, url, method, k);
 }
 
 /* The request ended: answered, failed, or the client or the server went

@@ -83,6 +83,7 @@ struct srv_listener {
     srv_slot *slots;             /* (max_conns) */
     size_t n_slots;
     uint64_t n_refused, n_cut;   /* since the last log line */
+    srv_conn_counts total;       /* since the start (/metrics) */
     double log_s;                /* when it was printed */
     const char *refused_why;     /* the last refusal's cap */
 
@@ -185,6 +186,10 @@ static void refuse(srv_listener *l, int fd, int which, double now) {
         close(fd);
     pthread_mutex_lock(&l->mu);
     l->n_refused++;
+    if (which == 0)
+        l->total.refused_all++;
+    else
+        l->total.refused_addr++;
     l->refused_why = which == 0 ? "open connections at --max-conns"
                                 : "one address at --max-conns-per-addr";
     log_counts(l, now);
@@ -282,6 +287,7 @@ static double watch_deadlines(srv_listener *l, double now) {
             shutdown(t->fd, SHUT_RDWR);
             t->cut = true;
             l->n_cut++;
+            l->total.timed_out++;
         } else if (t->deadline_s < next) {
             next = t->deadline_s;
         }
@@ -510,7 +516,14 @@ srv_slot *srv_listen_opened(srv_listener *l, int fd) {
 void srv_listen_closed(srv_listener *l, srv_slot *slot) {
     if (slot == NULL)
         return;
+    const double now = sw_clock_s();
     pthread_mutex_lock(&l->mu);
+    /* libmicrohttpd's own idle timeout (the same --timeout) may close a
+     * connection awaiting its request before watch_deadlines does: a time
+     * out all the same (its clock starts at the hand-over, after ours) */
+    if (slot->state == SLOT_OPEN && slot->receiving && !slot->cut &&
+        now >= slot->deadline_s - 0.1)
+        l->total.timed_out++;
     slot->state = SLOT_FREE;
     pthread_mutex_unlock(&l->mu);
 }
@@ -530,4 +543,11 @@ void srv_listen_answered(srv_listener *l, srv_slot *slot) {
     slot->receiving = true;
     slot->deadline_s = sw_clock_s() + l->timeout_s;
     pthread_mutex_unlock(&l->mu);
+}
+
+srv_conn_counts srv_listen_counts(srv_listener *l) {
+    pthread_mutex_lock(&l->mu);
+    const srv_conn_counts c = l->total;
+    pthread_mutex_unlock(&l->mu);
+    return c;
 }

@@ -139,7 +139,15 @@ srv_reply srv_api_error(unsigned status, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 srv_reply srv_api_models(srv_state *s);
 srv_reply srv_api_health(srv_state *s);
-srv_reply srv_api_metrics(srv_state *s); /* Prometheus text, not JSON */
+/* What the listener did to connections since the start (listen.c). */
+typedef struct srv_conn_counts {
+    uint64_t refused_all;        /* 503: open connections at --max-conns */
+    uint64_t refused_addr;       /* 503: one address at --max-conns-per-addr */
+    uint64_t timed_out;          /* closed: request not in within --timeout, or no progress */
+} srv_conn_counts;
+
+/* Prometheus text, not JSON; cc: the listener's counts, or NULL. */
+srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc);
 
 /* ---- the network side ---------------------------------------------------- */
 
@@ -180,6 +188,8 @@ srv_slot *srv_listen_opened(srv_listener *l, int fd);
 void srv_listen_closed(srv_listener *l, srv_slot *slot);
 void srv_listen_received(srv_listener *l, srv_slot *slot);
 void srv_listen_answered(srv_listener *l, srv_slot *slot);
+/* The counts since l opened. */
+srv_conn_counts srv_listen_counts(srv_listener *l);
 
 /* http.c: the listener and libmicrohttpd together. */
 typedef struct srv_http srv_http;
