@@ -168,6 +168,11 @@ sw_status model_config_gemma4(const gguf_file *f, model_config *c) {
     if ((v_full && v_full != hd_full) || (v_swa && v_swa != hd_swa))
         return sw_errorf(SW_ERR_UNSUPPORTED, "value lengths %u/%u differ from key lengths %u/%u",
                          v_full, v_swa, hd_full, hd_swa);
+    /* both, even where no layer of a kind is kept: the model's head size
+     * is the larger, and RoPE turns pairs */
+    if (hd_full % 2 != 0 || hd_swa % 2 != 0)
+        return sw_errorf(SW_ERR_FORMAT, "key lengths %u (full) / %u (sliding): an odd one; "
+                         "RoPE needs pairs", hd_full, hd_swa);
     if ((st = per_layer_u32(f, "feed_forward_length", c->n_layer, 0, ff, &c->n_ff)) != SW_OK ||
         (st = per_layer_u32(f, "attention.head_count_kv", c->n_layer, c->n_head, kv,
                             &c->n_head_kv)) != SW_OK)
