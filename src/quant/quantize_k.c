@@ -15,6 +15,7 @@
  * every value lands within half a step, plus the f16 rounding of d.
  */
 #include <math.h>
+#include <string.h>
 
 #include "quant/half.h"
 #include "quant/quantize.h"
@@ -91,8 +92,7 @@ static void quantize_q6_block(const float *x, uint8_t *dst) {
     const uint16_t d_bits = half_f32_to_f16(max_step / 127.0f);
     const float d = half_f16_to_f32(d_bits);
     uint8_t *ql = dst, *qh = dst + 128;
-    for (int i = 0; i < 192; i++)
-        dst[i] = 0;
+    memset(dst, 0, 192); /* ql and qh are or'ed in below */
     for (int k = 0; k < 16; k++) {
         int sc = d > 0.0f ? (int)ceilf(step[k] / d) : 0;
         sc = sc > 127 ? 127 : sc;

@@ -316,14 +316,13 @@ void synth_model_mix_q4_k_m(synth_model *m) {
                !strcmp(rest, "attn_v.weight");
     for (size_t i = 0; i < m->n; i++) {
         synth_tensor *t = &m->t[i];
+        const bool blk = sscanf(t->gguf_name, "blk.%u.%47s", &il, rest) == 2;
         bool more = false;
         if (!strcmp(t->gguf_name, "token_embd.weight"))
             more = true; /* tied: the LM head */
-        else if (sscanf(t->gguf_name, "blk.%u.%47s", &il, rest) == 2 &&
-                 !strcmp(rest, "attn_v.weight"))
+        else if (blk && !strcmp(rest, "attn_v.weight"))
             more = more_bits(i_v++, n_v);
-        else if (sscanf(t->gguf_name, "blk.%u.%47s", &il, rest) == 2 &&
-                 !strncmp(rest, "ffn_down", 8))
+        else if (blk && !strncmp(rest, "ffn_down", 8))
             more = more_bits(il, m->c.n_layer);
         if (more && t->gguf_type == SW_TYPE_Q4_K)
             t->gguf_type = SW_TYPE_Q6_K;
