@@ -18,6 +18,8 @@
  *               with its own sampling, limits and stop strings.
  *   sw_chat_format  a conversation as the model's chat turns.
  *   devices     what accelerators the build can see (sw_devices_query).
+ *   doctor      the machine's measured rates the planner uses, cached
+ *               (sw_doctor_run, sw_doctor_save, sw_doctor_load).
  *   errors      every fallible call returns sw_status; on failure one
  *               message for the calling thread is kept by sw_last_error().
  *
@@ -759,19 +761,20 @@ SW_API sw_status sw_parse_fraction(const char *text, double *out);
 
 #define SW_MAX_DEVICES 16
 
+/* One accelerator, in its backend's terms. */
 typedef struct sw_device_info {
-    int index;                   /* backend-local ordinal, e.g. cuda:0 */
+    int index;                   /* backend-local ordinal: N in "cuda:N" */
     char name[128];
     uint64_t total_bytes;
     uint64_t free_bytes;
-    int cc_major, cc_minor;      /* compute capability */
-    int n_multiprocessors;
+    int arch_major, arch_minor;  /* architecture version (CUDA: compute capability) */
+    int n_compute_units;         /* parallel units (CUDA: multiprocessors) */
 } sw_device_info;
 
 typedef struct sw_device_report {
-    int cuda_compiled;           /* 1 if this build has the CUDA backend */
-    int driver_version;          /* e.g. 13000 for 13.0; 0 if unknown */
-    int runtime_version;         /* CUDA runtime linked in; 0 if none */
+    char backend[16];            /* the accelerator backend built in ("cuda"), "" if none */
+    char runtime_version[32];    /* its runtime's version ("13.0"), "" if none */
+    char driver_version[32];     /* the driver's ("13.0"), "" if none was found */
     size_t n_devices;
     sw_device_info devices[SW_MAX_DEVICES];
     char message[512];           /* why none are visible, when n_devices==0 */
@@ -784,27 +787,27 @@ typedef struct sw_device_report {
  * Errors: SW_ERR_ARG, SW_ERR_NO_DEVICE, SW_ERR_DEVICE. */
 SW_API sw_status sw_devices_query(sw_device_report *report);
 
-/* ---- doctor: health check and measured rates ------------------------------ */
+/* ---- doctor: measured rates for the planner ------------------------------ */
 
-/* `spillway doctor` measures the rates the planner uses (bytes/s, flop/s)
- * and caches them as one flat JSON object in
+/* sw_doctor_run (`spillway doctor`) measures the rates the planner uses
+ * (bytes/s, flop/s: sw_doctor_rates) and sw_doctor_save caches them in
  *   ${XDG_CACHE_HOME:-$HOME/.cache}/spillway/SW_DOCTOR_CACHE_FILE
- * with the numeric keys h2d_pinned_Bps, h2d_pageable_Bps, host_mem_Bps,
- * device_mem_Bps, disk_read_Bps, host_flops, device_flops (0 = unknown),
- * device_op_s (the least time a device op takes: launch and dispatch),
- * host_decode_TYPE_Bps and device_decode_TYPE_Bps for each decode type
- * (f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k: the decode matmul
- * kernels' weight bytes/s over that type; 0 = unknown, the memory rate
- * stands in),
- * measured_at (unix seconds), quick (0/1), and the strings host and device.
- * Without an accelerator the device rates are the sim device's: h2d = the
- * host's memcpy rate, device memory = host memory, device flops = host.
+ * as one flat JSON object, which every plan reads (sw_doctor_load reads it
+ * too): sw_doctor_rates's fields under their names, the decode arrays as
+ * host_decode_TYPE_Bps and device_decode_TYPE_Bps (TYPE: f16, bf16, q8_0,
+ * q4_0, q5_0, q4_k, q5_k, q6_k), plus "version": 1. Without an accelerator
+ * the device rates are the sim device's: h2d = the host's memcpy rate,
+ * device memory = host memory, device flops = host flops. The report also
+ * holds what only `spillway doctor` prints (host facts, each device's own
+ * rates, the disk test): to a library it is opaque.
  *
  * Example
  *   sw_doctor_options o = sw_doctor_options_default();
- *   sw_doctor_report *r = malloc(sizeof *r);     (large: keep off the stack)
- *   if (sw_doctor_run(&o, r) == SW_OK && sw_doctor_save(r, path, sizeof path) == SW_OK)
- *       printf("host memory %.1f GB/s, cached in %s\n", r->host_mem_Bps / 1e9, path);
+ *   sw_doctor_report *r;  char path[4096];
+ *   if (sw_doctor_run(&o, &r) == SW_OK && sw_doctor_save(r, path, sizeof path) == SW_OK)
+ *       printf("host memory %.1f GB/s, cached in %s\n",
+ *              sw_doctor_report_rates(r)->host_mem_Bps / 1e9, path);
+ *   sw_doctor_report_destroy(r);
  */
 #define SW_DOCTOR_CACHE_FILE "doctor.json"
 
@@ -824,80 +827,50 @@ typedef struct sw_doctor_options {
 
 SW_API sw_doctor_options sw_doctor_options_default(void);
 
-/* One accelerator's measured rates; zero when status != SW_OK. */
-typedef struct sw_doctor_device {
-    sw_status status;        /* SW_OK, or why it could not be measured */
-    char message[256];       /* the reason when status != SW_OK */
-    uint64_t test_bytes;     /* transfer size used */
+/* What the cache holds. Rates of 0 are unknown: the planner uses its
+ * defaults for them (a decode rate of 0: the memory rate stands in). */
+typedef struct sw_doctor_rates {
     double h2d_pinned_Bps;   /* host-to-device from page-locked memory */
-    double h2d_pageable_Bps; /* host-to-device from ordinary malloc memory */
-    double device_mem_Bps;   /* device-to-device copy, read + write bytes */
-    double device_flops;     /* the backend's prefill matmul (tensor cores) */
-    double device_op_s;      /* seconds one device op costs at least: a kernel's
-                              * launch and dispatch (back-to-back empty kernels) */
-    double decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* the decode matvec, one token, over
-                              * weights of each decode type: weight bytes/s */
-} sw_doctor_device;
+    double h2d_pageable_Bps; /* host-to-device from ordinary memory */
+    double host_mem_Bps;     /* host memory read, all threads */
+    double device_mem_Bps;   /* device memory: copy, read + write bytes */
+    double disk_read_Bps;    /* the model file's sequential read */
+    double host_flops;       /* the CPU backend's f32 matmul */
+    double device_flops;     /* the device's prefill matmul */
+    double device_op_s;      /* least seconds per device op: launch and dispatch */
+    double host_decode_Bps[SW_DOCTOR_DECODE_TYPES];   /* the decode matmul, one token, */
+    double device_decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* weight bytes/s of each type */
+    double memcpy_Bps;       /* one thread's memcpy (the sim device's link) */
+    int64_t measured_at;     /* unix seconds */
+    int quick;               /* 1: measured with small buffers, rough */
+    char host[256];          /* the machine measured */
+    char device[160];        /* whose device rates these are: "sim", "cuda:0 NVIDIA H200" */
+} sw_doctor_rates;
 
-typedef struct sw_doctor_report {
-    int quick;
-    int64_t measured_at;            /* unix seconds */
-    double elapsed_s;               /* wall time of the whole run */
-    /* build and devices */
-    sw_device_report devices;       /* sw_devices_query's answer */
-    sw_status devices_status;       /* SW_OK, SW_ERR_NO_DEVICE (devices.message
-                                     * says why) or SW_ERR_DEVICE */
-    sw_doctor_device device[SW_MAX_DEVICES];  /* per devices.devices[i] */
-    /* host */
-    char hostname[256];
-    int n_cpus;                     /* online cores */
-    int n_threads;                  /* threads the host measurements used */
-    uint64_t host_total_bytes;      /* /proc/meminfo MemTotal; 0 if unknown */
-    uint64_t host_available_bytes;  /* MemAvailable; 0 if unknown */
-    uint64_t memlock_limit_bytes;   /* RLIMIT_MEMLOCK (page-locked = pinned host
-                                     * memory); UINT64_MAX: unlimited */
-    /* host measurements */
-    uint64_t host_mem_test_bytes;
-    double host_mem_Bps;            /* read bandwidth, all threads, best run */
-    uint32_t host_flops_n, host_flops_tokens; /* f32 matmul n x n, tokens */
-    double host_flops;              /* the CPU backend's f32 matmul rate */
-    uint64_t host_decode_test_bytes;
-    double host_decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* the CPU decode matmul (one
-                                     * token, all threads) over each decode type,
-                                     * weight bytes/s */
-    uint64_t memcpy_test_bytes;
-    double memcpy_Bps;              /* one thread's memcpy: the sim device's link */
-    /* disk */
-    char disk_path[4096];           /* file read; "" when none */
-    int disk_temp_file;             /* 1: no model, a temp file was written */
-    uint64_t disk_read_bytes;
-    double disk_read_Bps;           /* 0 when not measured (disk_message) */
-    double disk_cached_fraction;    /* share already in the page cache when
-                                     * the read began (0..1) */
-    char disk_message[256];         /* why not measured, or a caveat */
-    /* cache folder */
-    char cache_dir[4096];
-    uint64_t cache_free_bytes;      /* free space for this user there */
-    /* the rates for the planner (what sw_doctor_save writes) */
-    int rates_from_sim;             /* 1: no device measured, sim values */
-    char rates_device[160];         /* "sim" or "cuda:0 NVIDIA H200" */
-    double h2d_pinned_Bps, h2d_pageable_Bps, device_mem_Bps, device_flops;
-    double device_op_s;             /* 0: not measured (the sim, no device) */
-    double device_decode_Bps[SW_DOCTOR_DECODE_TYPES]; /* 0: not measured */
-} sw_doctor_report;
+typedef struct sw_doctor_report sw_doctor_report;
 
-/* Gathers the facts and runs the measurements (about 10 s; quick: < 3 s).
- * No device is an answer (devices_status), not a failure; so is a disk
- * that could not be measured (disk_message). Prints nothing, writes nothing
- * except a temp file in the cache folder that it removes.
- * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST (measurement buffers). */
-SW_API sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report *out);
+/* Gathers the facts and runs the measurements (about 10 s; quick: < 3 s)
+ * into a new report *out, destroyed with sw_doctor_report_destroy. No
+ * device is an answer, not a failure; so is a disk that could not be
+ * measured. Prints nothing, writes nothing except a temp file in the cache
+ * folder that it removes. Errors: SW_ERR_ARG, SW_ERR_OOM_HOST (*out NULL). */
+SW_API sw_status sw_doctor_run(const sw_doctor_options *opt, sw_doctor_report **out);
+SW_API void sw_doctor_report_destroy(sw_doctor_report *report); /* accepts NULL */
 
-/* Writes the planner's rates from `report` to
- * report->cache_dir/SW_DOCTOR_CACHE_FILE atomically (temp file + rename),
- * creating the folder. path_out (may be NULL) receives the file's path.
- * Errors: SW_ERR_ARG, SW_ERR_IO (message names the path and the reason). */
+/* The report's planner rates, borrowed until the report is destroyed. */
+SW_API const sw_doctor_rates *sw_doctor_report_rates(const sw_doctor_report *report);
+
+/* Writes the report's rates to the cache folder's SW_DOCTOR_CACHE_FILE
+ * atomically (temp file + rename), creating the folder. path_out (may be
+ * NULL) receives the file's path. Errors: SW_ERR_ARG, SW_ERR_IO (message
+ * names the path and the reason). */
 SW_API sw_status sw_doctor_save(const sw_doctor_report *report, char *path_out, size_t cap);
+
+/* Reads the cache file into *out (keys it lacks, and rates that are not
+ * positive, read as 0); path_out (may be NULL) receives its path. Errors:
+ * SW_ERR_IO (no cache yet: run `spillway doctor`), SW_ERR_FORMAT (not a
+ * flat JSON object; the message names the path and the offset). */
+SW_API sw_status sw_doctor_load(sw_doctor_rates *out, char *path_out, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -46,17 +46,17 @@ void bt_sleep_s(double s) {
 }
 
 backend *bt_cpu(void) {
-    backend_params p = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
-                                .max_row_elems = 4096}};
+    backend_params p = {.pool = bt_pool,
+                        .sizes = {.max_attn_keys = BT_MAX_KEYS, .max_row_elems = 4096}};
     backend *b = NULL;
     SW_CHECK_OK(backend_create("cpu", &p, &b));
     return b;
 }
 
 backend *bt_sim(uint64_t capacity, double link_Bps, const backend_test_hooks *hooks) {
-    backend_params p = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
-                                .max_row_elems = 4096},
-                        .capacity_bytes = capacity, .sim_link_Bps = link_Bps, .test = hooks};
+    backend_params p = {.pool = bt_pool,
+                        .sizes = {.max_attn_keys = BT_MAX_KEYS, .max_row_elems = 4096},
+                        .capacity_bytes = capacity, .link_Bps = link_Bps, .test = hooks};
     backend *b = NULL;
     SW_CHECK_OK(backend_create("sim", &p, &b));
     return b;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/threadpool.h"
 #include "backend/registry.h"
 
 enum { BT_THREADS = 2, BT_MAX_KEYS = 64 };

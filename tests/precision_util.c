@@ -54,7 +54,7 @@ static void record_plan(const sw_engine *e, prec_run *r) {
             r->plan_converted_bytes += b->bytes;
     }
     r->weights_bytes = plan_model_total_bytes(&p->model);
-    r->stored_bytes = p->model.convert_type[0] ? p->model.stored_bytes : r->weights_bytes;
+    r->stored_bytes = p->model.convert != PLAN_CONVERT_NONE ? p->model.stored_bytes : r->weights_bytes;
     r->n_converted = p->model.n_converted;
     r->n_kept = p->model.n_kept;
     sw_engine_report(e, &r->rep);

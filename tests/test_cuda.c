@@ -69,7 +69,7 @@ static void compare_plans(const sw_model *m, const mc_prompts *p, uint32_t V, sw
     for (size_t i = 0; ref_logits && logits && i < sizeof variants / sizeof variants[0]; i++) {
         const variant *v = &variants[i];
         sw_plan_options o = options("cuda", v->place, v->exact);
-        engine_hooks hooks = {.sim_per_op = v->per_op};
+        engine_hooks hooks = {.backend = {.per_op = v->per_op}};
         sw_engine *e = NULL;
         SW_CHECK_OK(runtime_launch(m, &o, NULL, &hooks, &e));
         if (e == NULL)

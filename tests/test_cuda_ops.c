@@ -36,8 +36,8 @@ static bmem at(backend_buf *buf) { return (bmem){buf, 0}; }
 
 static backend *make_cuda(bool exact, bool per_op, uint64_t capacity) {
     static backend_test_hooks per_op_hooks = {.per_op = true};
-    backend_params p = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
-                                .max_row_elems = 4096},
+    backend_params p = {.pool = bt_pool,
+                        .sizes = {.max_attn_keys = BT_MAX_KEYS, .max_row_elems = 4096},
                         .exact_dots = exact, .test = per_op ? &per_op_hooks : NULL,
                         .capacity_bytes = capacity};
     backend *b = NULL;
@@ -317,8 +317,8 @@ static void test_memory(void) {
 
 int main(void) {
     SW_CHECK_OK(cpu_pool_create(BT_THREADS, &bt_pool));
-    backend_params probe = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
-                                    .max_row_elems = 4096}};
+    backend_params probe = {.pool = bt_pool,
+                            .sizes = {.max_attn_keys = BT_MAX_KEYS, .max_row_elems = 4096}};
     backend *dev = NULL;
     sw_status st = backend_create("cuda", &probe, &dev);
     if (st == SW_ERR_NO_DEVICE || st == SW_ERR_UNSUPPORTED) {
@@ -328,8 +328,8 @@ int main(void) {
     }
     SW_CHECK_OK(st);
     backend *ex = make_cuda(true, false, 0), *per_op = make_cuda(false, true, 0), *cpu = NULL;
-    backend_params exact_cpu = {.cpu = {.pool = bt_pool, .max_attn_keys = BT_MAX_KEYS,
-                                        .max_row_elems = 4096},
+    backend_params exact_cpu = {.pool = bt_pool,
+                                .sizes = {.max_attn_keys = BT_MAX_KEYS, .max_row_elems = 4096},
                                 .exact_dots = true};
     SW_CHECK_OK(backend_create("cpu", &exact_cpu, &cpu));
     setenv("SPILLWAY_CUDA_GEMM", "tf32", 1);

@@ -28,19 +28,19 @@
 static void check_devices(const sw_device_report *r) {
     SW_CHECK(r->n_devices >= 1 && r->n_devices <= SW_MAX_DEVICES, "n_devices %zu",
              r->n_devices);
-    SW_CHECK(r->driver_version > 0, "driver_version %d with a device", r->driver_version);
+    SW_CHECK(r->driver_version[0] != '\0', "no driver_version with a device");
     SW_CHECK(r->message[0] == '\0', "message set on success: %s", r->message);
     for (size_t i = 0; i < r->n_devices; i++) {
         const sw_device_info *d = &r->devices[i];
-        printf("  cuda:%d %s total %llu free %llu cc %d.%d SMs %d\n", d->index, d->name,
-               (unsigned long long)d->total_bytes, (unsigned long long)d->free_bytes,
-               d->cc_major, d->cc_minor, d->n_multiprocessors);
+        printf("  %s:%d %s total %llu free %llu cc %d.%d SMs %d\n", r->backend, d->index,
+               d->name, (unsigned long long)d->total_bytes, (unsigned long long)d->free_bytes,
+               d->arch_major, d->arch_minor, d->n_compute_units);
         SW_CHECK(d->index == (int)i, "device %zu has index %d", i, d->index);
         SW_CHECK(d->name[0] != '\0', "device %zu has no name", i);
         SW_CHECK(d->total_bytes > 0, "device %zu total_bytes 0", i);
         SW_CHECK(d->free_bytes <= d->total_bytes, "device %zu free > total", i);
-        SW_CHECK(d->cc_major >= 5, "device %zu cc %d.%d", i, d->cc_major, d->cc_minor);
-        SW_CHECK(d->n_multiprocessors > 0, "device %zu has no SMs", i);
+        SW_CHECK(d->arch_major >= 5, "device %zu cc %d.%d", i, d->arch_major, d->arch_minor);
+        SW_CHECK(d->n_compute_units > 0, "device %zu has no SMs", i);
     }
 }
 
@@ -58,7 +58,7 @@ static void check_no_device(const sw_device_report *r, sw_status st, int hide_al
     if (hide_all)
         SW_CHECK(strstr(r->message, "CUDA_VISIBLE_DEVICES=''") != NULL,
                  "message does not name CUDA_VISIBLE_DEVICES: %s", r->message);
-    else if (r->driver_version == 0) /* no driver, or the toolkit's stub */
+    else if (r->driver_version[0] == '\0') /* no driver, or the toolkit's stub */
         SW_CHECK(strstr(r->message, "NVIDIA driver") != NULL, "message: %s", r->message);
 }
 
@@ -73,17 +73,18 @@ int main(int argc, char **argv) {
     SW_CHECK(sw_devices_query(NULL) == SW_ERR_ARG, "NULL report accepted");
 
     st = sw_devices_query(&r);
-    printf("status %s, cuda_compiled %d, runtime %d, driver %d, devices %zu\n",
-           sw_status_name(st), r.cuda_compiled, r.runtime_version, r.driver_version,
-           r.n_devices);
+    printf("status %s, backend '%s', runtime '%s', driver '%s', devices %zu\n",
+           sw_status_name(st), r.backend, r.runtime_version, r.driver_version, r.n_devices);
     if (st != SW_OK)
         printf("message: %s\n", r.message);
 
-    SW_CHECK(r.cuda_compiled == SW_TEST_EXPECT_CUDA, "cuda_compiled %d", r.cuda_compiled);
-    if (SW_TEST_EXPECT_CUDA)
-        SW_CHECK(r.runtime_version >= 11000, "runtime_version %d", r.runtime_version);
+    SW_CHECK((strcmp(r.backend, "cuda") == 0) == SW_TEST_EXPECT_CUDA, "backend '%s'",
+             r.backend);
+    if (SW_TEST_EXPECT_CUDA) /* "11.0" or later */
+        SW_CHECK(atoi(r.runtime_version) >= 11, "runtime_version '%s'", r.runtime_version);
     else
-        SW_CHECK(r.runtime_version == 0 && r.driver_version == 0, "versions without CUDA");
+        SW_CHECK(r.runtime_version[0] == '\0' && r.driver_version[0] == '\0',
+                 "versions without CUDA");
 
     if (st == SW_OK && !hide_all)
         check_devices(&r);

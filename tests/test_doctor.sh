@@ -6,9 +6,10 @@
 # Runs with a private XDG_CACHE_HOME (so no model is found and the disk is
 # measured with a temp file) and checks: exit 0 even without a device; the
 # JSON parses and holds positive rates; the cache file is one flat object
-# with the planner's numeric keys and no temp files are left behind; with
-# no device the report says "no CUDA device visible" and never "out of
-# memory"; an unwritable cache folder fails with a message naming it.
+# with the planner's numeric keys, which a plan then uses, and no temp files
+# are left behind; with no device the report says "no CUDA device visible"
+# and never "out of memory"; an unwritable cache folder fails with a
+# message naming it.
 set -u
 
 BIN=${1:?usage: test_doctor.sh path/to/spillway [python3]}
@@ -75,6 +76,19 @@ elif dev["status"] == "ok":
 for b in bad:
     print(b, file=sys.stderr)
 sys.exit(1 if bad else 0)
+PYEOF
+
+# The planner reads the cache doctor wrote (sw_doctor_load under plan_rates_load_cache).
+"$BIN" plan -m gemma3-270m --backend cpu --json >"$TMP/plan.json" 2>"$TMP/err.txt"
+check "plan after doctor: exit 0 ($(cat "$TMP/err.txt"))" [ "$?" -eq 0 ]
+check "plan after doctor uses the cached rates" "$PY" - "$TMP/plan.json" \
+    "$XDG_CACHE_HOME/spillway/doctor.json" <<'PYEOF'
+import json, sys
+rates = json.load(open(sys.argv[1]))["rates"]
+cache = json.load(open(sys.argv[2]))
+ok = rates["measured"] is True and rates["host_mem_Bps"] == cache["host_mem_Bps"] and \
+    rates["host_decode_Bps"]["Q4_K"] == cache["host_decode_q4_k_Bps"]
+sys.exit(0 if ok else 1)
 PYEOF
 
 leftovers=$(find "$XDG_CACHE_HOME/spillway" -name '.*' -type f | wc -l)

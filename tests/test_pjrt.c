@@ -86,7 +86,7 @@ static void compare_plans(const sw_model *m, const golden_file *g, const char *w
         if (v->experts && (cpu == NULL || cpu->config.n_expert == 0))
             continue;
         sw_plan_options o = options("pjrt", v->place, v->device_mem, weights);
-        engine_hooks hooks = {.sim_per_op = v->per_op};
+        engine_hooks hooks = {.backend = {.per_op = v->per_op}};
         sw_engine *e = NULL;
         SW_CHECK_OK(runtime_launch(m, &o, NULL, &hooks, &e));
         if (e == NULL)
@@ -144,8 +144,7 @@ int main(int argc, char **argv) {
     if (pj == NULL)
         goto done;
     /* The cpu reference on the weights the PJRT plan computes with. */
-    const char *weights = plan_of(sw_engine_plan(pj))->model.convert_type[0] ? "bf16-dequant"
-                                                                               : NULL;
+    const char *weights = plan_convert_flag(plan_of(sw_engine_plan(pj))->model.convert);
     sw_plan_options co = options("cpu", NULL, 0, weights);
     SW_CHECK_OK(sw_engine_launch(m, &co, NULL, &cpu));
     printf("%s on pjrt (weights %s):\n", argv[2], weights ? weights : "as stored");

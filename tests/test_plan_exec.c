@@ -141,7 +141,7 @@ static void fault_injection(const sw_model *m, uint32_t n_vocab, const run_resul
     int replans = 0, ooms = 0;
     for (uint64_t k = 1; k <= 64; k++) {
         sw_plan_options o = sim_opts(budget);
-        engine_hooks hooks = {.sim_fail_alloc_at = k};
+        engine_hooks hooks = {.backend = {.fail_alloc_at = k}};
         run_result r = run_with(m, &o, n_vocab, &hooks);
         if (r.st == SW_OK && r.n_replans == 0) { /* k beyond the allocations made */
             free(r.logits);

@@ -134,7 +134,7 @@ static void test_plans(const sw_model *m, const char *label, const float *ref, u
         char place[256];
         sw_plan_options o = options(v->backend, shared_place(m, v->place, place, sizeof place),
                                     1, n_batch);
-        engine_hooks hooks = {.sim_per_op = v->per_op};
+        engine_hooks hooks = {.backend = {.per_op = v->per_op}};
         float *got = run(m, &o, &hooks, V);
         SW_CHECK(got != NULL && !memcmp(got, ref, (size_t)N_STEPS * V * sizeof(float)),
                  "%s, %s: logits differ from the cpu backend's", label, v->name);

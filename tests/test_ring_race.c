@@ -4,7 +4,10 @@
  * the host), on the tiny Gemma 3 model (7 layers streamed through 2 slots):
  *   - the ring logic this engine replaced (refill a slot as soon as the ops
  *     reading it are queued) is caught by the sim's race check: the forward
- *     fails with SW_ERR_DEVICE naming the ring slot that was overwritten;
+ *     fails with SW_ERR_DEVICE naming the ring slot that was overwritten.
+ *     The test rebuilds that logic from outside, with no knob in the ring:
+ *     it has the device ignore copy-queue waits, and the ring's refills
+ *     (ring.c's ring_fill) are the only copy-queue waits the engine queues;
  *   - the ring as built (refill behind an event recorded after the slot's
  *     last reader) passes, bit-identical to the cpu backend, with the block
  *     entry and per op;
@@ -53,14 +56,34 @@ static sw_status generate(sw_engine *e, uint32_t V, float *out) {
     return st;
 }
 
-static sw_status run(const sw_model *m, const char *be, const engine_hooks *hooks, uint32_t V,
-                     float *out, char *msg, size_t cap) {
+/* The device as the old ring saw it: its copy queue never waits, so a
+ * refill lands while the ops that read the slot may still be queued. */
+static const backend_vtable *real_vtable;
+static backend_vtable no_copy_waits;
+
+static sw_status queue_wait_but_copies(backend *b, backend_queue q, backend_event *ev) {
+    return q == BQ_COPY ? SW_OK : real_vtable->queue_wait(b, q, ev);
+}
+
+static void drop_copy_waits(backend *d) {
+    real_vtable = d->vt;
+    no_copy_waits = *d->vt;
+    no_copy_waits.queue_wait = queue_wait_but_copies;
+    d->vt = &no_copy_waits;
+}
+
+/* Runs generate() on an engine planned for backend `be`; with
+ * unsafe_reuse, its device drops copy-queue waits (the old ring). */
+static sw_status run(const sw_model *m, const char *be, const engine_hooks *hooks,
+                     bool unsafe_reuse, uint32_t V, float *out, char *msg, size_t cap) {
     sw_plan_options o = options(be);
     sw_engine *e = NULL;
     sw_status st = runtime_launch(m, &o, NULL, hooks, &e);
     if (st == SW_OK) {
         SW_CHECK(!strcmp(be, "cpu") || e->ring.n_streamed == e->config.n_layer,
                  "expected every layer streamed");
+        if (unsafe_reuse && e->device != NULL)
+            drop_copy_waits(e->device);
         st = generate(e, V, out);
     }
     snprintf(msg, cap, "%s", st == SW_OK ? "" : sw_last_error());
@@ -70,14 +93,14 @@ static sw_status run(const sw_model *m, const char *be, const engine_hooks *hook
 
 static void test_race(const sw_model *m, uint32_t V, const float *ref, float *got) {
     char msg[512];
-    engine_hooks old = {.sim_op_delay_s = 0.005, .ring_unsafe_reuse = true};
-    sw_status st = run(m, "sim", &old, V, got, msg, sizeof msg);
+    engine_hooks slow = {.backend = {.op_delay_s = 0.005}};
+    sw_status st = run(m, "sim", &slow, true, V, got, msg, sizeof msg);
     SW_CHECK(st == SW_ERR_DEVICE && strstr(msg, "ring slot") && strstr(msg, "overwritten"),
              "the old ring logic was not caught (%s): %s", sw_status_name(st), msg);
     printf("old ring logic: %s: %s\n", sw_status_name(st), msg);
     for (int per_op = 0; per_op < 2; per_op++) {
-        engine_hooks now = {.sim_op_delay_s = 0.005, .sim_per_op = per_op != 0};
-        st = run(m, "sim", &now, V, got, msg, sizeof msg);
+        engine_hooks now = {.backend = {.op_delay_s = 0.005, .per_op = per_op != 0}};
+        st = run(m, "sim", &now, false, V, got, msg, sizeof msg);
         SW_CHECK(st == SW_OK, "the ring (%s) failed the race check: %s",
                  per_op ? "per op" : "block entry", msg);
         size_t bytes = (size_t)(N_PROMPT + N_DECODE) * V * sizeof(float);
@@ -94,7 +117,7 @@ static void test_failed_pass(const sw_model *m, uint32_t V, const float *ref, fl
     const size_t bytes = (size_t)N_PROMPT * V * sizeof(float);
     int recovered = 0;
     for (uint64_t k = 2; k <= 9; k++) {
-        engine_hooks h = {.sim_fail_op_at = k};
+        engine_hooks h = {.backend = {.fail_op_at = k}};
         sw_engine *e = NULL;
         sw_session *s = NULL;
         SW_CHECK_OK(runtime_launch(m, &o, NULL, &h, &e));
@@ -127,7 +150,7 @@ int main(void) {
     float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
     char msg[512];
     if (ref != NULL && got != NULL) {
-        SW_CHECK_OK(run(m, "cpu", NULL, V, ref, msg, sizeof msg));
+        SW_CHECK_OK(run(m, "cpu", NULL, false, V, ref, msg, sizeof msg));
         test_race(m, V, ref, got);
         test_failed_pass(m, V, ref, got);
     }

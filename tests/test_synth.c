@@ -263,7 +263,7 @@ static void test_py_float(void) {
     };
     char buf[40];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        synth_py_float(cases[i].v, buf, sizeof buf);
+        jw_py_float(cases[i].v, buf, sizeof buf);
         SW_CHECK(!strcmp(buf, cases[i].want), "repr(%g) = %s, want %s", cases[i].v, buf,
                  cases[i].want);
     }

@@ -32,7 +32,7 @@ LEVELS = {
     "cli": 7,
 }
 PUBLIC = {"spillway.h"}  # include/: anyone may include it
-EXTENSIONS = (".c", ".h", ".cu", ".cuh")
+EXTENSIONS = (".c", ".h", ".inc", ".cu", ".cuh")  # .inc: bodies included per ISA
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 

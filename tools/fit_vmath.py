@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the polynomial coefficients of src/backend/cpu/vmath_consts.h.
+"""Fit the polynomial coefficients of src/backend/vmath_consts.h.
 
 cpu_tanhf (src/backend/cpu/vmath.c) evaluates tanh in two ranges:
   |y| < 0.625   tanh(y) = y + y*(u*P(u)), u = y^2, P of degree 5

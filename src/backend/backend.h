@@ -1,7 +1,7 @@
 /*
  * backend.h — the one small interface every compute backend implements
- * (cpu and sim today; cuda and pjrt next): memory it owns, two queues, and
- * the handful of ops Gemma needs, described as data.
+ * (cpu, sim, pjrt, cuda): memory it owns, two queues, and the handful of
+ * ops Gemma needs, described as data.
  *
  * Model of a device (the CUDA/PJRT one; the cpu backend is its degenerate
  * case where every call has finished when it returns):
@@ -183,13 +183,54 @@ typedef struct bop {
     } u;
 } bop;
 
-/* Calls fn for every memory operand of op with the bytes it spans and
- * whether the op writes it; stops at the first non-OK status and returns
- * it. For a weight operand, `weight` is its tensor (else NULL). Used by
- * backends to check bounds, translate addresses and track readers. */
-typedef sw_status (*bop_mem_fn)(void *user, bmem *m, uint64_t bytes, bool writes,
-                                const btensor *weight);
-sw_status bop_for_each_mem(bop *op, bop_mem_fn fn, void *user);
+/* ---- operands: the one description of what an op reads and writes --------
+ * bop_for_each_mem (here) and block_for_each_mem (block.h) say, for every
+ * place in memory an op or a block touches, how many bytes it spans and
+ * how the call uses it. Backends derive everything operand-shaped from
+ * them: bounds checks (cuda, sim), address translation and reader tracking
+ * (sim), program signatures (pjrt). A new op field is one edit there. */
+typedef enum mem_access {
+    MEM_READ = 1,     /* the value on entry is read */
+    MEM_WRITE = 2,    /* the call writes it */
+    MEM_UPDATE = 3    /* both: read, then written (in place) */
+} mem_access;
+
+/* How a block operand's rows follow the batch's tokens: what padding a
+ * batch to a larger size appends to it (zeros, position -1, sequence 0). */
+typedef enum mem_rows {
+    MEM_ROWS_NONE = 0, MEM_ROWS_F32, MEM_ROWS_POS, MEM_ROWS_SEQ
+} mem_rows;
+
+typedef struct mem_operand {
+    bmem *m;               /* inside the op or block_args walked: fn may re-point it */
+    uint64_t bytes;        /* the bytes the call spans from *m */
+    mem_access access;
+    bool result;           /* its value after the call is a result (else, when
+                            * written, it is scratch: undefined afterwards) */
+    bool kv;               /* a KV cache half */
+    mem_rows rows;         /* blocks only */
+    const btensor *weight; /* a weight operand: its tensor; else NULL */
+    int what;              /* blocks: which operand (block.h's block_operand) */
+} mem_operand;
+
+/* Called once per operand, in a fixed order per op (the order of PJRT's
+ * program arguments: inputs as the op reads them, then results); stopping
+ * at the first non-OK status, which the walker returns. */
+typedef sw_status (*mem_operand_fn)(void *user, const mem_operand *o);
+sw_status bop_for_each_mem(bop *op, mem_operand_fn fn, void *user);
+
+/* The bytes of one half (keys or values) of a KV cache, every sequence. */
+uint64_t bkv_half_bytes(const bkv *c);
+
+/* Submits the op literal to b's compute queue, returning the status from
+ * the calling function on failure (block.c's and ends.c's steps). */
+#define BOP_SUBMIT(b, ...)                                                 \
+    do {                                                                   \
+        bop op_ = __VA_ARGS__;                                             \
+        sw_status st_ = (b)->vt->submit((b), &op_);                        \
+        if (st_ != SW_OK)                                                  \
+            return st_;                                                    \
+    } while (0)
 
 /* Short name of an op kind ("matmul"). */
 const char *bop_name(bop_kind kind);

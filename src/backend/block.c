@@ -11,27 +11,19 @@
 
 #include "util/error.h"
 
-/* Submits op, returning from the caller on failure. */
-#define SUBMIT(b, ...)                                                     \
-    do {                                                                   \
-        bop op_ = __VA_ARGS__;                                             \
-        sw_status st_ = (b)->vt->submit((b), &op_);                        \
-        if (st_ != SW_OK)                                                  \
-            return st_;                                                    \
-    } while (0)
-
 static sw_status norm(backend *b, bmem x, const btensor *w, bmem y, uint32_t n,
                       uint32_t rows, float eps) {
-    SUBMIT(b, (bop){.kind = BOP_RMSNORM,
-                    .u.rmsnorm = {.x = x, .w = *w, .y = y, .n = n, .n_rows = rows, .eps = eps}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_RMSNORM,
+                        .u.rmsnorm = {.x = x, .w = *w, .y = y, .n = n, .n_rows = rows,
+                                      .eps = eps}});
     return SW_OK;
 }
 
 static sw_status matmul_as(backend *b, const btensor *w, bmem x, bmem y, uint32_t n,
                            bool fine, bool x_again) {
-    SUBMIT(b, (bop){.kind = BOP_MATMUL,
-                    .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n, .fine = fine,
-                                 .x_again = x_again}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_MATMUL,
+                        .u.matmul = {.w = *w, .x = x, .y = y, .n_tokens = n, .fine = fine,
+                                     .x_again = x_again}});
     return SW_OK;
 }
 
@@ -46,16 +38,16 @@ static sw_status matmul_again(backend *b, const btensor *w, bmem x, bmem y, uint
 }
 
 static sw_status rope(backend *b, const block_args *a, bmem x, uint32_t n_heads) {
-    SUBMIT(b, (bop){.kind = BOP_ROPE,
-                    .u.rope = {.x = x, .pos = a->act.pos, .n_tokens = a->n_tokens,
-                               .n_heads = n_heads, .head_dim = a->shape->head_dim,
-                               .base = a->rope_base, .freq_scale = a->rope_scale,
-                               .n_pairs = a->shape->rope_pairs}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_ROPE,
+                        .u.rope = {.x = x, .pos = a->act.pos, .n_tokens = a->n_tokens,
+                                   .n_heads = n_heads, .head_dim = a->shape->head_dim,
+                                   .base = a->rope_base, .freq_scale = a->rope_scale,
+                                   .n_pairs = a->shape->rope_pairs}});
     return SW_OK;
 }
 
 static sw_status scale(backend *b, bmem x, uint64_t n, float s) {
-    SUBMIT(b, (bop){.kind = BOP_SCALE, .u.scale = {.x = x, .s = s, .n = n}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_SCALE, .u.scale = {.x = x, .s = s, .n = n}});
     return SW_OK;
 }
 
@@ -79,7 +71,7 @@ static sw_status keys_values(backend *b, const block_args *a) {
 }
 
 static sw_status add(backend *b, bmem x, bmem y, uint64_t n) {
-    SUBMIT(b, (bop){.kind = BOP_ADD, .u.add = {.x = x, .y = y, .n = n}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_ADD, .u.add = {.x = x, .y = y, .n = n}});
     return SW_OK;
 }
 
@@ -104,14 +96,14 @@ static sw_status attention_half(backend *b, const block_args *a) {
     if (s->query_scale != 1.0f) /* Gemma 4 normalizes q instead */
         SW_TRY(scale(b, t->q, (uint64_t)n * s->n_head * hd, s->query_scale));
     if (!s->kv_shared)
-        SUBMIT(b, (bop){.kind = BOP_KV_APPEND,
-                        .u.kv_append = {.k = t->k, .v = t->v, .pos = t->pos, .seq = t->seq,
-                                        .cache = a->kv, .n_tokens = n}});
-    SUBMIT(b, (bop){.kind = BOP_ATTENTION,
-                    .u.attention = {.q = t->q, .out = t->att, .pos = t->pos, .seq = t->seq,
-                                    .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
-                                    .n_head_kv = s->n_head_kv, .head_dim = hd,
-                                    .window = a->window, .softcap = s->attn_softcap}});
+        BOP_SUBMIT(b, (bop){.kind = BOP_KV_APPEND,
+                            .u.kv_append = {.k = t->k, .v = t->v, .pos = t->pos, .seq = t->seq,
+                                            .cache = a->kv, .n_tokens = n}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_ATTENTION,
+                        .u.attention = {.q = t->q, .out = t->att, .pos = t->pos, .seq = t->seq,
+                                        .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
+                                        .n_head_kv = s->n_head_kv, .head_dim = hd,
+                                        .window = a->window, .softcap = s->attn_softcap}});
     SW_TRY(matmul(b, &w[BW_O], t->att, t->h, n));
     if (s->post_norms)
         SW_TRY(norm(b, t->h, &w[BW_POST_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
@@ -129,17 +121,17 @@ static sw_status experts(backend *b, const block_args *a) {
     SW_TRY(norm(b, t->x, &w[BW_ROUTER_SCALE], t->moe_r, s->n_embd, n, s->norm_eps));
     SW_TRY(scale(b, t->moe_r, (uint64_t)n * s->n_embd, (float)pow(s->n_embd, -0.5)));
     SW_TRY(matmul(b, &w[BW_ROUTER], t->moe_r, t->moe_scores, n));
-    SUBMIT(b, (bop){.kind = BOP_MOE_ROUTE,
-                    .u.moe_route = {.scores = t->moe_scores, .ids = t->moe_ids,
-                                    .weights = t->moe_w, .expert_scale = w[BW_EXPERT_SCALE],
-                                    .n_tokens = n, .n_expert = s->n_expert, .k = k}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_MOE_ROUTE,
+                        .u.moe_route = {.scores = t->moe_scores, .ids = t->moe_ids,
+                                        .weights = t->moe_w, .expert_scale = w[BW_EXPERT_SCALE],
+                                        .n_tokens = n, .n_expert = s->n_expert, .k = k}});
     SW_TRY(norm(b, t->x, &w[BW_FFN_NORM_2], t->moe_x, s->n_embd, n, s->norm_eps));
-    SUBMIT(b, (bop){.kind = BOP_MOE_EXPERTS,
-                    .u.moe_experts = {.gate_up = w[BW_GATE_UP_EXPS], .down = w[BW_DOWN_EXPS],
-                                      .x = t->moe_x, .ids = t->moe_ids, .weights = t->moe_w,
-                                      .out = t->moe_out, .xg = t->moe_r, .gu = t->moe_gu,
-                                      .yd = t->moe_yd, .n_tokens = n,
-                                      .n_expert = s->n_expert, .k = k}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_MOE_EXPERTS,
+                        .u.moe_experts = {.gate_up = w[BW_GATE_UP_EXPS], .down = w[BW_DOWN_EXPS],
+                                          .x = t->moe_x, .ids = t->moe_ids, .weights = t->moe_w,
+                                          .out = t->moe_out, .xg = t->moe_r, .gu = t->moe_gu,
+                                          .yd = t->moe_yd, .n_tokens = n,
+                                          .n_expert = s->n_expert, .k = k}});
     return norm(b, t->moe_out, &w[BW_POST_FFW_NORM_2], t->moe_out, s->n_embd, n, s->norm_eps);
 }
 
@@ -154,9 +146,9 @@ static sw_status ffn_dense(backend *b, const block_args *a) {
     SW_TRY(norm(b, t->x, &w[BW_FFN_NORM], t->h, s->n_embd, n, s->norm_eps));
     SW_TRY(matmul(b, &w[BW_GATE], t->h, t->gate, n));
     SW_TRY(matmul_again(b, &w[BW_UP], t->h, t->up, n));
-    SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->up,
-                                                   .out = t->gate,
-                                                   .n = (uint64_t)n * s->n_ff}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->up,
+                                                       .out = t->gate,
+                                                       .n = (uint64_t)n * s->n_ff}});
     /* The GeGLU product spans orders of magnitude within a row. */
     SW_TRY(matmul_as(b, &w[BW_DOWN], t->gate, t->h, n, true, false));
     if (s->n_expert)
@@ -188,9 +180,9 @@ static sw_status ple_part(backend *b, const block_args *a) {
     const btensor *w = a->w;
     const uint32_t n = a->n_tokens;
     SW_TRY(matmul(b, &w[BW_PLE_GATE], t->x, t->gate, n));
-    SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->ple,
-                                                   .out = t->gate,
-                                                   .n = (uint64_t)n * s->n_pl}});
+    BOP_SUBMIT(b, (bop){.kind = BOP_GEGLU, .u.geglu = {.gate = t->gate, .up = t->ple,
+                                                       .out = t->gate,
+                                                       .n = (uint64_t)n * s->n_pl}});
     SW_TRY(matmul(b, &w[BW_PLE_PROJ], t->gate, t->h, n));
     SW_TRY(norm(b, t->h, &w[BW_PLE_NORM], t->h, s->n_embd, n, s->norm_eps));
     return add(b, t->x, t->h, (uint64_t)n * s->n_embd);

@@ -28,38 +28,7 @@
 #define SW_BACKEND_BLOCK_H
 
 #include "backend/backend.h"
-
-/* A block's weights by role, in the order layers are packed and loaded:
- * the experts last, so a layer without them is a prefix of its buffer. */
-typedef enum block_weight {
-    BW_ATTN_NORM,        /* (n_embd) f32 */
-    BW_Q,                /* (n_head*hd rows, n_embd) */
-    BW_K,                /* (n_head_kv*hd, n_embd) */
-    BW_V,                /* (n_head_kv*hd, n_embd) */
-    BW_O,                /* (n_embd, n_head*hd) */
-    BW_Q_NORM,           /* (hd) f32, when qk_norm */
-    BW_K_NORM,           /* (hd) f32, when qk_norm */
-    BW_POST_ATTN_NORM,   /* (n_embd) f32, when post_norms */
-    BW_FFN_NORM,         /* (n_embd) f32 */
-    BW_GATE,             /* (n_ff, n_embd) */
-    BW_UP,               /* (n_ff, n_embd) */
-    BW_DOWN,             /* (n_embd, n_ff) */
-    BW_POST_FFW_NORM,    /* (n_embd) f32, when post_norms */
-    /* Gemma 4 (model/config.h's fields say when) */
-    BW_LAYER_SCALE,      /* (1) f32: the layer's output multiplier, when layer_scale */
-    BW_PLE_GATE,         /* (n_pl rows, n_embd): per-layer input gate, when PLE */
-    BW_PLE_PROJ,         /* (n_embd, n_pl) */
-    BW_PLE_NORM,         /* (n_embd) f32 */
-    BW_FFN_NORM_2,       /* (n_embd) f32: the experts' input norm, when experts */
-    BW_POST_FFW_NORM_1,  /* (n_embd) f32: after the dense MLP */
-    BW_POST_FFW_NORM_2,  /* (n_embd) f32: after the experts */
-    BW_ROUTER,           /* (n_expert, n_embd) */
-    BW_ROUTER_SCALE,     /* (n_embd) f32 */
-    BW_EXPERT_SCALE,     /* (n_expert) f32: each expert's output multiplier */
-    BW_GATE_UP_EXPS,     /* (n_expert, 2 * n_ff_exp, n_embd): gate rows then up rows */
-    BW_DOWN_EXPS,        /* (n_expert, n_embd, n_ff_exp) */
-    BW_COUNT
-} block_weight;
+#include "backend/block_weight.h"
 
 /* One block's shape and quirks (Gemma 1-3: the same for every block;
  * Gemma 4's differ by attention type and KV sharing). */
@@ -109,6 +78,29 @@ typedef struct block_args {
     uint32_t n_tokens;
     block_phase phase;
 } block_args;
+
+/* Every operand of a block (a->phase of it), as bop_for_each_mem gives an
+ * op's: the one description of the memory a block reads and writes, which
+ * block_run_ops' ops touch exactly (test_block_operands checks it). Each
+ * operand's `what` says which it is; the order is fixed and is that of a
+ * block program's arguments: the residual x; the dense MLP's output h and
+ * the experts' output (from outside: BLOCK_FROM_EXPERTS; h is a result of
+ * BLOCK_TO_EXPERTS); the per-layer input; the weights by role; the caches;
+ * positions and sequences; then the block's scratch. */
+typedef enum block_operand {
+    BO_X, BO_H, BO_MOE_OUT, BO_PLE,
+    BO_KV_K, BO_KV_V, BO_POS, BO_SEQ,
+    BO_Q, BO_ATT, BO_K, BO_V, BO_GATE, BO_UP,
+    BO_MOE_R, BO_MOE_SCORES, BO_MOE_IDS, BO_MOE_W, BO_MOE_X, BO_MOE_GU, BO_MOE_YD,
+    BO_WEIGHT,                  /* + role: weight `role` */
+    BO_COUNT = BO_WEIGHT + BW_COUNT
+} block_operand;
+
+sw_status block_for_each_mem(block_args *a, mem_operand_fn fn, void *user);
+
+/* Whether the block (a->phase of it) reads weight `role`: the flags and
+ * phase that decide it, and a present tensor (n_bytes != 0). */
+bool block_reads_weight(const block_args *a, block_weight role);
 
 /* The block (a->phase of it) as a sequence of submits on b's compute
  * queue. */

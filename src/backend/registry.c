@@ -45,16 +45,18 @@ typedef struct backend_entry {
 #endif
 
 static const backend_entry entries[] = {
-    {{"cpu", false, false, false, true, NULL, false, false}, backend_cpu_create},
-    {{"sim", true, true, false, true, NULL, false, false}, backend_sim_create},
-    {{"cuda", true, false, true, CUDA_RUNS,
-      "this build has no CUDA backend: nvcc was not found when it was configured; install "
-      "the CUDA toolkit and build again (cmake -B build -DSPILLWAY_CUDA=ON), or rehearse the "
-      "card's budget with --backend sim --device-mem SIZE", false, false}, CUDA_CREATE},
-    {{"pjrt", true, false, false, PJRT_RUNS,
-      "this build has no PJRT backend: CMake did not find pjrt_c_api.h; run 'spillway "
-      "fetch pjrt-cpu' (it installs the header package too) and build again", true, true},
-     PJRT_CREATE},
+    {{.name = "cpu", .has_device = false, .budget = BACKEND_BUDGET_NONE, .runs = true},
+     backend_cpu_create},
+    {{.name = "sim", .has_device = true, .budget = BACKEND_BUDGET_GIVEN, .runs = true},
+     backend_sim_create},
+    {{.name = "cuda", .has_device = true, .budget = BACKEND_BUDGET_DEVICES, .runs = CUDA_RUNS,
+      .why_not = "this build has no CUDA backend: nvcc was not found when it was configured; "
+      "install the CUDA toolkit and build again (cmake -B build -DSPILLWAY_CUDA=ON), or "
+      "rehearse the card's budget with --backend sim --device-mem SIZE"}, CUDA_CREATE},
+    {{.name = "pjrt", .has_device = true, .budget = BACKEND_BUDGET_PLUGIN, .runs = PJRT_RUNS,
+      .why_not = "this build has no PJRT backend: CMake did not find pjrt_c_api.h; run "
+      "'spillway fetch pjrt-cpu' (it installs the header package too) and build again",
+      .float_weights = true}, PJRT_CREATE},
 };
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 
@@ -78,7 +80,7 @@ sw_status backend_device_budget(const char *name, uint64_t *free_bytes, char *de
                                 size_t cap) {
     const backend_entry *e = find(name);
     *free_bytes = 0;
-    if (e == NULL || !e->info.budget_from_plugin)
+    if (e == NULL || e->info.budget != BACKEND_BUDGET_PLUGIN)
         return sw_errorf(SW_ERR_ARG, "backend '%s' has no plugin to ask", name ? name : "?");
     if (!e->info.runs)
         return sw_errorf(SW_ERR_UNSUPPORTED, "%s", e->info.why_not);
@@ -98,7 +100,7 @@ sw_status backend_plugin_doctor(const char *name, backend_plugin_report *out) {
     memset(out, 0, sizeof *out);
     out->accelerator = "device";
     out->problem = BACKEND_PLUGIN_FAILED;
-    if (e == NULL || !e->info.budget_from_plugin) {
+    if (e == NULL || e->info.budget != BACKEND_BUDGET_PLUGIN) {
         out->status = sw_errorf(SW_ERR_ARG, "backend '%s' has no plugin to check (only pjrt "
                                 "has)", name ? name : "(null)");
     } else {
@@ -142,7 +144,7 @@ sw_status backend_create(const char *name, const backend_params *p, backend **ou
         return sw_errorf(SW_ERR_UNSUPPORTED, "%s", e->info.why_not);
     if (p == NULL || out == NULL)
         return sw_errorf(SW_ERR_ARG, "backend_create: NULL argument");
-    if (e->info.capacity_is_budget && p->capacity_bytes == 0)
+    if (e->info.budget == BACKEND_BUDGET_GIVEN && p->capacity_bytes == 0)
         return sw_errorf(SW_ERR_ARG, "the simulated device needs a capacity: pass "
                          "--device-mem SIZE (e.g. 512M)");
     return e->create(p, out);
@@ -159,7 +161,7 @@ sw_status sw_devices_query(sw_device_report *report) {
         return sw_errorf(SW_ERR_ARG, "sw_devices_query: report is NULL");
     memset(report, 0, sizeof *report);
 #ifdef SW_HAVE_CUDA
-    report->cuda_compiled = 1;
+    snprintf(report->backend, sizeof report->backend, "cuda");
     st = cuda_devices_query(report);
 #else
     st = sw_errorf(SW_ERR_NO_DEVICE,

@@ -14,15 +14,29 @@
 #include "backend/backend_params.h"
 #include "spillway.h"
 
+/* Where a backend's device budget (the bytes the planner may place layers
+ * in) comes from. The planner reads the machine accordingly (plan/api.c). */
+typedef enum backend_budget_source {
+    BACKEND_BUDGET_NONE,    /* no device memory: everything stays on the host */
+    BACKEND_BUDGET_GIVEN,   /* a rehearsal: --device-mem is the whole device memory
+                             * (required, a size, not a share), --host-mem is taken
+                             * as given and the rates are the host's */
+    BACKEND_BUDGET_DEVICES, /* sw_devices_query()'s first device: its free memory,
+                             * capped by --device-mem (a size or a share) */
+    BACKEND_BUDGET_PLUGIN,  /* the runtime plugin's reported free memory, capped by
+                             * --device-mem; --device-mem alone when it reports none.
+                             * Such a backend also has a plugin check
+                             * (plugin_doctor.h). */
+} backend_budget_source;
+
 typedef struct backend_info {
     const char *name;          /* "cpu", "sim", "cuda", "pjrt" */
     bool has_device;           /* memory of its own that layers can be placed in */
-    bool capacity_is_budget;   /* sim: --device-mem is its whole memory */
-    bool queries_devices;      /* cuda: budget from sw_devices_query() */
+    backend_budget_source budget; /* where that memory's budget comes from */
     bool runs;                 /* this build can execute plans on it */
     const char *why_not;       /* when !runs: why, and what to do instead */
-    bool float_weights;        /* pjrt: computes in f32/f16/bf16 weights only */
-    bool budget_from_plugin;   /* pjrt: the plugin's memory limit, else --device-mem */
+    bool float_weights;        /* computes with float (F32/F16/BF16) weights only:
+                                * the planner has quantized ones dequantized to BF16 */
 } backend_info;
 
 /* Makes backend `name` ("cpu", "sim", "cuda", "pjrt"; those this build

@@ -136,7 +136,7 @@ static void free_stops(batch_job *j) {
     j->n_stop = 0;
 }
 
-static bool blank(const char *s, size_t n) {
+static bool line_is_blank(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
             return false;
@@ -159,7 +159,7 @@ static int read_jobs(batch_ctx *b, const char *path, size_t *n_bad) {
         size_t n = (size_t)len;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             n--;
-        if (blank(line, n))
+        if (line_is_blank(line, n))
             continue;
         batch_job *grown = realloc(b->jobs, (b->n_jobs + 1) * sizeof *grown);
         if (grown == NULL) {

@@ -78,8 +78,8 @@ static int write_ready(batch_ctx *b, sw_scheduler *q, size_t *n_done) {
     return CLI_EXIT_OK;
 }
 
-static void progress(const batch_ctx *b, const sw_scheduler_stats *t, size_t n_done,
-                     double t0) {
+static void batch_progress(const batch_ctx *b, const sw_scheduler_stats *t, size_t n_done,
+                           double t0) {
     double dt = sw_clock_s() - t0;
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "\rbatch: %zu/%zu done, %zu running, %llu tokens generated, "
@@ -102,7 +102,7 @@ static int run_loop(batch_ctx *b, sw_scheduler *q) {
         sw_scheduler_stats t;
         sw_scheduler_get_stats(q, &t);
         if (n_done != reported || isatty(STDERR_FILENO))
-            progress(b, &t, n_done, t_begin);
+            batch_progress(b, &t, n_done, t_begin);
         if (n_done != reported && !isatty(STDERR_FILENO))
             fprintf(stderr, "batch: %zu/%zu done\n", n_done, b->n_jobs);
         reported = n_done;

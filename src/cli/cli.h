@@ -14,7 +14,9 @@
 #include "spillway.h"
 
 /* Exit statuses: 0 success; otherwise one per failure class so scripts can
- * tell a bad file from a missing device. */
+ * tell a bad file from a missing device. A command a caught signal stopped
+ * (interrupt.h) exits CLI_EXIT_SIGNAL + the signal, as a shell reports a
+ * command the signal killed (130: Ctrl-C). README.md lists them. */
 enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_FAILURE = 1,     /* anything not listed below */
@@ -25,7 +27,9 @@ enum {
     CLI_EXIT_NO_DEVICE = 6,
     CLI_EXIT_OOM_DEVICE = 7,
     CLI_EXIT_OOM_HOST = 8,
-    CLI_EXIT_DEVICE = 9
+    CLI_EXIT_DEVICE = 9,
+    CLI_EXIT_CANCELLED = 10,  /* a generation cancelled before it ended */
+    CLI_EXIT_SIGNAL = 128     /* + the signal: interrupted */
 };
 
 int cmd_info(int argc, char **argv);
@@ -73,5 +77,10 @@ int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out)
 
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void json_put_string(FILE *out, const char *s);
+
+/* A device's fields as JSON keys, inside an object the caller opened,
+ * under the CUDA names scripts read (cc_major, n_multiprocessors). */
+struct jsonw;
+void cli_json_device_fields(struct jsonw *j, const sw_device_info *d);
 
 #endif

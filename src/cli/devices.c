@@ -9,38 +9,32 @@
  * goes to stdout too, and the exit status is CLI_EXIT_NO_DEVICE. Other
  * device errors go to stderr (exit CLI_EXIT_DEVICE).
  */
-#include <inttypes.h>
+#include <string.h>
 
 #include "cli/cli.h"
+#include "format/json_write.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* "13.0" for 13000; CUDA encodes versions as 1000*major + 10*minor. */
-static void version_text(int v, char *buf, size_t cap) {
-    snprintf(buf, cap, "%d.%d", v / 1000, v % 1000 / 10);
-}
-
 static void print_backends_text(const sw_device_report *r) {
-    char rt[16], drv[16];
-    if (!r->cuda_compiled) {
+    if (r->backend[0] == '\0') {
         printf("backends: cpu\n");
         return;
     }
-    version_text(r->runtime_version, rt, sizeof rt);
-    version_text(r->driver_version, drv, sizeof drv);
-    if (r->driver_version > 0)
-        printf("backends: cpu, cuda (runtime %s, driver %s)\n", rt, drv);
+    if (r->driver_version[0] != '\0')
+        printf("backends: cpu, %s (runtime %s, driver %s)\n", r->backend, r->runtime_version,
+               r->driver_version);
     else
-        printf("backends: cpu, cuda (runtime %s)\n", rt);
+        printf("backends: cpu, %s (runtime %s)\n", r->backend, r->runtime_version);
 }
 
 static int print_text(const sw_device_report *r, sw_status st) {
     print_backends_text(r);
     for (size_t i = 0; i < r->n_devices; i++) {
         const sw_device_info *d = &r->devices[i];
-        printf("cuda:%d  %s  %.1f GiB total, %.1f GiB free  cc %d.%d  %d SMs\n", d->index,
-               d->name, (double)d->total_bytes / GIB, (double)d->free_bytes / GIB,
-               d->cc_major, d->cc_minor, d->n_multiprocessors);
+        printf("%s:%d  %s  %.1f GiB total, %.1f GiB free  cc %d.%d  %d SMs\n", r->backend,
+               d->index, d->name, (double)d->total_bytes / GIB, (double)d->free_bytes / GIB,
+               d->arch_major, d->arch_minor, d->n_compute_units);
     }
     if (st == SW_OK)
         return CLI_EXIT_OK;
@@ -52,44 +46,41 @@ static int print_text(const sw_device_report *r, sw_status st) {
     return cli_exit_code(st);
 }
 
-/* Writes a CUDA version as a JSON string, or null when unknown (0). */
-static void json_put_version(int v) {
-    char buf[16];
-    if (v <= 0) {
-        fputs("null", stdout);
-        return;
-    }
-    version_text(v, buf, sizeof buf);
-    json_put_string(stdout, buf);
+/* "key": "s", or null when s is "" (a version not known). */
+static void json_key_text(jsonw *j, const char *key, const char *s) {
+    jw_key_str(j, key, s[0] ? s : NULL);
 }
 
-static void print_device_json(const sw_device_info *d) {
-    printf("{\"index\":%d,\"name\":", d->index);
-    json_put_string(stdout, d->name);
-    printf(",\"total_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64
-           ",\"cc_major\":%d,\"cc_minor\":%d,\"n_multiprocessors\":%d}",
-           d->total_bytes, d->free_bytes, d->cc_major, d->cc_minor, d->n_multiprocessors);
+/* The keys keep their CUDA names (cc_major, n_multiprocessors), which
+ * scripts read. */
+static void print_device_json(jsonw *j, const sw_device_info *d) {
+    jw_obj(j);
+    cli_json_device_fields(j, d);
+    jw_obj_end(j);
 }
 
 static int print_json(const sw_device_report *r, sw_status st) {
-    const char *status = st == SW_OK ? "ok" : st == SW_ERR_NO_DEVICE ? "no_device" : "error";
-    printf("{\"backends\":[\"cpu\"%s],\"cuda_compiled\":%s,\"runtime_version\":",
-           r->cuda_compiled ? ",\"cuda\"" : "", r->cuda_compiled ? "true" : "false");
-    json_put_version(r->runtime_version);
-    fputs(",\"driver_version\":", stdout);
-    json_put_version(r->driver_version);
-    fputs(",\"devices\":[", stdout);
-    for (size_t i = 0; i < r->n_devices; i++) {
-        if (i > 0)
-            fputc(',', stdout);
-        print_device_json(&r->devices[i]);
-    }
-    printf("],\"status\":\"%s\",\"message\":", status);
-    if (st == SW_OK)
-        fputs("null", stdout);
-    else
-        json_put_string(stdout, r->message);
-    fputs("}\n", stdout);
+    jsonw j;
+    jw_init_file(&j, stdout, JW_COMPACT);
+    jw_obj(&j);
+    jw_key(&j, "backends");
+    jw_arr(&j);
+    jw_str(&j, "cpu");
+    if (r->backend[0])
+        jw_str(&j, r->backend);
+    jw_arr_end(&j);
+    jw_key_bool(&j, "cuda_compiled", !strcmp(r->backend, "cuda"));
+    json_key_text(&j, "runtime_version", r->runtime_version);
+    json_key_text(&j, "driver_version", r->driver_version);
+    jw_key(&j, "devices");
+    jw_arr(&j);
+    for (size_t i = 0; i < r->n_devices; i++)
+        print_device_json(&j, &r->devices[i]);
+    jw_arr_end(&j);
+    jw_key_str(&j, "status", st == SW_OK ? "ok" : st == SW_ERR_NO_DEVICE ? "no_device" : "error");
+    jw_key_str(&j, "message", st == SW_OK ? NULL : r->message);
+    jw_obj_end(&j);
+    jw_finish(&j);
     return cli_exit_code(st);
 }
 

@@ -2,8 +2,10 @@
  * doctor.c — `spillway doctor [--json] [--quick] [-m MODEL] [-t N]`: what
  * this build and machine have (backends, devices, host memory, page-lock
  * limit), what they measure (host memory, compute, link, device, disk), and
- * the rates cached for the planner. Uses the public header, and for
- * `--backend pjrt` registry.h's plain-C plugin report (never PJRT's types).
+ * the rates cached for the planner: the whole report as doctor/doctor.h
+ * defines it (the library's users see only its rates), and for `--backend
+ * pjrt` registry.h's plain-C plugin report (never PJRT's types). Each
+ * report prints as text or, through format/json_write.h, as JSON.
  *
  * No visible device is a finding, printed first in its section with its
  * cause, not a failure: the exit status is 0 when everything ran. Non-zero:
@@ -19,7 +21,6 @@
  */
 #define _POSIX_C_SOURCE 200809L /* isatty, fileno */
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +28,8 @@
 #include "backend/plugin_doctor.h"
 #include "backend/registry.h"
 #include "cli/cli.h"
+#include "doctor/doctor.h"
+#include "format/json_write.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -64,6 +67,11 @@ static void usage(FILE *out) {
 
 static double gb(double Bps) { return Bps / 1e9; }
 
+/* "cuda:0": device i as its backend names it. */
+static void device_label(const sw_doctor_report *r, size_t i, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s:%d", r->devices.backend, r->devices.devices[i].index);
+}
+
 /* " BF16 12.3, Q4_K 4.5, ..." (GB/s) and a newline. */
 static void print_decode_rates(const double Bps[SW_DOCTOR_DECODE_TYPES]) {
     for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
@@ -71,35 +79,21 @@ static void print_decode_rates(const double Bps[SW_DOCTOR_DECODE_TYPES]) {
     putchar('\n');
 }
 
-/* {"BF16": 1.2e10, ...} */
-static void json_decode_rates(const double Bps[SW_DOCTOR_DECODE_TYPES]) {
-    putchar('{');
-    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
-        printf("%s\"%s\":%.6g", i ? "," : "", sw_doctor_decode_type_name(i), Bps[i]);
-    putchar('}');
-}
-
-/* "13.0" for 13000; CUDA encodes versions as 1000*major + 10*minor. */
-static void version_text(int v, char *buf, size_t cap) {
-    snprintf(buf, cap, "%d.%d", v / 1000, v % 1000 / 10);
-}
-
 /* ---- text ---------------------------------------------------------------- */
 
 static void text_build(const sw_doctor_report *r) {
-    char rt[16], drv[16];
+    const sw_device_report *d = &r->devices;
     printf("build\n  version        %s\n", SW_VERSION_STRING);
-    if (!r->devices.cuda_compiled) {
+    if (d->backend[0] == '\0') {
         printf("  backends       cpu, sim (cuda not compiled in)\n");
         return;
     }
-    version_text(r->devices.runtime_version, rt, sizeof rt);
-    version_text(r->devices.driver_version, drv, sizeof drv);
-    printf("  backends       cpu, sim, cuda (runtime %s, driver %s)\n", rt,
-           r->devices.driver_version > 0 ? drv : "not found");
+    printf("  backends       cpu, sim, %s (runtime %s, driver %s)\n", d->backend,
+           d->runtime_version, d->driver_version[0] ? d->driver_version : "not found");
 }
 
 static void text_devices(const sw_doctor_report *r) {
+    char label[32];
     printf("\ndevices\n");
     if (r->devices_status == SW_ERR_NO_DEVICE)
         printf("  none           %s\n", r->devices.message);
@@ -107,16 +101,17 @@ static void text_devices(const sw_doctor_report *r) {
         printf("  error          %s\n", r->devices.message);
     for (size_t i = 0; i < r->devices.n_devices; i++) {
         const sw_device_info *d = &r->devices.devices[i];
-        printf("  cuda:%-9d  %s  %.1f GiB total, %.1f GiB free  cc %d.%d  %d SMs\n", d->index,
-               d->name, (double)d->total_bytes / GIB, (double)d->free_bytes / GIB, d->cc_major,
-               d->cc_minor, d->n_multiprocessors);
+        device_label(r, i, label, sizeof label);
+        printf("  %-14s  %s  %.1f GiB total, %.1f GiB free  cc %d.%d  %d SMs\n", label,
+               d->name, (double)d->total_bytes / GIB, (double)d->free_bytes / GIB,
+               d->arch_major, d->arch_minor, d->n_compute_units);
     }
     printf("  sim            available: CPU kernels behind a memcpy link, capacity set by "
            "--device-mem\n");
 }
 
 static void text_host(const sw_doctor_report *r) {
-    printf("\nhost\n  name           %s\n  cpus           %d online\n", r->hostname, r->n_cpus);
+    printf("\nhost\n  name           %s\n  cpus           %d online\n", r->rates.host, r->n_cpus);
     if (r->host_total_bytes > 0)
         printf("  memory         %.1f GiB total, %.1f GiB available\n",
                (double)r->host_total_bytes / GIB, (double)r->host_available_bytes / GIB);
@@ -130,33 +125,35 @@ static void text_host(const sw_doctor_report *r) {
 }
 
 static void text_device_rates(const sw_doctor_report *r) {
+    char label[32];
     for (size_t i = 0; i < r->devices.n_devices; i++) {
-        const sw_doctor_device *d = &r->device[i];
-        int idx = r->devices.devices[i].index;
-        if (d->status != SW_OK) {
-            printf("  cuda:%-9d  not measured: %s\n", idx, d->message);
+        const doctor_device *m = &r->device[i];
+        const backend_device_rates *d = &m->rates;
+        device_label(r, i, label, sizeof label);
+        if (m->status != SW_OK) {
+            printf("  %-14s  not measured: %s\n", label, m->message);
             continue;
         }
-        printf("  cuda:%d link    pinned %.1f GB/s, pageable %.1f GB/s (host to device, %.0f "
-               "MiB)\n", idx, gb(d->h2d_pinned_Bps), gb(d->h2d_pageable_Bps),
-               (double)d->test_bytes / MIB);
-        printf("  cuda:%d memory  %.1f GB/s (device-to-device copy, read + write)\n", idx,
+        printf("  %s link    pinned %.1f GB/s, pageable %.1f GB/s (host to device, %.0f "
+               "MiB)\n", label, gb(d->h2d_pinned_Bps), gb(d->h2d_pageable_Bps),
+               (double)m->test_bytes / MIB);
+        printf("  %s memory  %.1f GB/s (device-to-device copy, read + write)\n", label,
                gb(d->device_mem_Bps));
-        printf("  cuda:%d compute %.1f TFLOP/s (the prefill matmul: tensor cores, TF32x3, "
-               "4096x4096 bf16 x 512 tokens)\n", idx, d->device_flops / 1e12);
-        printf("  cuda:%d ops     %.1f us per kernel launched back to back\n", idx,
+        printf("  %s compute %.1f TFLOP/s (the prefill matmul: tensor cores, TF32x3, "
+               "4096x4096 bf16 x 512 tokens)\n", label, d->device_flops / 1e12);
+        printf("  %s ops     %.1f us per kernel launched back to back\n", label,
                d->device_op_s * 1e6);
-        printf("  cuda:%d decode  GB/s of weights (matvec, 1 token):", idx);
+        printf("  %s decode  GB/s of weights (matvec, 1 token):", label);
         print_decode_rates(d->decode_Bps);
     }
 }
 
 static void text_disk(const sw_doctor_report *r) {
-    if (r->disk_read_Bps <= 0) {
+    if (r->rates.disk_read_Bps <= 0) {
         printf("  disk read      %s\n", r->disk_message);
         return;
     }
-    printf("  disk read      %.2f GB/s (%.0f MiB of %s%s, %s)\n", gb(r->disk_read_Bps),
+    printf("  disk read      %.2f GB/s (%.0f MiB of %s%s, %s)\n", gb(r->rates.disk_read_Bps),
            (double)r->disk_read_bytes / MIB, r->disk_path,
            r->disk_temp_file ? ": a temp file, no model found" : "",
            r->disk_cached_fraction > 0.5 ? "from the page cache" : "not cached");
@@ -165,47 +162,49 @@ static void text_disk(const sw_doctor_report *r) {
 }
 
 static void text_measurements(const sw_doctor_report *r) {
-    printf("\nmeasurements%s\n", r->quick ? " (--quick: small buffers, rough numbers)" : "");
+    const sw_doctor_rates *m = &r->rates;
+    printf("\nmeasurements%s\n", m->quick ? " (--quick: small buffers, rough numbers)" : "");
     printf("  host memory    %.1f GB/s read (%.0f MiB buffer, %d threads, best run)\n",
-           gb(r->host_mem_Bps), (double)r->host_mem_test_bytes / MIB, r->n_threads);
+           gb(m->host_mem_Bps), (double)r->host_mem_test_bytes / MIB, r->n_threads);
     printf("  host compute   %.1f GFLOP/s (f32 matmul %u x %u, %u tokens, %d threads)\n",
-           r->host_flops / 1e9, r->host_flops_n, r->host_flops_n, r->host_flops_tokens,
+           m->host_flops / 1e9, r->host_flops_n, r->host_flops_n, r->host_flops_tokens,
            r->n_threads);
     printf("  host decode    GB/s of weights (matmul, 1 token, %.0f MiB each):",
            (double)r->host_decode_test_bytes / MIB);
-    print_decode_rates(r->host_decode_Bps);
+    print_decode_rates(m->host_decode_Bps);
     printf("  sim link       %.1f GB/s (memcpy, %.0f MiB, 1 thread: the sim device's "
-           "host-to-device)\n", gb(r->memcpy_Bps), (double)r->memcpy_test_bytes / MIB);
+           "host-to-device)\n", gb(m->memcpy_Bps), (double)r->memcpy_test_bytes / MIB);
     text_device_rates(r);
     text_disk(r);
 }
 
 static void text_rates(const sw_doctor_report *r) {
-    printf("\nplanner rates (device: %s)\n", r->rates_device);
+    const sw_doctor_rates *m = &r->rates;
+    printf("\nplanner rates (device: %s)\n", m->device);
     if (r->rates_from_sim)
         printf("  no CUDA device visible: these are the sim device's rates (h2d = memcpy,\n"
                "  device memory = host memory, device compute = host compute)\n");
-    else if (r->device_flops <= 0)
+    else if (m->device_flops <= 0)
         printf("  the device could not be measured: its rates are 0 (the planner uses "
                "its defaults)\n");
-    printf("  h2d pinned     %.1f GB/s\n  h2d pageable   %.1f GB/s\n", gb(r->h2d_pinned_Bps),
-           gb(r->h2d_pageable_Bps));
+    printf("  h2d pinned     %.1f GB/s\n  h2d pageable   %.1f GB/s\n", gb(m->h2d_pinned_Bps),
+           gb(m->h2d_pageable_Bps));
     printf("  device memory  %.1f GB/s\n  device compute %.1f GFLOP/s\n",
-           gb(r->device_mem_Bps), r->device_flops / 1e9);
-    if (r->device_op_s > 0)
-        printf("  device op      %.1f us\n", r->device_op_s * 1e6);
+           gb(m->device_mem_Bps), m->device_flops / 1e9);
+    if (m->device_op_s > 0)
+        printf("  device op      %.1f us\n", m->device_op_s * 1e6);
     printf("  device decode  GB/s:");
-    print_decode_rates(r->device_decode_Bps);
+    print_decode_rates(m->device_decode_Bps);
     printf("  host decode    GB/s:");
-    print_decode_rates(r->host_decode_Bps);
-    printf("  host memory    %.1f GB/s\n  host compute   %.1f GFLOP/s\n", gb(r->host_mem_Bps),
-           r->host_flops / 1e9);
-    printf("  disk read      %.2f GB/s%s\n", gb(r->disk_read_Bps),
-           r->disk_read_Bps > 0 ? "" : " (not measured)");
+    print_decode_rates(m->host_decode_Bps);
+    printf("  host memory    %.1f GB/s\n  host compute   %.1f GFLOP/s\n", gb(m->host_mem_Bps),
+           m->host_flops / 1e9);
+    printf("  disk read      %.2f GB/s%s\n", gb(m->disk_read_Bps),
+           m->disk_read_Bps > 0 ? "" : " (not measured)");
 }
 
 static void print_text(const sw_doctor_report *r, const cache_result *c) {
-    printf("spillway doctor on %s (%.1f s)\n\n", r->hostname, r->elapsed_s);
+    printf("spillway doctor on %s (%.1f s)\n\n", r->rates.host, r->elapsed_s);
     text_build(r);
     text_devices(r);
     text_host(r);
@@ -219,117 +218,169 @@ static void print_text(const sw_doctor_report *r, const cache_result *c) {
         printf("  NOT written    %s\n", c->error);
 }
 
-/* ---- JSON ---------------------------------------------------------------- */
+/* ---- JSON (the same sections, through format/json_write.h) --------------- */
 
-static void json_key_string(const char *key, const char *s) {
-    printf("\"%s\":", key);
-    if (s == NULL)
-        fputs("null", stdout);
+/* "key": {"F16": 1.2e+10, ...} */
+static void json_decode_rates(jsonw *j, const char *key,
+                              const double Bps[SW_DOCTOR_DECODE_TYPES]) {
+    jw_key(j, key);
+    jw_obj(j);
+    for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
+        jw_key_num(j, sw_doctor_decode_type_name(i), Bps[i]);
+    jw_obj_end(j);
+}
+
+/* "key": "s", or null when s is "" */
+static void json_key_text(jsonw *j, const char *key, const char *s) {
+    jw_key_str(j, key, s[0] ? s : NULL);
+}
+
+static void json_build(jsonw *j, const sw_doctor_report *r) {
+    const sw_device_report *d = &r->devices;
+    jw_key(j, "build");
+    jw_obj(j);
+    jw_key_str(j, "version", SW_VERSION_STRING);
+    jw_key(j, "backends");
+    jw_arr(j);
+    jw_str(j, "cpu");
+    jw_str(j, "sim");
+    if (d->backend[0])
+        jw_str(j, d->backend);
+    jw_arr_end(j);
+    jw_key_bool(j, "cuda_compiled", !strcmp(d->backend, "cuda"));
+    json_key_text(j, "runtime_version", d->runtime_version);
+    json_key_text(j, "driver_version", d->driver_version);
+    jw_obj_end(j);
+}
+
+/* One entry of devices.list: what the backend says (under the CUDA names
+ * scripts read: cc_major, n_multiprocessors), then what doctor measured. */
+static void json_device(jsonw *j, const sw_device_info *d, const doctor_device *m) {
+    jw_obj(j);
+    cli_json_device_fields(j, d);
+    jw_key_bool(j, "measured", m->status == SW_OK);
+    jw_key_str(j, "message", m->status == SW_OK ? NULL : m->message);
+    jw_key_uint(j, "test_bytes", m->test_bytes);
+    jw_key_num(j, "h2d_pinned_Bps", m->rates.h2d_pinned_Bps);
+    jw_key_num(j, "h2d_pageable_Bps", m->rates.h2d_pageable_Bps);
+    jw_key_num(j, "device_mem_Bps", m->rates.device_mem_Bps);
+    jw_key_num(j, "device_flops", m->rates.device_flops);
+    jw_key_num(j, "device_op_s", m->rates.device_op_s);
+    json_decode_rates(j, "decode_Bps", m->rates.decode_Bps);
+    jw_obj_end(j);
+}
+
+static void json_devices(jsonw *j, const sw_doctor_report *r) {
+    jw_key(j, "devices");
+    jw_obj(j);
+    jw_key_str(j, "status", r->devices_status == SW_OK ? "ok"
+                            : r->devices_status == SW_ERR_NO_DEVICE ? "no_device" : "error");
+    jw_key_str(j, "message", r->devices_status == SW_OK ? NULL : r->devices.message);
+    jw_key(j, "list");
+    jw_arr(j);
+    for (size_t i = 0; i < r->devices.n_devices; i++)
+        json_device(j, &r->devices.devices[i], &r->device[i]);
+    jw_arr_end(j);
+    jw_obj_end(j);
+}
+
+static void json_host(jsonw *j, const sw_doctor_report *r) {
+    bool unlimited = r->memlock_limit_bytes == UINT64_MAX;
+    jw_key(j, "host");
+    jw_obj(j);
+    jw_key_str(j, "name", r->rates.host);
+    jw_key_int(j, "n_cpus", r->n_cpus);
+    jw_key_uint(j, "mem_total_bytes", r->host_total_bytes);
+    jw_key_uint(j, "mem_available_bytes", r->host_available_bytes);
+    jw_key_bool(j, "memlock_unlimited", unlimited);
+    jw_key(j, "memlock_limit_bytes");
+    if (unlimited)
+        jw_null(j);
     else
-        json_put_string(stdout, s);
+        jw_uint(j, r->memlock_limit_bytes);
+    jw_obj_end(j);
 }
 
-static void json_version(const char *key, int v) {
-    char buf[16];
-    version_text(v, buf, sizeof buf);
-    json_key_string(key, v > 0 ? buf : NULL);
+static void json_disk(jsonw *j, const sw_doctor_report *r) {
+    jw_key(j, "disk");
+    jw_obj(j);
+    json_key_text(j, "path", r->disk_path);
+    jw_key_bool(j, "temp_file", r->disk_temp_file);
+    jw_key_uint(j, "read_bytes", r->disk_read_bytes);
+    jw_key_num(j, "read_Bps", r->rates.disk_read_Bps);
+    jw_key(j, "cached_fraction");
+    jw_fixed(j, r->disk_cached_fraction, 3);
+    jw_key_bool(j, "cached", r->disk_cached_fraction > 0.5);
+    json_key_text(j, "message", r->disk_message);
+    jw_obj_end(j);
 }
 
-static void json_build_devices(const sw_doctor_report *r) {
-    const char *status = r->devices_status == SW_OK ? "ok"
-                         : r->devices_status == SW_ERR_NO_DEVICE ? "no_device" : "error";
-    printf("\"build\":{\"version\":\"%s\",\"backends\":[\"cpu\",\"sim\"%s],\"cuda_compiled\":%s,",
-           SW_VERSION_STRING, r->devices.cuda_compiled ? ",\"cuda\"" : "",
-           r->devices.cuda_compiled ? "true" : "false");
-    json_version("runtime_version", r->devices.runtime_version);
-    fputc(',', stdout);
-    json_version("driver_version", r->devices.driver_version);
-    printf("},\"devices\":{\"status\":\"%s\",", status);
-    json_key_string("message", r->devices_status == SW_OK ? NULL : r->devices.message);
-    fputs(",\"list\":[", stdout);
-    for (size_t i = 0; i < r->devices.n_devices; i++) {
-        const sw_device_info *d = &r->devices.devices[i];
-        const sw_doctor_device *m = &r->device[i];
-        printf("%s{\"index\":%d,", i ? "," : "", d->index);
-        json_key_string("name", d->name);
-        printf(",\"total_bytes\":%" PRIu64 ",\"free_bytes\":%" PRIu64 ",\"cc_major\":%d,"
-               "\"cc_minor\":%d,\"n_multiprocessors\":%d,\"measured\":%s,",
-               d->total_bytes, d->free_bytes, d->cc_major, d->cc_minor, d->n_multiprocessors,
-               m->status == SW_OK ? "true" : "false");
-        json_key_string("message", m->status == SW_OK ? NULL : m->message);
-        printf(",\"test_bytes\":%" PRIu64 ",\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
-               "\"device_mem_Bps\":%.6g,\"device_flops\":%.6g,\"device_op_s\":%.6g,"
-               "\"decode_Bps\":", m->test_bytes, m->h2d_pinned_Bps, m->h2d_pageable_Bps,
-               m->device_mem_Bps, m->device_flops, m->device_op_s);
-        json_decode_rates(m->decode_Bps);
-        fputc('}', stdout);
-    }
-    fputs("]},", stdout);
+static void json_measurements(jsonw *j, const sw_doctor_report *r) {
+    const sw_doctor_rates *m = &r->rates;
+    jw_key(j, "measurements");
+    jw_obj(j);
+    jw_key_int(j, "n_threads", r->n_threads);
+    jw_key_num(j, "host_mem_Bps", m->host_mem_Bps);
+    jw_key_uint(j, "host_mem_test_bytes", r->host_mem_test_bytes);
+    jw_key_num(j, "host_flops", m->host_flops);
+    jw_key_uint(j, "host_flops_n", r->host_flops_n);
+    jw_key_uint(j, "host_flops_tokens", r->host_flops_tokens);
+    jw_key_num(j, "memcpy_Bps", m->memcpy_Bps);
+    jw_key_uint(j, "memcpy_test_bytes", r->memcpy_test_bytes);
+    jw_key_num(j, "sim_h2d_Bps", m->memcpy_Bps);
+    jw_key_uint(j, "host_decode_test_bytes", r->host_decode_test_bytes);
+    json_decode_rates(j, "host_decode_Bps", m->host_decode_Bps);
+    json_disk(j, r);
+    jw_obj_end(j);
 }
 
-static void json_host(const sw_doctor_report *r) {
-    fputs("\"host\":{", stdout);
-    json_key_string("name", r->hostname);
-    printf(",\"n_cpus\":%d,\"mem_total_bytes\":%" PRIu64 ",\"mem_available_bytes\":%" PRIu64
-           ",\"memlock_unlimited\":%s,\"memlock_limit_bytes\":", r->n_cpus, r->host_total_bytes,
-           r->host_available_bytes, r->memlock_limit_bytes == UINT64_MAX ? "true" : "false");
-    if (r->memlock_limit_bytes == UINT64_MAX)
-        fputs("null", stdout);
-    else
-        printf("%" PRIu64, r->memlock_limit_bytes);
-    fputs("},", stdout);
+static void json_rates(jsonw *j, const sw_doctor_report *r) {
+    const sw_doctor_rates *m = &r->rates;
+    jw_key(j, "rates");
+    jw_obj(j);
+    jw_key_str(j, "device", m->device);
+    jw_key_bool(j, "from_sim", r->rates_from_sim);
+    jw_key_num(j, "h2d_pinned_Bps", m->h2d_pinned_Bps);
+    jw_key_num(j, "h2d_pageable_Bps", m->h2d_pageable_Bps);
+    jw_key_num(j, "host_mem_Bps", m->host_mem_Bps);
+    jw_key_num(j, "device_mem_Bps", m->device_mem_Bps);
+    jw_key_num(j, "disk_read_Bps", m->disk_read_Bps);
+    jw_key_num(j, "host_flops", m->host_flops);
+    jw_key_num(j, "device_flops", m->device_flops);
+    jw_key_num(j, "device_op_s", m->device_op_s);
+    json_decode_rates(j, "host_decode_Bps", m->host_decode_Bps);
+    json_decode_rates(j, "device_decode_Bps", m->device_decode_Bps);
+    jw_obj_end(j);
 }
 
-static void json_measurements(const sw_doctor_report *r) {
-    printf("\"measurements\":{\"n_threads\":%d,\"host_mem_Bps\":%.6g,\"host_mem_test_bytes\":%"
-           PRIu64 ",\"host_flops\":%.6g,\"host_flops_n\":%u,\"host_flops_tokens\":%u,"
-           "\"memcpy_Bps\":%.6g,\"memcpy_test_bytes\":%" PRIu64 ",\"sim_h2d_Bps\":%.6g,"
-           "\"host_decode_test_bytes\":%" PRIu64 ",\"host_decode_Bps\":",
-           r->n_threads, r->host_mem_Bps, r->host_mem_test_bytes, r->host_flops,
-           r->host_flops_n, r->host_flops_tokens, r->memcpy_Bps, r->memcpy_test_bytes,
-           r->memcpy_Bps, r->host_decode_test_bytes);
-    json_decode_rates(r->host_decode_Bps);
-    fputc(',', stdout);
-    fputs("\"disk\":{", stdout);
-    json_key_string("path", r->disk_path[0] ? r->disk_path : NULL);
-    printf(",\"temp_file\":%s,\"read_bytes\":%" PRIu64 ",\"read_Bps\":%.6g,"
-           "\"cached_fraction\":%.3f,\"cached\":%s,", r->disk_temp_file ? "true" : "false",
-           r->disk_read_bytes, r->disk_read_Bps, r->disk_cached_fraction,
-           r->disk_cached_fraction > 0.5 ? "true" : "false");
-    json_key_string("message", r->disk_message[0] ? r->disk_message : NULL);
-    fputs("}},", stdout);
-}
-
-static void json_rates_cache(const sw_doctor_report *r, const cache_result *c) {
-    fputs("\"rates\":{", stdout);
-    json_key_string("device", r->rates_device);
-    printf(",\"from_sim\":%s,\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
-           "\"host_mem_Bps\":%.6g,\"device_mem_Bps\":%.6g,\"disk_read_Bps\":%.6g,"
-           "\"host_flops\":%.6g,\"device_flops\":%.6g,\"device_op_s\":%.6g,"
-           "\"host_decode_Bps\":",
-           r->rates_from_sim ? "true" : "false", r->h2d_pinned_Bps, r->h2d_pageable_Bps,
-           r->host_mem_Bps, r->device_mem_Bps, r->disk_read_Bps, r->host_flops, r->device_flops,
-           r->device_op_s);
-    json_decode_rates(r->host_decode_Bps);
-    fputs(",\"device_decode_Bps\":", stdout);
-    json_decode_rates(r->device_decode_Bps);
-    fputs("},\"cache\":{", stdout);
-    json_key_string("dir", r->cache_dir);
-    printf(",\"free_bytes\":%" PRIu64 ",", r->cache_free_bytes);
-    json_key_string("path", c->path);
-    printf(",\"written\":%s,", c->status == SW_OK ? "true" : "false");
-    json_key_string("error", c->status == SW_OK ? NULL : c->error);
-    fputs("},", stdout);
+static void json_cache(jsonw *j, const sw_doctor_report *r, const cache_result *c) {
+    jw_key(j, "cache");
+    jw_obj(j);
+    jw_key_str(j, "dir", r->cache_dir);
+    jw_key_uint(j, "free_bytes", r->cache_free_bytes);
+    jw_key_str(j, "path", c->path);
+    jw_key_bool(j, "written", c->status == SW_OK);
+    jw_key_str(j, "error", c->status == SW_OK ? NULL : c->error);
+    jw_obj_end(j);
 }
 
 static void print_json(const sw_doctor_report *r, const cache_result *c) {
-    printf("{\"quick\":%s,\"measured_at\":%lld,\"elapsed_s\":%.3f,", r->quick ? "true" : "false",
-           (long long)r->measured_at, r->elapsed_s);
-    json_build_devices(r);
-    json_host(r);
-    json_measurements(r);
-    json_rates_cache(r, c);
-    printf("\"status\":\"%s\"}\n", c->status == SW_OK ? "ok" : "error");
+    jsonw j;
+    jw_init_file(&j, stdout, JW_COMPACT);
+    jw_obj(&j);
+    jw_key_bool(&j, "quick", r->rates.quick);
+    jw_key_int(&j, "measured_at", r->rates.measured_at);
+    jw_key(&j, "elapsed_s");
+    jw_fixed(&j, r->elapsed_s, 3);
+    json_build(&j, r);
+    json_devices(&j, r);
+    json_host(&j, r);
+    json_measurements(&j, r);
+    json_rates(&j, r);
+    json_cache(&j, r, c);
+    jw_key_str(&j, "status", c->status == SW_OK ? "ok" : "error");
+    jw_obj_end(&j);
+    jw_finish(&j);
 }
 
 /* ---- --backend pjrt: the plugin check ------------------------------------ */
@@ -467,59 +518,65 @@ static void print_plugin_text(const char *name, const backend_plugin_report *r) 
         printf("  detail         %s\n", r->message);
 }
 
-static void json_key_u64_or_null(const char *key, bool have, uint64_t v) {
+/* "key": n, or null when the plugin does not report it */
+static void json_key_u64_or_null(jsonw *j, const char *key, bool have, uint64_t v) {
+    jw_key(j, key);
     if (have)
-        printf("\"%s\":%" PRIu64, key, v);
+        jw_uint(j, v);
     else
-        printf("\"%s\":null", key);
+        jw_null(j);
 }
 
-static void json_plugin_memories(const backend_plugin_report *r) {
-    fputs("\"memories\":[", stdout);
+static void json_plugin_memories(jsonw *j, const backend_plugin_report *r) {
+    jw_key(j, "memories");
+    jw_arr(j);
     for (uint32_t i = 0; i < r->n_memories; i++) {
         const backend_plugin_memory *m = &r->memories[i];
-        printf("%s{", i ? "," : "");
-        json_key_string("kind", m->kind);
-        fputc(',', stdout);
-        json_key_u64_or_null("bytes_limit", m->has_size, m->bytes_limit);
-        fputc(',', stdout);
-        json_key_u64_or_null("bytes_in_use", m->has_size, m->bytes_in_use);
-        fputc('}', stdout);
+        jw_obj(j);
+        jw_key_str(j, "kind", m->kind);
+        json_key_u64_or_null(j, "bytes_limit", m->has_size, m->bytes_limit);
+        json_key_u64_or_null(j, "bytes_in_use", m->has_size, m->bytes_in_use);
+        jw_obj_end(j);
     }
-    fputs("],", stdout);
+    jw_arr_end(j);
+}
+
+static void json_plugin_file(jsonw *j, const backend_plugin_report *r) {
+    char version[32];
+    jw_key(j, "plugin");
+    jw_obj(j);
+    json_key_text(j, "path", r->path);
+    jw_key_bool(j, "loaded", r->loaded);
+    snprintf(version, sizeof version, "%d.%d", r->api_major, r->api_minor);
+    jw_key_str(j, "api_version", r->loaded ? version : NULL);
+    snprintf(version, sizeof version, "%d.%d", r->header_major, r->header_minor);
+    jw_key_str(j, "header_api_version", version);
+    jw_obj_end(j);
 }
 
 static void print_plugin_json(const char *name, const backend_plugin_report *r) {
-    char diag[1400], version[32];
+    char diag[1400];
+    jsonw j;
     plugin_diagnosis(r, diag, sizeof diag);
-    printf("{\"backend\":");
-    json_put_string(stdout, name);
-    printf(",\"status\":\"%s\",", problem_key(r->problem));
-    json_key_string("diagnosis", diag);
-    fputc(',', stdout);
-    json_key_string("message", r->status == SW_OK ? NULL : r->message);
-    fputs(",\"plugin\":{", stdout);
-    json_key_string("path", r->path[0] ? r->path : NULL);
-    snprintf(version, sizeof version, "%d.%d", r->api_major, r->api_minor);
-    printf(",\"loaded\":%s,", r->loaded ? "true" : "false");
-    json_key_string("api_version", r->loaded ? version : NULL);
-    snprintf(version, sizeof version, "%d.%d", r->header_major, r->header_minor);
-    fputc(',', stdout);
-    json_key_string("header_api_version", version);
-    printf("},\"client\":%s,", r->client ? "true" : "false");
-    json_key_string("platform", r->client ? r->platform : NULL);
-    fputc(',', stdout);
-    json_key_string("platform_version", r->client ? r->platform_version : NULL);
-    printf(",\"n_devices\":%u,", r->n_devices);
-    json_key_string("device_kind", r->client && r->device_kind[0] ? r->device_kind : NULL);
-    fputc(',', stdout);
-    json_plugin_memories(r);
-    json_key_string("client_options", r->client ? r->options_used : NULL);
-    fputc(',', stdout);
-    json_key_string("memory_fraction", r->memory_fraction[0] ? r->memory_fraction : NULL);
-    fputc(',', stdout);
-    json_key_string("allocation", PLUGIN_ALLOCATION_NOTE);
-    printf(",\"exit_status\":%d}\n", cli_exit_code(r->status));
+    jw_init_file(&j, stdout, JW_COMPACT);
+    jw_obj(&j);
+    jw_key_str(&j, "backend", name);
+    jw_key_str(&j, "status", problem_key(r->problem));
+    jw_key_str(&j, "diagnosis", diag);
+    jw_key_str(&j, "message", r->status == SW_OK ? NULL : r->message);
+    json_plugin_file(&j, r);
+    jw_key_bool(&j, "client", r->client);
+    jw_key_str(&j, "platform", r->client ? r->platform : NULL);
+    jw_key_str(&j, "platform_version", r->client ? r->platform_version : NULL);
+    jw_key_uint(&j, "n_devices", r->n_devices);
+    jw_key_str(&j, "device_kind", r->client && r->device_kind[0] ? r->device_kind : NULL);
+    json_plugin_memories(&j, r);
+    jw_key_str(&j, "client_options", r->client ? r->options_used : NULL);
+    json_key_text(&j, "memory_fraction", r->memory_fraction);
+    jw_key_str(&j, "allocation", PLUGIN_ALLOCATION_NOTE);
+    jw_key_int(&j, "exit_status", cli_exit_code(r->status));
+    jw_obj_end(&j);
+    jw_finish(&j);
 }
 
 /* `doctor --backend NAME` for a plugin backend. Returns the exit status:
@@ -644,25 +701,23 @@ int cmd_doctor(int argc, char **argv) {
     }
     /* Plugin backends (pjrt) get the plugin check; the others are what the
      * plain report covers. --pjrt-plugin alone means pjrt. */
-    if (f.backend == NULL ? f.plugin_given : info.budget_from_plugin)
+    if (f.backend == NULL ? f.plugin_given : info.budget == BACKEND_BUDGET_PLUGIN)
         return plugin_doctor(f.backend ? f.backend : "pjrt", f.json);
     bool json = f.json;
     if (opt.model_path != NULL && access(opt.model_path, R_OK) != 0) {
         cli_error("doctor: cannot read the model file %s", opt.model_path);
         return CLI_EXIT_IO;
     }
-    sw_doctor_report *r = malloc(sizeof *r);
+    sw_doctor_report *r = NULL;
     cache_result *c = calloc(1, sizeof *c);
-    if (r == NULL || c == NULL) {
-        free(r);
-        free(c);
+    if (c == NULL) {
         cli_error("out of host memory for the doctor report");
         return CLI_EXIT_OOM_HOST;
     }
     if (!json && isatty(fileno(stderr)))
         fprintf(stderr, "spillway doctor: measuring (%s)...\n",
                 opt.quick ? "a few seconds" : "about 10 seconds");
-    sw_status st = sw_doctor_run(&opt, r);
+    sw_status st = sw_doctor_run(&opt, &r);
     if (st != SW_OK) {
         rc = cli_fail(st);
         goto done;
@@ -676,7 +731,7 @@ int cmd_doctor(int argc, char **argv) {
         print_text(r, c);
     rc = final_status(r, c);
 done:
-    free(r);
+    sw_doctor_report_destroy(r);
     free(c);
     return rc;
 }

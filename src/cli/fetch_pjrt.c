@@ -3,9 +3,9 @@
  * (and, for pjrt-cpu, the pjrt_c_api.h that CMake compiles the PJRT
  * backend against) from PyPI into CACHE/<target>/.
  *
- * Circle with fetch.c, on purpose: `fetch` hands its pjrt targets here,
- * and this file uses fetch.c's cache-folder helpers (paths, mkdir -p,
- * removal, the atomic finish) rather than a second copy of them.
+ * `fetch` (fetch.c) hands its pjrt targets here; the cache-folder and pip
+ * helpers (paths, mkdir -p, removal, the atomic finish) are fetch_pip.c's,
+ * shared with fetch.c rather than copied.
  *
  * Every wheel is pinned by version and SHA-256, and pip checks the hashes
  * itself (--require-hashes, from a requirements file we write). pip installs
@@ -309,7 +309,7 @@ static void print_installed(const pjrt_job *j) {
     printf("%s\n", j->t->next);
 }
 
-static int run(pjrt_job *j) {
+static int fetch_pjrt_run(pjrt_job *j) {
     int err;
     if (!j->force && first_missing(j->t, j->final) < 0) {
         printf("%s already present: %s/%s\n", j->t->name, j->final, j->t->files[0].rel);
@@ -364,7 +364,7 @@ int fetch_pjrt(const char *target, bool force, bool quiet) {
     if (!fetch_path_fmt(j->final, sizeof j->final, "%s/%s", j->cache, j->t->name))
         goto done;
     cli_interrupt_catch();
-    rc = run(j);
+    rc = fetch_pjrt_run(j);
     fetch_pip_ws_destroy(&j->ws);
     rc = fetch_finish(rc, j->final);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/generate.h"
+#include "cli/interrupt.h"
 #include "util/clock.h"
 
 
@@ -58,7 +59,7 @@ void gen_print_piece(void *user, sw_request *r, int32_t id, const char *piece, s
 /* "prefill 512/2048 tokens (25%)" on one updated stderr line, only for
  * prompts long enough to need it; *state: 0 nothing shown yet, 1 shown,
  * 2 done. */
-static void progress(const sw_request_info *in, double t0, int *state) {
+static void prefill_progress(const sw_request_info *in, double t0, int *state) {
     const size_t total = in->n_prompt, done = in->n_fed;
     if (*state == 2 || total < 256 || (*state == 0 && sw_clock_s() - t0 < 0.5))
         return;
@@ -78,7 +79,7 @@ int gen_wait(sw_scheduler *q, sw_request *r, uint32_t n_ctx, gen_stats *stats) {
         if (st != SW_OK)
             return cli_fail(st);
         sw_request_get_info(q, r, &in);
-        progress(&in, t0, &shown);
+        prefill_progress(&in, t0, &shown);
         if (in.state == SW_REQ_DONE || n == 0)
             break;
     }
@@ -94,9 +95,13 @@ int gen_wait(sw_scheduler *q, sw_request *r, uint32_t n_ctx, gen_stats *stats) {
         cli_error("generation stopped: %s", why[0] ? why : "the request failed");
         return st != SW_OK ? cli_exit_code(st) : CLI_EXIT_FAILURE;
     }
+    if (in.finish == SW_FINISH_CANCELLED && cli_interrupt_signal) {
+        cli_error("generation stopped: interrupted (signal %d)", (int)cli_interrupt_signal);
+        return CLI_EXIT_SIGNAL + (int)cli_interrupt_signal;
+    }
     if (in.finish == SW_FINISH_CANCELLED) {
-        cli_error("generation stopped: cancelled");
-        return CLI_EXIT_OOM_HOST;
+        cli_error("generation stopped: the request was cancelled before it ended");
+        return CLI_EXIT_CANCELLED;
     }
     return CLI_EXIT_OK;
 }

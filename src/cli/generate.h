@@ -26,7 +26,8 @@ void gen_print_piece(void *user, sw_request *r, int32_t id, const char *piece, s
 /* Steps q until request r ends (its text printed by gen_print_piece as it
  * comes), with a progress line for long prompts; stats from r's info; a
  * note when the context (n_ctx) filled. Returns an exit status (printing
- * the error on failure). */
+ * the error on failure); a cancelled request gives CLI_EXIT_CANCELLED, or
+ * CLI_EXIT_SIGNAL + the signal when a caught signal (interrupt.h) was why. */
 int gen_wait(sw_scheduler *q, sw_request *r, uint32_t n_ctx, gen_stats *stats);
 
 /* Tokenizes a prompt (BOS added; control tokens parsed unless

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/model_arg.h"
+#include "format/json_write.h"
 
 #define META_JSON_CAP 65536
 #define META_MAX_ITEMS 8
@@ -50,13 +51,14 @@ static void tally_types(const sw_model *m, type_total *totals, size_t *n_totals)
 
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
-static void print_shape(FILE *out, const sw_tensor_info *t, int json) {
+/* "4096 x 262144", padded for the table. */
+static void print_shape(const sw_tensor_info *t) {
     char buf[96];
     size_t len = 0;
     for (uint32_t d = 0; d < t->n_dims; d++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%" PRIu64,
-                                d ? (json ? "," : " x ") : "", t->ne[d]);
-    fprintf(out, json ? "[%s]" : "%-18s", buf);
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%" PRIu64, d ? " x " : "",
+                                t->ne[d]);
+    printf("%-18s", buf);
 }
 
 static void print_text(const sw_model *m, const sw_model_summary *s, char *meta_buf) {
@@ -96,7 +98,7 @@ static void print_text(const sw_model *m, const sw_model_summary *s, char *meta_
         sw_tensor_info t;
         sw_model_tensor_at(m, i, &t);
         printf("  %-36s %-7s ", t.name, t.type_name);
-        print_shape(stdout, &t, 0);
+        print_shape(&t);
         printf(" %12" PRIu64 " %#12" PRIx64 "\n", t.n_bytes, t.file_offset);
     }
 
@@ -110,67 +112,99 @@ static void print_text(const sw_model *m, const sw_model_summary *s, char *meta_
                mib(totals[k].n_bytes));
 }
 
-static void print_json_meta(const sw_model *m, char *meta_buf) {
-    printf(",\"metadata\":[");
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void print_json_meta(jsonw *j, const sw_model *m, char *meta_buf) {
+    jw_key(j, "metadata");
+    jw_arr(j);
     for (size_t i = 0; i < sw_model_meta_count(m); i++) {
         sw_meta_info mi;
         sw_model_meta_at(m, i, &mi);
         sw_model_meta_json(m, i, META_MAX_ITEMS, meta_buf, META_JSON_CAP);
-        printf("%s{\"key\":", i ? "," : "");
-        json_put_string(stdout, mi.key);
-        printf(",\"type\":\"%s\"", mi.type_name);
-        if (mi.elem_type_name[0])
-            printf(",\"elem_type\":\"%s\",\"n_items\":%" PRIu64, mi.elem_type_name,
-                   mi.n_items);
-        printf(",\"value\":%s}", meta_buf);
+        jw_obj(j);
+        jw_key_str(j, "key", mi.key);
+        jw_key_str(j, "type", mi.type_name);
+        if (mi.elem_type_name[0]) {
+            jw_key_str(j, "elem_type", mi.elem_type_name);
+            jw_key_uint(j, "n_items", mi.n_items);
+        }
+        jw_key(j, "value");
+        jw_raw(j, meta_buf); /* already JSON: the library rendered it */
+        jw_obj_end(j);
     }
-    printf("]");
+    jw_arr_end(j);
 }
 
-static void print_json_tensors(const sw_model *m) {
-    printf(",\"tensors\":[");
+static void print_json_tensors(jsonw *j, const sw_model *m) {
+    jw_key(j, "tensors");
+    jw_arr(j);
     for (size_t i = 0; i < sw_model_tensor_count(m); i++) {
         sw_tensor_info t;
         sw_model_tensor_at(m, i, &t);
-        printf("%s{\"name\":", i ? "," : "");
-        json_put_string(stdout, t.name);
-        printf(",\"type\":\"%s\",\"type_id\":%u,\"shape\":", t.type_name, t.type);
-        print_shape(stdout, &t, 1);
-        printf(",\"n_elements\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64 "}",
-               t.n_elements, t.n_bytes, t.file_offset);
+        jw_obj(j);
+        jw_key_str(j, "name", t.name);
+        jw_key_str(j, "type", t.type_name);
+        jw_key_uint(j, "type_id", t.type);
+        jw_key(j, "shape");
+        jw_arr(j);
+        for (uint32_t d = 0; d < t.n_dims; d++)
+            jw_uint(j, t.ne[d]);
+        jw_arr_end(j);
+        jw_key_uint(j, "n_elements", t.n_elements);
+        jw_key_uint(j, "bytes", t.n_bytes);
+        jw_key_uint(j, "offset", t.file_offset);
+        jw_obj_end(j);
     }
-    printf("]");
+    jw_arr_end(j);
     type_total totals[N_TYPES];
     size_t n_totals;
     tally_types(m, totals, &n_totals);
-    printf(",\"totals_by_type\":[");
-    for (size_t k = 0; k < n_totals; k++)
-        printf("%s{\"type\":\"%s\",\"n_tensors\":%" PRIu64 ",\"n_elements\":%" PRIu64
-               ",\"bytes\":%" PRIu64 "}", k ? "," : "", totals[k].name,
-               totals[k].n_tensors, totals[k].n_elements, totals[k].n_bytes);
-    printf("]");
+    jw_key(j, "totals_by_type");
+    jw_arr(j);
+    for (size_t k = 0; k < n_totals; k++) {
+        jw_obj(j);
+        jw_key_str(j, "type", totals[k].name);
+        jw_key_uint(j, "n_tensors", totals[k].n_tensors);
+        jw_key_uint(j, "n_elements", totals[k].n_elements);
+        jw_key_uint(j, "bytes", totals[k].n_bytes);
+        jw_obj_end(j);
+    }
+    jw_arr_end(j);
 }
 
 static void print_json(const sw_model *m, const sw_model_summary *s, char *meta_buf) {
-    printf("{\"path\":");
-    json_put_string(stdout, s->path);
-    printf(",\"container\":\"%s\",\"version\":%u,\"file_bytes\":%" PRIu64
-           ",\"architecture\":", s->container, s->container_version, s->file_bytes);
-    json_put_string(stdout, s->architecture);
-    printf(",\"name\":");
-    json_put_string(stdout, s->name);
-    printf(",\"file_type\":\"%s\",\"n_params\":%" PRIu64 ",\"tensor_bytes\":%" PRIu64,
-           sw_file_type_name(s->file_type), s->n_params, s->tensor_bytes);
-    printf(",\"hparams\":{\"n_layer\":%u,\"n_embd\":%u,\"n_ff\":%u,\"n_head\":%u,"
-           "\"n_head_kv\":%u,\"n_embd_head\":%u,\"n_ctx_train\":%u,\"sliding_window\":%u}",
-           s->n_layer, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->n_embd_head,
-           s->n_ctx_train, s->sliding_window);
-    printf(",\"tokenizer\":{\"model\":");
-    json_put_string(stdout, s->tokenizer_model);
-    printf(",\"n_vocab\":%" PRIu64 "}", s->n_vocab);
-    print_json_meta(m, meta_buf);
-    print_json_tensors(m);
-    printf("}\n");
+    jsonw j;
+    jw_init_file(&j, stdout, JW_COMPACT);
+    jw_obj(&j);
+    jw_key_str(&j, "path", s->path);
+    jw_key_str(&j, "container", s->container);
+    jw_key_uint(&j, "version", s->container_version);
+    jw_key_uint(&j, "file_bytes", s->file_bytes);
+    jw_key_str(&j, "architecture", s->architecture);
+    jw_key_str(&j, "name", s->name);
+    jw_key_str(&j, "file_type", sw_file_type_name(s->file_type));
+    jw_key_uint(&j, "n_params", s->n_params);
+    jw_key_uint(&j, "tensor_bytes", s->tensor_bytes);
+    jw_key(&j, "hparams");
+    jw_obj(&j);
+    jw_key_uint(&j, "n_layer", s->n_layer);
+    jw_key_uint(&j, "n_embd", s->n_embd);
+    jw_key_uint(&j, "n_ff", s->n_ff);
+    jw_key_uint(&j, "n_head", s->n_head);
+    jw_key_uint(&j, "n_head_kv", s->n_head_kv);
+    jw_key_uint(&j, "n_embd_head", s->n_embd_head);
+    jw_key_uint(&j, "n_ctx_train", s->n_ctx_train);
+    jw_key_uint(&j, "sliding_window", s->sliding_window);
+    jw_obj_end(&j);
+    jw_key(&j, "tokenizer");
+    jw_obj(&j);
+    jw_key_str(&j, "model", s->tokenizer_model);
+    jw_key_uint(&j, "n_vocab", s->n_vocab);
+    jw_obj_end(&j);
+    print_json_meta(&j, m, meta_buf);
+    print_json_tensors(&j, m);
+    jw_obj_end(&j);
+    jw_finish(&j);
 }
 
 int cmd_info(int argc, char **argv) {

@@ -101,7 +101,7 @@ static int default_ctx(ppl_args *a) {
     return CLI_EXIT_OK;
 }
 
-static void progress(void *user, size_t done, size_t total) {
+static void chunk_progress(void *user, size_t done, size_t total) {
     (void)user;
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "\rperplexity: chunk %zu/%zu", done, total);
@@ -177,7 +177,7 @@ int cmd_perplexity(int argc, char **argv) {
     po.n_chunks = (uint32_t)a.chunks;
     po.save_base = a.save_base;
     po.kld_base = a.kld_base;
-    po.progress = progress;
+    po.progress = chunk_progress;
     sw_perplexity_result res;
     sw_status st = sw_perplexity(e, m, ids, n, &po, &res);
     if (st != SW_OK) {

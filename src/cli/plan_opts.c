@@ -14,15 +14,15 @@
 #include "cli/cli.h"
 #include "cli/plan_opts.h"
 
-static const char *const flags[] = {
+static const char *const planning_flags[] = {
     "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
     "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots",
     "-ncmoe", "--n-cpu-moe"};
 
 bool plan_opts_has(const char *flag) {
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(flag, flags[i]))
+    for (size_t i = 0; i < sizeof planning_flags / sizeof planning_flags[0]; i++)
+        if (!strcmp(flag, planning_flags[i]))
             return true;
     return false;
 }

@@ -1,7 +1,7 @@
 /*
  * serve.c — `spillway serve`: plans once for -np parallel sequences (the
  * plan printed as `plan` prints it), listens while the model loads
- * (/health says "loading"), then serves the OpenAI API (serve.h) until
+ * (/health says "loading"), then serves the OpenAI API (server.h) until
  * SIGINT or SIGTERM: queued requests are refused, running ones end with
  * finish_reason "cancelled", and every connection is answered before the
  * engine goes. The connection caps and the request deadline (--timeout,
@@ -18,7 +18,7 @@
 #include "cli/gen_opts.h"
 #include "cli/interrupt.h"
 #include "cli/model_arg.h"
-#include "serve/serve.h"
+#include "serve/server.h"
 #include "util/clock.h"
 
 enum {
@@ -35,7 +35,7 @@ typedef struct serve_args {
     long timeout_s, max_conns, max_conns_per_addr;
 } serve_args;
 
-static void usage(FILE *out) {
+static void serve_usage(FILE *out) {
     fputs("usage: spillway serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [-np N] [-c CTX]\n"
           "                      [--api-key KEY] [--alias NAME] [--timeout S] [--max-conns N]\n"
           "                      [--max-conns-per-addr N] [placement and budget flags]\n"
@@ -121,7 +121,7 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
             rc = CLI_EXIT_USAGE;
     }
     if (rc == CLI_EXIT_OK)
-        rc = gen_opts_parse_all(o, n, rest, usage);
+        rc = gen_opts_parse_all(o, n, rest, serve_usage);
     free(rest);
     if (rc == CLI_EXIT_OK && (o->prompt != NULL || o->prompt_file != NULL)) {
         cli_error("serve takes prompts over HTTP, not -p or -f");
@@ -131,7 +131,8 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
 }
 
 /* The model's API name: --alias, or the file name without its folder. */
-static const char *model_name(const serve_args *a, const gen_opts *o, char *buf, size_t cap) {
+static const char *serve_model_name(const serve_args *a, const gen_opts *o, char *buf,
+                                    size_t cap) {
     if (a->alias != NULL)
         return a->alias;
     const char *path = o->model;
@@ -162,8 +163,8 @@ int cmd_serve(int argc, char **argv) {
     if ((rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
         return rc;
     char path_buf[4096];
-    srv_state s = {.sampler = o.sampler, .model = m, .model_name = model_name(&a, &o, path_buf,
-                                                                    sizeof path_buf),
+    srv_state s = {.sampler = o.sampler, .model = m,
+                   .model_name = serve_model_name(&a, &o, path_buf, sizeof path_buf),
                    .api_key = a.api_key, .max_body = (size_t)a.max_body};
     s.m.t_start = sw_clock_s();
     s.m.created = (int64_t)time(NULL);

@@ -1,16 +1,21 @@
 /*
- * measure.c — host benchmarks for doctor (see measure.h).
+ * measure.c — every measurement doctor makes (doctor_measure, doctor.h):
+ * host memory read bandwidth, memcpy (the sim device's link), the CPU
+ * backend's f32 matmul and decode matmul rates, each visible device
+ * through backend/device_rates.h, and a file's sequential read speed.
  *
- * The read loops keep several independent sums so a core issues loads back
- * to back; the sums land in a volatile sink so the compiler cannot drop the
+ * Each rate is the best of a few timed runs after a warm-up, because the
+ * planner wants what the hardware can do, not a noisy average. Buffers are
+ * allocated per test and freed before it returns; nothing is kept. The
+ * read loops keep several independent sums so a core issues loads back to
+ * back; the sums land in a volatile sink so the compiler cannot drop the
  * reads. Buffers are first touched by the threads that later read them, so
  * on multi-socket hosts each slice sits in its reader's memory node.
  * Linux-specific: mincore() tells how much of a file was already cached.
  */
 #define _DEFAULT_SOURCE /* mincore, posix_fadvise, mkstemp, clock_gettime */
 
-#include "doctor/measure.h"
-
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,10 +27,42 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/threadpool.h"
+#include "doctor/doctor.h"
 #include "quant/random.h"
 #include "quant/types.h"
-#include "util/error.h"
 #include "util/clock.h"
+#include "util/error.h"
+
+#define MIB (1024ull * 1024ull)
+#define DISK_MIN_FREE_FACTOR 4      /* temp file only with 4x its size free */
+#define CACHED_MOSTLY 0.5           /* above: the rate is the page cache's */
+
+/* How much work each measurement does; quick keeps the whole run < 3 s
+ * on a 2-core machine (and under the sanitizers). */
+typedef struct doctor_sizes {
+    uint64_t host_read_bytes;
+    int host_read_runs;
+    uint64_t memcpy_bytes;
+    int memcpy_runs;
+    uint32_t flops_n, flops_tokens;  /* 64 tokens: the default prefill chunk */
+    int flops_runs;
+    uint64_t disk_max_bytes, disk_temp_bytes;
+    uint64_t device_bytes;
+    uint64_t decode_bytes;           /* weights per decode-matmul test (each type) */
+} doctor_sizes;
+
+static const doctor_sizes SIZES_FULL = {256 * MIB, 5, 256 * MIB, 3, 4096, 64, 3,
+                                        1024 * MIB, 256 * MIB, 256 * MIB, 128 * MIB};
+static const doctor_sizes SIZES_QUICK = {32 * MIB, 3, 16 * MIB, 3, 1024, 32, 2,
+                                         32 * MIB, 8 * MIB, 32 * MIB, 8 * MIB};
+
+typedef struct measure_file_result {
+    uint64_t bytes;           /* bytes read */
+    double Bps;
+    double cached_fraction;   /* share of those bytes in the page cache at the
+                               * start, after asking the kernel to drop them */
+} measure_file_result;
 
 enum {
     MEASURE_MAX_THREADS = 256,        /* per-thread sums in a read job */
@@ -80,7 +117,10 @@ static void read_task(void *arg, int ith, int nth) {
     j->sums[ith][0] = s0 ^ s1 ^ s2 ^ s3;
 }
 
-sw_status measure_host_read(cpu_pool *pool, uint64_t bytes, int n_runs, double *Bps) {
+/* Read bandwidth over a `bytes` buffer (much larger than the caches), all
+ * of pool's threads reading disjoint slices, best of n_runs.
+ * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */
+static sw_status measure_host_read(cpu_pool *pool, uint64_t bytes, int n_runs, double *Bps) {
     if (Bps == NULL || bytes < 4096 || n_runs < 1 || cpu_pool_size(pool) > MEASURE_MAX_THREADS)
         return sw_errorf(SW_ERR_ARG, "measure_host_read: bad arguments");
     *Bps = 0;
@@ -115,7 +155,10 @@ sw_status measure_host_read(cpu_pool *pool, uint64_t bytes, int n_runs, double *
 
 /* ---- memcpy (the sim link) -------------------------------------------- */
 
-sw_status measure_memcpy(uint64_t bytes, int n_runs, double *Bps) {
+/* One thread's memcpy rate (bytes copied per second) between two `bytes`
+ * buffers: what the sim device's copy thread achieves without a link cap.
+ * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */
+static sw_status measure_memcpy(uint64_t bytes, int n_runs, double *Bps) {
     if (Bps == NULL || bytes == 0 || bytes > SIZE_MAX || n_runs < 1)
         return sw_errorf(SW_ERR_ARG, "measure_memcpy: bad arguments");
     *Bps = 0;
@@ -176,8 +219,11 @@ static sw_status best_matmul_s(cpu_pool *pool, const tensor_view *w, const float
     return st;
 }
 
-sw_status measure_host_flops(cpu_pool *pool, uint32_t n, uint32_t n_tokens, int n_runs,
-                             double *flops) {
+/* cpu_matmul on an n x n F32 weight and n_tokens activation rows:
+ * 2 * n * n * n_tokens flops per run, best of n_runs.
+ * Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */
+static sw_status measure_host_flops(cpu_pool *pool, uint32_t n, uint32_t n_tokens, int n_runs,
+                                    double *flops) {
     if (flops == NULL || n < 64 || n_tokens == 0 || n_runs < 1)
         return sw_errorf(SW_ERR_ARG, "measure_host_flops: bad arguments");
     *flops = 0;
@@ -207,8 +253,12 @@ sw_status measure_host_flops(cpu_pool *pool, uint32_t n, uint32_t n_tokens, int 
 
 /* ---- CPU decode matmul rate ------------------------------------------------ */
 
-sw_status measure_host_decode(cpu_pool *pool, uint32_t type, uint64_t bytes, int n_runs,
-                              double *Bps) {
+/* The decode matmul (cpu_matmul, one token, the pool's threads) over a
+ * random weight of about `bytes` of `type`, in weight bytes per second,
+ * best of n_runs after a warm-up: the rate the planner divides a host
+ * layer's bytes of that type by. Errors: SW_ERR_ARG, SW_ERR_OOM_HOST. */
+static sw_status measure_host_decode(cpu_pool *pool, uint32_t type, uint64_t bytes, int n_runs,
+                                     double *Bps) {
     const uint64_t cols = 8192;
     uint64_t row = 0;
     if (Bps == NULL || n_runs < 1 || !type_row_bytes(type, cols, &row) || bytes < row)
@@ -288,7 +338,13 @@ static sw_status read_all(int fd, const char *path, uint64_t n, uint64_t *got) {
     return SW_OK;
 }
 
-sw_status measure_file_read(const char *path, uint64_t max_bytes, measure_file_result *out) {
+/* Sequential read of the first min(file size, max_bytes) bytes of `path`.
+ * Asks the kernel first to drop the file's clean cached pages
+ * (posix_fadvise DONTNEED) so the disk, not the page cache, is measured;
+ * pages it would not drop (mapped or dirty elsewhere) show in
+ * cached_fraction. Errors: SW_ERR_ARG, SW_ERR_IO (message names the path). */
+static sw_status measure_file_read(const char *path, uint64_t max_bytes,
+                                   measure_file_result *out) {
     if (path == NULL || out == NULL || max_bytes == 0)
         return sw_errorf(SW_ERR_ARG, "measure_file_read: bad arguments");
     memset(out, 0, sizeof *out);
@@ -343,7 +399,11 @@ static sw_status write_test_file(int fd, const char *dir, uint64_t bytes) {
     return SW_OK;
 }
 
-sw_status measure_temp_file_read(const char *dir, uint64_t bytes, measure_file_result *out) {
+/* Writes a `bytes` temp file in `dir`, syncs it to disk, measures it with
+ * measure_file_read and removes it. For machines with no model file yet.
+ * Errors: SW_ERR_ARG, SW_ERR_IO (message names the folder and reason). */
+static sw_status measure_temp_file_read(const char *dir, uint64_t bytes,
+                                        measure_file_result *out) {
     char path[4200];
     if (dir == NULL || out == NULL || bytes == 0)
         return sw_errorf(SW_ERR_ARG, "measure_temp_file_read: bad arguments");
@@ -360,4 +420,120 @@ sw_status measure_temp_file_read(const char *dir, uint64_t bytes, measure_file_r
         st = measure_file_read(path, bytes, out);
     unlink(path);
     return st;
+}
+
+/* ---- the report's measurements ------------------------------------------ */
+
+static sw_status measure_host(const doctor_sizes *z, int n_threads, sw_doctor_report *r) {
+    sw_doctor_rates *out = &r->rates;
+    cpu_pool *pool = NULL;
+    sw_status st = cpu_pool_create(n_threads, &pool);
+    if (st != SW_OK)
+        return st;
+    r->n_threads = cpu_pool_size(pool);
+    r->host_mem_test_bytes = z->host_read_bytes;
+    r->memcpy_test_bytes = z->memcpy_bytes;
+    r->host_flops_n = z->flops_n;
+    r->host_flops_tokens = z->flops_tokens;
+    if ((st = measure_host_read(pool, z->host_read_bytes, z->host_read_runs,
+                                &out->host_mem_Bps)) == SW_OK &&
+        (st = measure_memcpy(z->memcpy_bytes, z->memcpy_runs, &out->memcpy_Bps)) == SW_OK &&
+        (st = measure_host_flops(pool, z->flops_n, z->flops_tokens, z->flops_runs,
+                                 &out->host_flops)) == SW_OK) {
+        r->host_decode_test_bytes = z->decode_bytes;
+        for (int i = 0; st == SW_OK && i < SW_DOCTOR_DECODE_TYPES; i++)
+            st = measure_host_decode(pool, type_decode_type(i), z->decode_bytes,
+                                     z->host_read_runs, &out->host_decode_Bps[i]);
+    }
+    cpu_pool_destroy(pool);
+    return st;
+}
+
+/* Measures each visible device; a failure is kept per device. */
+static void measure_devices(const doctor_sizes *z, sw_doctor_report *r) {
+    for (size_t i = 0; i < r->devices.n_devices; i++) {
+        doctor_device *d = &r->device[i];
+        d->test_bytes = z->device_bytes;
+        d->status = backend_measure_device(r->devices.devices[i].index, z->device_bytes,
+                                           &d->rates);
+        if (d->status != SW_OK)
+            snprintf(d->message, sizeof d->message, "%s", sw_last_error());
+    }
+}
+
+/* For a Hugging Face folder: its largest .safetensors file (the one the
+ * read speed matters most for) into out; the folder itself otherwise. */
+static void pick_weights_file(const char *path, char *out, size_t cap) {
+    struct stat sb;
+    snprintf(out, cap, "%s", path);
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return;
+    DIR *d = opendir(path);
+    struct dirent *e;
+    off_t best = -1;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        char full[4096];
+        if (n < 12 || strcmp(e->d_name + n - 12, ".safetensors") != 0)
+            continue;
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", path, e->d_name) >= sizeof full)
+            continue;
+        if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > best) {
+            best = sb.st_size;
+            snprintf(out, cap, "%s", full);
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+/* The model file (-m, else the default model when present), else a temp
+ * file in the cache folder. Failures become disk_message. */
+static void measure_disk(const sw_doctor_options *opt, const doctor_sizes *z,
+                         sw_doctor_report *r) {
+    char def[4096];
+    measure_file_result res;
+    sw_status st;
+    const char *path = opt->model_path;
+    if (path == NULL && sw_default_model_path(def, sizeof def) == SW_OK && access(def, R_OK) == 0)
+        path = def;
+    if (path != NULL) {
+        pick_weights_file(path, r->disk_path, sizeof r->disk_path);
+        st = measure_file_read(r->disk_path, z->disk_max_bytes, &res);
+    } else if (r->cache_free_bytes < DISK_MIN_FREE_FACTOR * z->disk_temp_bytes) {
+        snprintf(r->disk_message, sizeof r->disk_message, "not measured: no model file, and "
+                 "only %llu MiB free in %.150s for a test file",
+                 (unsigned long long)(r->cache_free_bytes / MIB), r->cache_dir);
+        return;
+    } else {
+        r->disk_temp_file = 1;
+        st = doctor_make_dirs(r->cache_dir);
+        if (st == SW_OK)
+            st = measure_temp_file_read(r->cache_dir, z->disk_temp_bytes, &res);
+        snprintf(r->disk_path, sizeof r->disk_path, "%.*s/.doctor-read-*",
+                 (int)sizeof r->disk_path - 32, r->cache_dir);
+    }
+    if (st != SW_OK) {
+        snprintf(r->disk_message, sizeof r->disk_message, "not measured: %s", sw_last_error());
+        return;
+    }
+    r->disk_read_bytes = res.bytes;
+    r->rates.disk_read_Bps = res.Bps;
+    r->disk_cached_fraction = res.cached_fraction;
+    if (res.cached_fraction > CACHED_MOSTLY)
+        snprintf(r->disk_message, sizeof r->disk_message, "%.0f%% of the bytes were already in "
+                 "the page cache and could not be dropped: this is the page cache's rate, not "
+                 "the disk's", res.cached_fraction * 100.0);
+}
+
+sw_status doctor_measure(const sw_doctor_options *opt, int n_threads, sw_doctor_report *r) {
+    if (opt == NULL || r == NULL || n_threads < 1)
+        return sw_errorf(SW_ERR_ARG, "doctor_measure: bad arguments");
+    const doctor_sizes *z = opt->quick ? &SIZES_QUICK : &SIZES_FULL;
+    sw_status st = measure_host(z, n_threads, r);
+    if (st != SW_OK)
+        return st;
+    measure_devices(z, r);
+    measure_disk(opt, z, r);
+    return SW_OK;
 }

@@ -41,9 +41,7 @@ static sw_status check_plan(sw_engine *e) {
     plan_model *mine = malloc(sizeof *mine);
     if (mine == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory checking the plan");
-    /* The type names parse case-insensitively: "Q8_0" as "q8_0". */
-    sw_status st = plan_describe_file(e->model, pm->convert_type[0] ? pm->convert_type : NULL,
-                                      mine);
+    sw_status st = plan_describe_file(e->model, pm->convert, mine);
     if (st == SW_OK && !plan_model_same(mine, pm))
         st = sw_errorf(SW_ERR_ARG, "this plan was made for %s (%s), not for %s: plan again for "
                        "this model", pm->name, pm->file_bytes ? "another file" : "the catalog",
@@ -63,11 +61,10 @@ static sw_status take_workload(sw_engine *e) {
     e->n_seq = p->workload.n_seq;
     e->n_tok = p->n_tok;
     e->kv_type = plan_kv_tensor_type(p->workload.kv_type);
-    e->convert_type = SW_TYPE_COUNT;
-    if (p->model.convert_type[0] &&
-        plan_parse_weights_type(p->model.convert_type, &e->convert_type) != SW_OK)
-        return sw_errorf(SW_ERR_ARG, "the plan converts weights to %s, which this build cannot",
-                         p->model.convert_type);
+    e->convert_type = plan_convert_tensor_type(p->model.convert);
+    if (p->model.convert != PLAN_CONVERT_NONE && e->convert_type == SW_TYPE_COUNT)
+        return sw_errorf(SW_ERR_ARG, "the plan converts weights with code %d, which this build "
+                         "does not know: plan again", (int)p->model.convert);
     e->shape = (block_shape){
         .n_embd = c->n_embd, .n_ff = c->n_ff, .n_head = c->n_head, .n_head_kv = c->n_head_kv,
         .head_dim = c->n_embd_head, .norm_eps = c->norm_eps, .query_scale = c->query_scale,
@@ -80,22 +77,20 @@ static sw_status take_workload(sw_engine *e) {
 
 static sw_status create_backends(sw_engine *e) {
     const plan *p = e->plan;
-    const backend_test_hooks test = {
-        .fail_alloc_at = e->hooks.sim_fail_alloc_at, .fail_op_at = e->hooks.sim_fail_op_at,
-        .op_delay_s = e->hooks.sim_op_delay_s, .per_op = e->hooks.sim_per_op};
-    const bool testing = test.fail_alloc_at || test.fail_op_at || test.op_delay_s > 0 ||
-                         test.per_op;
+    const backend_test_hooks *test = &e->hooks.backend;
+    const bool testing = test->fail_alloc_at || test->fail_op_at || test->op_delay_s > 0 ||
+                         test->per_op;
     backend_params bp = {
-        .cpu = {.max_attn_keys = e->n_ctx, .attn_group = model_attn_group(&e->config),
-                .max_row_elems = model_max_row_elems(&e->config)},
+        .sizes = {.max_attn_keys = e->n_ctx, .attn_group = model_attn_group(&e->config),
+                  .max_row_elems = model_max_row_elems(&e->config)},
         .exact_dots = p->workload.exact_dots, .bf16_dots = p->workload.bf16_dots,
-        .capacity_bytes = p->budget.device_bytes, .sim_link_Bps = p->budget.sim_link_Bps,
-        .test = testing ? &test : NULL,
+        .capacity_bytes = p->budget.device_bytes, .link_Bps = p->budget.sim_link_Bps,
+        .test = testing ? test : NULL,
     };
     sw_status st = cpu_pool_create(e->n_threads, &e->pool);
     if (st != SW_OK)
         return st;
-    bp.cpu.pool = e->pool;
+    bp.pool = e->pool;
     if ((st = backend_create("cpu", &bp, &e->host)) != SW_OK || !p->budget.has_device)
         return st;
     return backend_create(p->budget.backend, &bp, &e->device);

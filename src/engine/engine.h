@@ -4,9 +4,9 @@
  * with test hooks, and the notes and counters the launcher adds.
  *
  * The hooks are for tests only and are all zero in normal use: they make
- * the simulated device fail or slow down on purpose, bring back the ring
- * logic this engine replaced (to show the race check catches it), and
- * watch the residual stream after each layer.
+ * the simulated device fail or slow down on purpose (handed as they are to
+ * every backend the engine creates), and watch the residual stream after
+ * each layer.
  */
 #ifndef SW_ENGINE_ENGINE_H
 #define SW_ENGINE_ENGINE_H
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend_params.h"
 #include "spillway.h"
 
 /* Called after each layer with the residual stream (n_tokens, n_embd) in
@@ -22,12 +23,8 @@ typedef void (*engine_layer_hook)(void *user, int layer, const float *x, uint32_
                                   uint32_t n_embd);
 
 typedef struct engine_hooks {
-    uint64_t sim_fail_alloc_at;  /* the sim refuses its Nth allocation */
-    uint64_t sim_fail_op_at;     /* the sim refuses its Nth op or block */
-    double sim_op_delay_s;       /* each sim op runs this much longer */
-    bool sim_per_op;             /* the sim (and pjrt) hide their block entry */
-    bool ring_unsafe_reuse;      /* refill a ring slot as soon as its readers are
-                                  * queued, not after they ran (the old logic) */
+    backend_test_hooks backend;  /* faults and delays for the backends (all zero:
+                                  * none, and they get no hooks at all) */
     engine_layer_hook layer_hook;
     void *layer_hook_user;
 } engine_hooks;

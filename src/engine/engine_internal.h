@@ -33,7 +33,8 @@
 
 #define ENGINE_MAX_SLOTS 8
 
-enum { SIDE_HOST = 0, SIDE_DEVICE = 1 };
+/* Where a layer (or an end of the forward) computes. */
+typedef enum side_id { SIDE_HOST = 0, SIDE_DEVICE = 1 } side_id;
 
 /* A page-locked host buffer (pinned.c): from the device backend's pinned
  * allocator when it has one, else aligned memory locked with mlock — best
@@ -105,7 +106,9 @@ struct sw_engine {
     model_weights weights;             /* what the engine computes and uploads from:
                                         * file_weights' views, re-pointed per plan at
                                         * converted or pinned copies (host_weights.c) */
-    uint32_t convert_type;             /* --weights: SW_TYPE_*; SW_TYPE_COUNT = as stored */
+    uint32_t convert_type;             /* the plan's --weights as quant_convert_type()'s
+                                        * want (plan_convert_tensor_type); SW_TYPE_COUNT
+                                        * = as stored */
     uint32_t kv_type;                  /* SW_TYPE_F32, _F16 or _BF16 */
     engine_host_weights hw;
     cpu_pool *pool;
@@ -130,7 +133,7 @@ struct sw_engine {
     bkv *kv;                           /* (n_layer) on its layer's side */
     void *host_kv;                     /* host arena for KV on the host */
     act_layout act;
-    engine_side side[2];
+    engine_side side[2];               /* by side_id */
     engine_seq *seqs;                  /* (n_seq) */
     sw_batch_item *items;              /* (n_tok) scratch for sw_session_eval */
     uint32_t n_replans;

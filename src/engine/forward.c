@@ -3,7 +3,9 @@
  * host, each layer on the side the plan gives it (the block entry when
  * the backend has one, else its ops), the residual stream crossing
  * between sides only where consecutive layers differ, then the final
- * norm and LM head for the rows that want logits.
+ * norm and LM head for the rows that want logits. The math of each step
+ * is backend/block.c's and backend/ends.c's; this file decides sides and
+ * moves data between them.
  *
  * Crossing sides is an explicit transfer on the device's compute queue:
  * to the device, the stream (and, once per forward, the positions,
@@ -14,10 +16,10 @@
  * copies read. A failure drains the device and resets the ring, so the
  * next forward starts from a clean state.
  */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/ends.h"
 #include "engine/engine_internal.h"
 #include "util/error.h"
 
@@ -54,8 +56,14 @@ static sw_status upload_meta(sw_engine *e, uint32_t n) {
     return SW_OK;
 }
 
+/* Where the final norm and the LM head run: where the plan keeps the
+ * head. */
+static side_id lm_head_side(const sw_engine *e) {
+    return e->plan->lm_head_place == PLACE_RESIDENT ? SIDE_DEVICE : SIDE_HOST;
+}
+
 /* Moves the residual stream to the side about to compute. */
-static sw_status move_stream(sw_engine *e, int to, uint32_t n) {
+static sw_status move_stream(sw_engine *e, side_id to, uint32_t n) {
     engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
     sw_status st;
     d->used = true;
@@ -71,7 +79,7 @@ static sw_status move_stream(sw_engine *e, int to, uint32_t n) {
 }
 
 /* The residual stream in host memory for the test hook. */
-static sw_status run_hook(sw_engine *e, int layer, int side, uint32_t n) {
+static sw_status run_hook(sw_engine *e, int layer, side_id side, uint32_t n) {
     const engine_hooks *k = &e->hooks;
     engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
     if (k->layer_hook == NULL)
@@ -113,7 +121,7 @@ static sw_status run_split_block(sw_engine *e, uint32_t il, block_args *a) {
     return be->vt->block ? be->vt->block(be, a) : block_run_ops(be, a);
 }
 
-static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, int side,
+static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, side_id side,
                            uint32_t n) {
     const model_config *c = &e->config;
     backend *be = e->side[side].be;
@@ -142,7 +150,7 @@ static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, int si
 }
 
 /* Where layer il computes and with which weights. */
-static sw_status acquire(sw_engine *e, uint32_t il, const dev_layer **w, int *side) {
+static sw_status acquire(sw_engine *e, uint32_t il, const dev_layer **w, side_id *side) {
     switch (e->plan->layer_place[il]) {
     case PLACE_STREAMED:
         *side = SIDE_DEVICE;
@@ -158,10 +166,10 @@ static sw_status acquire(sw_engine *e, uint32_t il, const dev_layer **w, int *si
     return SW_OK;
 }
 
-static sw_status run_layers(sw_engine *e, uint32_t n, int *side) {
+static sw_status run_layers(sw_engine *e, uint32_t n, side_id *side) {
     for (uint32_t il = 0; il < e->config.n_layer; il++) {
         const dev_layer *w = NULL;
-        int want = SIDE_HOST;
+        side_id want = SIDE_HOST;
         sw_status st = acquire(e, il, &w, &want);
         if (st == SW_OK && want != *side)
             st = move_stream(e, want, n);
@@ -178,97 +186,58 @@ static sw_status run_layers(sw_engine *e, uint32_t n, int *side) {
     return SW_OK;
 }
 
-/* Final norm and LM head over the n_out wanted rows, on the LM head's side. */
+/* Final norm and LM head over the n_out wanted rows, on the LM head's
+ * side; from the device, the logits are copied back. */
 static sw_status run_logits(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     const model_config *c = &e->config;
-    int s = e->plan->lm_head_place == PLACE_RESIDENT ? SIDE_DEVICE : SIDE_HOST;
+    const side_id s = lm_head_side(e);
     engine_side *side = &e->side[s];
     backend *be = side->be;
     bmem out = s == SIDE_DEVICE ? (bmem){e->logits_dev, 0}
                                 : (bmem){be->vt->host_memory(be), (uint64_t)(uintptr_t)logits};
     if (s == SIDE_DEVICE)
         SW_TRY(upload_meta(e, n));
-    SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_GATHER,
-                                  .u.gather = {.src = side->act.x, .idx = side->out_rows,
-                                               .dst = side->act.h, .n = n_out, .n_src = n,
-                                               .cols = c->n_embd}}));
-    SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_RMSNORM,
-                                  .u.rmsnorm = {.x = side->act.h, .w = e->out_norm[s],
-                                                .y = side->act.h, .n = c->n_embd,
-                                                .n_rows = n_out, .eps = c->norm_eps}}));
-    SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_MATMUL,
-                                  .u.matmul = {.w = e->lm_head[s], .x = side->act.h, .y = out,
-                                               .n_tokens = n_out}}));
-    if (c->final_softcap != 0.0f)
-        SW_TRY(be->vt->submit(be, &(bop){.kind = BOP_SOFTCAP,
-                                      .u.softcap = {.x = out, .cap = c->final_softcap,
-                                                    .n = (uint64_t)n_out * c->n_vocab}}));
+    const logits_args a = {.out_norm = e->out_norm[s], .lm_head = e->lm_head[s],
+                           .norm_eps = c->norm_eps, .final_softcap = c->final_softcap,
+                           .x = side->act.x, .rows = side->out_rows, .h = side->act.h,
+                           .logits = out, .n_tokens = n, .n_out = n_out};
+    SW_TRY(logits_run_ops(be, &a));
     if (s == SIDE_HOST)
         return SW_OK;
     return be->vt->copy_d2h(be, BQ_COMPUTE, logits, out,
                             (uint64_t)n_out * c->n_vocab * sizeof(float));
 }
 
-#define HOST_SUBMIT(e, ...)                                                              \
-    SW_TRY((e)->host->vt->submit((e)->host, &(bop){__VA_ARGS__}))
-
-/* Gemma 4's per-layer inputs for n tokens, on the host after the scaled
- * embedding x0 (gemma4-facts): ple = (rmsnorm(x0·Wproj * n_embd^-1/2,
- * proj_norm per layer) + table[id] * sqrt(n_pl)) * 2^-1/2, assembled
- * token-major in ple_tmp (the table rows borrowing ple) and then gathered
- * layer-major into ple, each layer's rows contiguous. The constants are
- * rounded from double, as transformers' Python floats are. */
-static sw_status per_layer_inputs(sw_engine *e, uint32_t n) {
+/* The embedding, and Gemma 4's per-layer inputs, of the n tokens: lookups
+ * of n rows, always on the host. */
+static sw_status run_embedding(sw_engine *e, uint32_t n) {
     const model_config *c = &e->config;
     engine_side *h = &e->side[SIDE_HOST];
-    const uint32_t L = c->n_layer, P = c->n_embd_per_layer;
-    const uint64_t all = (uint64_t)n * L * P;
-    HOST_SUBMIT(e, .kind = BOP_MATMUL,
-                .u.matmul = {.w = e->ple_proj, .x = h->act.x, .y = h->ple_tmp, .n_tokens = n});
-    HOST_SUBMIT(e, .kind = BOP_SCALE,
-                .u.scale = {.x = h->ple_tmp, .s = (float)pow(c->n_embd, -0.5), .n = all});
-    HOST_SUBMIT(e, .kind = BOP_RMSNORM,
-                .u.rmsnorm = {.x = h->ple_tmp, .w = e->ple_proj_norm, .y = h->ple_tmp, .n = P,
-                              .n_rows = n * L, .eps = c->norm_eps});
-    HOST_SUBMIT(e, .kind = BOP_GET_ROWS,
-                .u.get_rows = {.w = e->ple_embd, .ids = h->ids, .out = h->act.ple, .n = n});
-    HOST_SUBMIT(e, .kind = BOP_SCALE,
-                .u.scale = {.x = h->act.ple, .s = (float)sqrt(P), .n = all});
-    HOST_SUBMIT(e, .kind = BOP_ADD, .u.add = {.x = h->ple_tmp, .y = h->act.ple, .n = all});
-    HOST_SUBMIT(e, .kind = BOP_SCALE,
-                .u.scale = {.x = h->ple_tmp, .s = (float)pow(2.0, -0.5), .n = all});
-    int32_t *idx = engine_host_meta(e, e->act.ple_idx);
-    for (uint32_t l = 0; l < L; l++)
-        for (uint32_t t = 0; t < n; t++)
-            idx[(uint64_t)l * n + t] = (int32_t)((uint64_t)t * L + l);
-    HOST_SUBMIT(e, .kind = BOP_GATHER,
-                .u.gather = {.src = h->ple_tmp, .idx = h->ple_idx, .dst = h->act.ple,
-                             .n = n * L, .n_src = n * L, .cols = P});
-    return SW_OK;
+    const embed_args em = {.tok_embd = e->tok_embd, .embd_scale = c->embd_scale, .ids = h->ids,
+                           .x = h->act.x, .n_tokens = n};
+    SW_TRY(embed_run_ops(h->be, &em));
+    if (c->n_embd_per_layer == 0)
+        return SW_OK;
+    ple_order(engine_host_meta(e, e->act.ple_idx), n, c->n_layer);
+    const ple_args pl = {.table = e->ple_embd, .proj = e->ple_proj,
+                         .proj_norm = e->ple_proj_norm, .n_embd = c->n_embd,
+                         .n_layer = c->n_layer, .n_pl = c->n_embd_per_layer,
+                         .norm_eps = c->norm_eps, .ids = h->ids, .x = h->act.x,
+                         .tmp = h->ple_tmp, .order = h->ple_idx, .ple = h->act.ple,
+                         .n_tokens = n};
+    return ple_run_ops(h->be, &pl);
 }
 
 static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
-    const model_config *c = &e->config;
-    engine_side *h = &e->side[SIDE_HOST];
-    backend *hb = h->be;
-    int side = SIDE_HOST;
+    side_id side = SIDE_HOST;
     e->side[SIDE_DEVICE].meta_current = false;
     e->side[SIDE_DEVICE].used = false;
-    /* The embedding is a lookup of n rows: always on the host. */
-    SW_TRY(hb->vt->submit(hb, &(bop){.kind = BOP_GET_ROWS,
-                                  .u.get_rows = {.w = e->tok_embd, .ids = h->ids,
-                                                 .out = h->act.x, .n = n}}));
-    SW_TRY(hb->vt->submit(hb, &(bop){.kind = BOP_SCALE,
-                                  .u.scale = {.x = h->act.x, .s = c->embd_scale,
-                                              .n = (uint64_t)n * c->n_embd}}));
-    if (c->n_embd_per_layer)
-        SW_TRY(per_layer_inputs(e, n));
+    SW_TRY(run_embedding(e, n));
     SW_TRY(run_hook(e, -1, SIDE_HOST, n));
     SW_TRY(run_layers(e, n, &side));
     if (n_out > 0) {
-        int lm = e->plan->lm_head_place == PLACE_RESIDENT ? SIDE_DEVICE : SIDE_HOST;
-        if (side != lm)
-            SW_TRY(move_stream(e, lm, n));
+        if (side != lm_head_side(e))
+            SW_TRY(move_stream(e, lm_head_side(e), n));
         SW_TRY(run_logits(e, n, n_out, logits));
     }
     return e->side[SIDE_DEVICE].used ? device_wait(e) : SW_OK;

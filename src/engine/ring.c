@@ -12,10 +12,11 @@
  *   fill:    copy queue waits for consumed[slot], uploads, records filled[slot]
  *   compute: compute queue waits for filled[slot], runs the layer, records
  *            consumed[slot] after its last op
- * so a slot is overwritten only after every op that reads it has run. The
- * test hook ring_unsafe_reuse drops the copy queue's wait, which is what
- * this code did when every op finished before returning; the sim's race
- * check (backend/sim/sim_exec.c) catches the result.
+ * so a slot is overwritten only after every op that reads it has run.
+ * Without the copy queue's wait (what this code did when every op finished
+ * before returning) the sim's race check (backend/sim/sim_exec.c) catches
+ * the overwrite; tests/test_ring_race.c shows it by making the device
+ * ignore copy-queue waits (ring_fill queues the engine's only ones).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,7 @@ static sw_status ring_fill(sw_engine *e, uint64_t seq) {
     uint32_t slot = slot_of(r, seq);
     uint32_t il = r->streamed[seq % r->n_streamed];
     const layer_pack *p = &e->packs[il];
-    sw_status st = SW_OK;
-    if (!e->hooks.ring_unsafe_reuse)
-        st = d->vt->queue_wait(d, BQ_COPY, r->consumed[slot]);
+    sw_status st = d->vt->queue_wait(d, BQ_COPY, r->consumed[slot]);
     r->holds[slot] = (int32_t)il;
     for (uint32_t i = 0; st == SW_OK && i < p->n_items; i++)
         st = d->vt->copy_h2d(d, BQ_COPY, (bmem){r->slot[slot], p->items[i].offset},

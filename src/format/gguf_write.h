@@ -15,8 +15,8 @@
  * Layout is what gguf-py writes: keys in the order added, tensor data
  * offsets aligned to 32 bytes, zero padding after every tensor. Counts and
  * lengths are u64 as the GGUF v3 spec says. Bytes go to a byte_sink, a
- * write callback (a buffered file in src/synth/, a memory buffer in tests),
- * which src/format/safetensors_write.h shares.
+ * write callback (format/byte_sink.h) that src/format/safetensors_write.h
+ * and the JSON writer share.
  */
 #ifndef SW_FORMAT_GGUF_WRITE_H
 #define SW_FORMAT_GGUF_WRITE_H
@@ -25,14 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/byte_sink.h"
 #include "spillway.h"
-
-/* Where a writer's bytes go. write() appends n bytes or returns an error
- * status with a message recorded (sw_errorf); the writers pass it on. */
-typedef struct byte_sink {
-    sw_status (*write)(void *ctx, const void *data, size_t n);
-    void *ctx;
-} byte_sink;
 
 typedef struct gguf_writer gguf_writer;
 

@@ -14,7 +14,7 @@
  * declaration order) padded with spaces to a multiple of 8, then the data
  * back to back with no holes (declare in name order to match
  * safetensors.torch.save_file, which sorts). The header is serialized with
- * json-c. byte_sink is declared in gguf_write.h.
+ * json-c. byte_sink is declared in byte_sink.h.
  */
 #ifndef SW_FORMAT_SAFETENSORS_WRITE_H
 #define SW_FORMAT_SAFETENSORS_WRITE_H

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "backend/block.h"
+#include "backend/block_weight.h"
 #include "backend/tensor.h"
 #include "format/gguf.h"
 #include "model/config.h"

@@ -14,7 +14,6 @@
  * plan_build stays pure. Every option is validated here, once.
  */
 #define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +45,12 @@ sw_plan_options sw_plan_options_default(void) {
     return o;
 }
 
-sw_status plan_describe_file(const sw_model *model, const char *weights, plan_model *pm) {
+sw_status plan_describe_file(const sw_model *model, plan_convert convert, plan_model *pm) {
     model_config c;
     model_weights w;
-    uint32_t convert = SW_TYPE_COUNT;
     const char *slash = strrchr(model->path, '/');
     sw_status st = model_config_from_gguf(model->gguf, &c);
-    if (st != SW_OK || (weights && (st = plan_parse_weights_type(weights, &convert)) != SW_OK))
+    if (st != SW_OK)
         return st;
     memset(&w, 0, sizeof w);
     if ((st = model_weights_bind(model->gguf, &c, &w)) != SW_OK)
@@ -159,7 +157,7 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
         return sw_errorf(SW_ERR_ARG, "a device memory share must be in (0%%, 100%%]");
     snprintf(b->backend, sizeof b->backend, "%s", info.name);
     b->has_device = info.has_device;
-    if (info.capacity_is_budget) {
+    if (info.budget == BACKEND_BUDGET_GIVEN) {
         if (o->device_mem_fraction > 0)
             return sw_errorf(SW_ERR_ARG, "the simulated device has no memory of its own to "
                              "take a percentage of: give --device-mem a size (e.g. 512M)");
@@ -169,12 +167,12 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
         snprintf(b->device_name, sizeof b->device_name, "%s", info.name);
         b->device_bytes = b->device_total_bytes = o->device_mem_bytes;
         b->sim_link_Bps = o->sim_link_Bps;
-    } else if (info.queries_devices && (st = queried_budget(o, b)) != SW_OK) {
+    } else if (info.budget == BACKEND_BUDGET_DEVICES && (st = queried_budget(o, b)) != SW_OK) {
         return st;
-    } else if (info.budget_from_plugin && (st = plugin_budget(o, b)) != SW_OK) {
+    } else if (info.budget == BACKEND_BUDGET_PLUGIN && (st = plugin_budget(o, b)) != SW_OK) {
         return st;
     }
-    if (info.capacity_is_budget && o->host_mem_bytes)
+    if (info.budget == BACKEND_BUDGET_GIVEN && o->host_mem_bytes)
         b->host_bytes = o->host_mem_bytes;   /* a rehearsal: as given */
     else
         b->host_bytes = plan_host_available(o->host_mem_bytes);
@@ -194,7 +192,7 @@ static void make_rates(const sw_plan_options *o, const plan_budget *b, plan_rate
         plan_rates_default(r);
     if (st == SW_ERR_FORMAT)
         snprintf(note, cap, "doctor cache unreadable, so default rates: %.100s", sw_last_error());
-    if (backend_lookup(b->backend, &info) == SW_OK && info.capacity_is_budget)
+    if (backend_lookup(b->backend, &info) == SW_OK && info.budget == BACKEND_BUDGET_GIVEN)
         plan_rates_for_sim(r, o->sim_link_Bps);
 }
 
@@ -241,14 +239,17 @@ static bool float_type(const char *t) {
 static sw_status describe(const sw_model *model, const char *catalog_name,
                           const sw_plan_options *opt, plan_inputs *in) {
     backend_info info;
-    sw_status st = model ? plan_describe_file(model, opt->weights, &in->model)
+    plan_convert convert = PLAN_CONVERT_NONE;   /* --weights of a file, parsed here once */
+    sw_status st = model ? plan_parse_weights(opt->weights, &convert)
                          : plan_model_from_catalog(catalog_name, opt->weights, &in->model);
+    if (st == SW_OK && model)
+        st = plan_describe_file(model, convert, &in->model);
     if (st != SW_OK || opt->weights != NULL || backend_lookup(in->budget.backend, &info) != SW_OK ||
         !info.float_weights || float_type(in->model.weight_type))
         return st;
     snprintf(in->weights_note, sizeof in->weights_note, "the %s backend computes in float weights: the %s "
              "matrices are dequantized to BF16 at load", info.name, in->model.weight_type);
-    return model ? plan_describe_file(model, "bf16-dequant", &in->model)
+    return model ? plan_describe_file(model, PLAN_CONVERT_BF16_DEQUANT, &in->model)
                  : plan_model_from_catalog(catalog_name, "bf16", &in->model);
 }
 
@@ -356,8 +357,8 @@ sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
     }
     s->prefill_tokens_per_s = p->prefill_tokens_per_s;
     s->decode_tokens_per_s = p->decode_tokens_per_s;
-    for (size_t i = 0; p->model.convert_type[i] && i + 1 < sizeof s->weights; i++)
-        s->weights[i] = (char)tolower((unsigned char)p->model.convert_type[i]);
+    if (p->model.convert != PLAN_CONVERT_NONE)
+        snprintf(s->weights, sizeof s->weights, "%s", plan_convert_flag(p->model.convert));
     return SW_OK;
 }
 

@@ -49,7 +49,8 @@ static sw_status check_inputs(const plan_model *m, const plan_budget *b, const p
 static sw_status check_shared_pins(const plan_model *m, const plan_pins *pins) {
     const model_config *c = &m->config;
     for (uint32_t il = 0; il < c->n_layer; il++)
-        if (pins->experts[il] == PLACE_HOST && (c->n_expert == 0 || m->convert_type[0]))
+        if (pins->experts[il] == PLACE_HOST &&
+            (c->n_expert == 0 || m->convert != PLAN_CONVERT_NONE))
             return sw_errorf(SW_ERR_ARG, "experts pinned to the host (layer %u), but %s", il,
                              c->n_expert ? "--weights converts the weights at load, which "
                                            "experts on the host do not take yet"

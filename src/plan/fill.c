@@ -78,7 +78,7 @@ static void host_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
             add_buf(p, TIER_HOST, BUF_KV, (int32_t)il, x->kv_bytes[il], "kv layer %u", il);
     if (c->conv_bytes)
         add_buf(p, TIER_HOST, BUF_CONVERTED, -1, c->conv_bytes, "converted weights (%s)",
-                x->m->convert_type);
+                plan_convert_name(x->m->convert));
     if (c->staging_bytes)
         add_buf(p, TIER_HOST, BUF_STAGING, -1, c->staging_bytes, "conversion staging (load)");
     if (c->mapped_bytes > c->disk_bytes)
@@ -212,13 +212,14 @@ static void host_notes(const plan_ctx *x, const plan_choice *c, plan *p) {
 static void convert_note(const plan_ctx *x, plan *p) {
     const plan_model *m = x->m;
     char before[32], after[32], saved[32];
-    if (!m->convert_type[0])
+    const char *to = plan_convert_name(m->convert);
+    if (m->convert == PLAN_CONVERT_NONE)
         return;
     uint64_t now = plan_model_total_bytes(m);
     plan_format_size(m->stored_bytes, before, sizeof before);
     plan_format_size(now, after, sizeof after);
     plan_format_size(m->stored_bytes > now ? m->stored_bytes - now : 0, saved, sizeof saved);
-    if (strstr(m->convert_type, "-DEQUANT") != NULL) {   /* bigger on purpose */
+    if (m->convert == PLAN_CONVERT_BF16_DEQUANT) {   /* bigger on purpose */
         char grew[32];
         plan_format_size(now > m->stored_bytes ? now - m->stored_bytes : 0, grew, sizeof grew);
         note(p, "weights dequantized at load to BF16: %u matrices, %s -> %s (+%s); %u kept "
@@ -227,11 +228,11 @@ static void convert_note(const plan_ctx *x, plan *p) {
     }
     if (m->n_converted)
         note(p, "weights converted at load to %s: %u matrices, %s -> %s (saves %s); %u kept as "
-             "stored (quantized or already %s)", m->convert_type, m->n_converted, before, after,
-             saved, m->n_kept, m->convert_type);
+             "stored (quantized or already %s)", to, m->n_converted, before, after, saved,
+             m->n_kept, to);
     else
         note(p, "--weights %s converts nothing: all %u matrices are quantized (or already %s) "
-             "and kept as stored", m->convert_type, m->n_kept, m->convert_type);
+             "and kept as stored", to, m->n_kept, to);
 }
 
 static void pin_note(const plan_ctx *x, const plan_pins *pins, plan *p) {

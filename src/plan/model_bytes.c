@@ -8,6 +8,8 @@
  * --weights, every matrix is priced as quant_convert_type() leaves it, the
  * same rule the engine converts by, and the converted parts are recorded
  * (they live in host memory the engine allocates, not in the mapping).
+ * The --weights conversions are one table here (plan_convert: flag, shown
+ * name, target type); the flag is parsed once and the plan carries the value.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -91,18 +93,42 @@ static void describe(const model_config *c, const struct model_weights *w, uint3
     }
 }
 
+/* The --weights conversions, indexed by plan_convert: the one table of
+ * their names and of what each asks quant_convert_type() for. */
+static const struct {
+    const char *flag;   /* as --weights takes it (case-insensitive) */
+    const char *name;   /* as plans show it */
+    uint32_t type;      /* quant_convert_type()'s `want` */
+} converts[PLAN_CONVERT_COUNT] = {
+    [PLAN_CONVERT_NONE] = {NULL, "", AS_STORED},
+    [PLAN_CONVERT_BF16] = {"bf16", "BF16", SW_TYPE_BF16},
+    [PLAN_CONVERT_F16] = {"f16", "F16", SW_TYPE_F16},
+    [PLAN_CONVERT_Q8_0] = {"q8_0", "Q8_0", SW_TYPE_Q8_0},
+    [PLAN_CONVERT_BF16_DEQUANT] = {"bf16-dequant", "BF16-DEQUANT",
+                                   SW_TYPE_BF16 | QUANT_DEQUANT},
+};
+
+static bool convert_valid(plan_convert c) { return (unsigned)c < PLAN_CONVERT_COUNT; }
+
+const char *plan_convert_name(plan_convert c) { return convert_valid(c) ? converts[c].name : "?"; }
+
+const char *plan_convert_flag(plan_convert c) { return convert_valid(c) ? converts[c].flag : "?"; }
+
+uint32_t plan_convert_tensor_type(plan_convert c) {
+    return convert_valid(c) ? converts[c].type : AS_STORED;
+}
+
 sw_status plan_model_converted(const model_config *c, const struct model_weights *w,
                                const char *name, const char *weight_type, uint64_t file_bytes,
-                               uint32_t convert, plan_model *out) {
+                               plan_convert convert, plan_model *out) {
     if (c == NULL || w == NULL || out == NULL || w->layers == NULL)
         return sw_errorf(SW_ERR_ARG, "plan_model_from_weights: NULL argument");
     if (c->n_layer == 0 || c->n_layer > PLAN_MAX_LAYERS)
         return sw_errorf(SW_ERR_ARG, "%u layers is outside the planner's 1..%u", c->n_layer,
                          PLAN_MAX_LAYERS);
-    if (convert != AS_STORED && convert != SW_TYPE_F16 && convert != SW_TYPE_BF16 &&
-        convert != SW_TYPE_Q8_0 && convert != (SW_TYPE_BF16 | QUANT_DEQUANT))
-        return sw_errorf(SW_ERR_ARG, "weights can be converted to bf16, f16 or q8_0, not %s",
-                         type_name(convert));
+    if (!convert_valid(convert))
+        return sw_errorf(SW_ERR_ARG, "internal: weights conversion %d is not a plan_convert",
+                         (int)convert);
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name ? name : "model");
     snprintf(out->weight_type, sizeof out->weight_type, "%s", weight_type ? weight_type : "?");
@@ -110,10 +136,9 @@ sw_status plan_model_converted(const model_config *c, const struct model_weights
     out->file_bytes = file_bytes;
     describe(c, w, AS_STORED, out);
     out->stored_bytes = plan_model_total_bytes(out);
-    if (convert != AS_STORED) {
-        snprintf(out->convert_type, sizeof out->convert_type, "%s%s",
-                 type_name(convert & ~QUANT_DEQUANT), convert & QUANT_DEQUANT ? "-DEQUANT" : "");
-        describe(c, w, convert, out);
+    if (convert != PLAN_CONVERT_NONE) {
+        out->convert = convert;
+        describe(c, w, converts[convert].type, out);
     }
     return SW_OK;
 }
@@ -121,26 +146,26 @@ sw_status plan_model_converted(const model_config *c, const struct model_weights
 sw_status plan_model_from_weights(const model_config *c, const struct model_weights *w,
                                   const char *name, const char *weight_type,
                                   uint64_t file_bytes, plan_model *out) {
-    return plan_model_converted(c, w, name, weight_type, file_bytes, AS_STORED, out);
+    return plan_model_converted(c, w, name, weight_type, file_bytes, PLAN_CONVERT_NONE, out);
 }
 
-sw_status plan_parse_weights_type(const char *s, uint32_t *out) {
-    static const struct { const char *name; uint32_t type; } types[] = {
-        {"bf16", SW_TYPE_BF16}, {"f16", SW_TYPE_F16}, {"q8_0", SW_TYPE_Q8_0},
-        {"bf16-dequant", SW_TYPE_BF16 | QUANT_DEQUANT}};
+sw_status plan_parse_weights(const char *s, plan_convert *out) {
     char low[16];
     size_t n = 0;
-    for (; s != NULL && s[n] && n + 1 < sizeof low; n++)
+    *out = PLAN_CONVERT_NONE;
+    if (s == NULL)
+        return SW_OK;
+    for (; s[n] && n + 1 < sizeof low; n++)
         low[n] = (char)tolower((unsigned char)s[n]);
     low[n] = '\0';
-    for (size_t i = 0; s != NULL && s[n] == '\0' && i < sizeof types / sizeof types[0]; i++)
-        if (!strcmp(low, types[i].name)) {
-            *out = types[i].type;
+    for (int i = PLAN_CONVERT_NONE + 1; s[n] == '\0' && i < PLAN_CONVERT_COUNT; i++)
+        if (!strcmp(low, converts[i].flag)) {
+            *out = (plan_convert)i;
             return SW_OK;
         }
     return sw_errorf(SW_ERR_ARG, "--weights '%s': a model file converts at load to bf16, f16 "
                      "or q8_0 (float and f32 matrices), or bf16-dequant (every matrix, "
-                     "quantized ones dequantized)", s ? s : "");
+                     "quantized ones dequantized)", s);
 }
 
 const char *plan_file_type_name(uint32_t ft) {
@@ -164,7 +189,7 @@ bool plan_model_same(const plan_model *a, const plan_model *b) {
         x->sliding_window != y->sliding_window || x->swa_pattern != y->swa_pattern ||
         x->qk_norm != y->qk_norm || x->post_norms != y->post_norms)
         return false;
-    return strcmp(a->name, b->name) == 0 && strcmp(a->convert_type, b->convert_type) == 0 &&
+    return strcmp(a->name, b->name) == 0 && a->convert == b->convert &&
            a->file_bytes == b->file_bytes && a->embd_bytes == b->embd_bytes &&
            a->output_bytes == b->output_bytes && a->tied == b->tied &&
            memcmp(a->layer_bytes, b->layer_bytes, x->n_layer * sizeof a->layer_bytes[0]) == 0;

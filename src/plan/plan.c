@@ -132,8 +132,9 @@ void plan_search(const plan_ctx *x, const plan_pins *pins, search_result *res) {
     }
     /* experts where pinned, and those of the first `cut` layers (-ncmoe's
      * family): every cut from none to all */
+    const bool converted = x->m->convert != PLAN_CONVERT_NONE;
     const uint32_t max_cut =
-        x->m->config.n_expert && x->b->has_device && !x->m->convert_type[0] ? x->n_layer : 0;
+        x->m->config.n_expert && x->b->has_device && !converted ? x->n_layer : 0;
     const plan_place lm_opts[2] = {PLACE_RESIDENT, PLACE_HOST};
     for (uint32_t cut = 0; cut <= max_cut; cut++) {
         for (int k = 0; k < 2; k++) {

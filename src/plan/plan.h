@@ -44,6 +44,18 @@ typedef enum plan_tier { TIER_DEVICE, TIER_PINNED, TIER_HOST, TIER_DISK, TIER_CO
 
 typedef enum plan_kv_type { PLAN_KV_F32, PLAN_KV_F16, PLAN_KV_BF16 } plan_kv_type;
 
+/* --weights on a model file: what the engine converts matrices to at load.
+ * Parsed once from the flag (plan_parse_weights), then carried as this
+ * value; plan_convert_name() gives the name plans show ("BF16-DEQUANT"). */
+typedef enum plan_convert {
+    PLAN_CONVERT_NONE = 0,      /* as stored */
+    PLAN_CONVERT_BF16,          /* f32/f16 matrices to bf16 (quantized kept) */
+    PLAN_CONVERT_F16,           /* f32/bf16 matrices to f16 (quantized kept) */
+    PLAN_CONVERT_Q8_0,          /* float matrices to q8_0 (quantized kept) */
+    PLAN_CONVERT_BF16_DEQUANT,  /* every matrix to bf16, quantized ones dequantized */
+    PLAN_CONVERT_COUNT
+} plan_convert;
+
 /* What the planner knows of a model: shapes and byte sizes, no data.
  * Built from an opened file (engine) or from the catalog (plan -m NAME). */
 typedef struct plan_model {
@@ -74,9 +86,9 @@ typedef struct plan_model {
     uint64_t file_bytes;                    /* on disk (0 for catalog models) */
     /* --weights on a model file: matrices converted at load. The sizes
      * above are then the converted ones; the parts below are held in
-     * memory the engine allocates (not the mapping). All 0 / "" when the
+     * memory the engine allocates (not the mapping). All 0 when the
      * weights are used as stored. */
-    char convert_type[16];                  /* "Q8_0", "BF16", "F16", or "" */
+    plan_convert convert;                   /* PLAN_CONVERT_NONE: as stored */
     uint64_t layer_conv_bytes[PLAN_MAX_LAYERS]; /* converted part of layer_bytes */
     uint64_t embd_conv_bytes;               /* converted embedding (padded) */
     uint64_t output_conv_bytes;             /* converted LM head when untied */

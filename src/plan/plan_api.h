@@ -30,20 +30,20 @@ sw_status plan_model_from_weights(const model_config *c, const struct model_weig
                                   uint64_t file_bytes, plan_model *out);
 
 /* As plan_model_from_weights, with every matrix priced as converting it
- * at load to `convert` (SW_TYPE_BF16, _F16 or _Q8_0; quant_convert_type()
+ * at load by `convert` (quant_convert_type() of plan_convert_tensor_type()
  * says which matrices change) leaves it: layer_bytes, embd_bytes and
- * output_bytes are the converted sizes; convert_type, layer_conv_bytes,
+ * output_bytes are the converted sizes; convert, layer_conv_bytes,
  * embd_conv_bytes, output_conv_bytes, stored_bytes, n_converted and
- * n_kept say what changed. convert == SW_TYPE_COUNT: as stored.
- * Errors: SW_ERR_ARG (as above, or another target type). */
+ * n_kept say what changed. PLAN_CONVERT_NONE: as stored.
+ * Errors: SW_ERR_ARG (as above, or a value outside plan_convert). */
 sw_status plan_model_converted(const model_config *c, const struct model_weights *w,
                                const char *name, const char *weight_type, uint64_t file_bytes,
-                               uint32_t convert, plan_model *out);
+                               plan_convert convert, plan_model *out);
 
 /* The plan_model of an opened file, sized exactly as the engine packs it,
- * with its matrices converted to `weights` (NULL: as stored) as the engine
- * converts them at load. Errors: as model_weights_bind, SW_ERR_ARG. */
-sw_status plan_describe_file(const sw_model *model, const char *weights, plan_model *out);
+ * with its matrices converted by `convert` as the engine converts them at
+ * load. Errors: as model_weights_bind, SW_ERR_ARG. */
+sw_status plan_describe_file(const sw_model *model, plan_convert convert, plan_model *out);
 
 /* Whether two descriptions are of the same model to the byte (what the
  * engine checks before executing a plan). */
@@ -54,9 +54,21 @@ bool plan_model_same(const plan_model *a, const plan_model *b);
 const plan *plan_of(const sw_plan *sp);
 sw_status plan_copy(const plan *p, sw_plan **out);
 
-/* Parses a --weights value for a model file: "bf16", "f16" or "q8_0"
- * (case-insensitive) to SW_TYPE_*. Errors: SW_ERR_ARG naming the choices. */
-sw_status plan_parse_weights_type(const char *s, uint32_t *out);
+/* Parses a --weights value for a model file, case-insensitively: "bf16",
+ * "f16", "q8_0" or "bf16-dequant"; NULL gives PLAN_CONVERT_NONE. The one
+ * place these names are read. Errors: SW_ERR_ARG naming the choices. */
+sw_status plan_parse_weights(const char *s, plan_convert *out);
+
+/* A conversion's names: as plans show it ("BF16-DEQUANT"; "" for NONE),
+ * and as the --weights flag takes it ("bf16-dequant"; NULL for NONE).
+ * Static strings; out-of-range values name themselves "?". */
+const char *plan_convert_name(plan_convert c);
+const char *plan_convert_flag(plan_convert c);
+
+/* The target handed to quant_convert_type(): SW_TYPE_BF16, _F16, _Q8_0,
+ * or SW_TYPE_BF16 | QUANT_DEQUANT; SW_TYPE_COUNT for NONE (and for values
+ * outside plan_convert). */
+uint32_t plan_convert_tensor_type(plan_convert c);
 
 /* "Q4_K_M", "BF16", ... for GGUF general.file_type; "?" when unknown. */
 const char *plan_file_type_name(uint32_t file_type);

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "format/json_write.h"
 #include "plan/plan_internal.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -43,7 +44,8 @@ static void print_header(FILE *out, const plan *p) {
                                         : plan_model_total_bytes(&p->model);
     plan_format_size(file, model, sizeof model);
     fprintf(out, "%s %s%s%s (%s%s) on ", p->model.name, p->model.weight_type,
-            p->model.convert_type[0] ? " -> " : "", p->model.convert_type, model,
+            p->model.convert != PLAN_CONVERT_NONE ? " -> " : "",
+            plan_convert_name(p->model.convert), model,
             p->model.file_bytes ? "" : " est.");
     if (p->budget.has_device) {
         plan_format_size(p->budget.device_bytes, budget, sizeof budget);
@@ -218,92 +220,116 @@ void plan_print_table(FILE *out, const plan *p) {
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_str(FILE *out, const char *s) {
-    fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(out, "\\%c", *c);
-        else if (*c < 0x20)
-            fprintf(out, "\\u%04x", *c);
-        else
-            fputc(*c, out);
-    }
-    fputc('"', out);
-}
+/* Through format/json_write.h's compact layout, whose bytes the snapshots
+ * in tests/data/plan/ compare. */
 
-static void json_model(FILE *out, const plan *p) {
+/* Members only some models have, so older snapshots stay as they were. */
+static void json_model_extras(jsonw *j, const plan *p) {
     const model_config *c = &p->model.config;
-    fputs("{\"model\":{\"name\":", out);
-    json_str(out, p->model.name);
-    fputs(",\"weight_type\":", out);
-    json_str(out, p->model.weight_type);
-    fputs(",\"arch\":", out);
-    json_str(out, c->arch);
-    fprintf(out, ",\"n_layer\":%u,\"n_embd\":%u,\"n_ff\":%u,\"n_head\":%u,\"n_head_kv\":%u,"
-            "\"n_embd_head\":%u,\"n_vocab\":%u,\"n_ctx_train\":%u,\"sliding_window\":%u,"
-            "\"file_bytes\":%" PRIu64 ",\"weights_bytes\":%" PRIu64 ",\"embd_bytes\":%" PRIu64
-            ",\"output_bytes\":%" PRIu64 ",\"tied\":%s", c->n_layer, c->n_embd, c->n_ff,
-            c->n_head, c->n_head_kv, c->n_embd_head, c->n_vocab, c->n_ctx_train,
-            c->sliding_window, p->model.file_bytes, plan_model_total_bytes(&p->model),
-            p->model.embd_bytes, p->model.output_bytes, p->model.tied ? "true" : "false");
-    /* Gemma 4's fields only where the model has them (older snapshots stay). */
-    if (p->model.ple_bytes)
-        fprintf(out, ",\"ple_bytes\":%" PRIu64 ",\"ple_proj_bytes\":%" PRIu64,
-                p->model.ple_bytes, p->model.ple_proj_bytes);
+    if (p->model.ple_bytes) { /* Gemma 4's per-layer embeddings */
+        jw_key_uint(j, "ple_bytes", p->model.ple_bytes);
+        jw_key_uint(j, "ple_proj_bytes", p->model.ple_proj_bytes);
+    }
     uint32_t n_shared = 0;
     for (uint32_t il = 0; il < c->n_layer; il++)
         n_shared += !model_layer_owns_kv(c, il);
     if (n_shared)
-        fprintf(out, ",\"kv_shared_layers\":%u", n_shared);
-    if (c->n_expert)
-        fprintf(out, ",\"n_expert\":%u,\"n_expert_used\":%u", c->n_expert, c->n_expert_used);
-    /* Only with --weights, so plans of stored weights keep their snapshots. */
-    if (p->model.convert_type[0]) {
-        uint64_t now = plan_model_total_bytes(&p->model);
-        fputs(",\"convert\":{\"type\":", out);
-        json_str(out, p->model.convert_type);
-        fprintf(out, ",\"stored_bytes\":%" PRIu64 ",\"saved_bytes\":%" PRIu64
-                ",\"n_converted\":%u,\"n_kept\":%u}", p->model.stored_bytes,
-                p->model.stored_bytes > now ? p->model.stored_bytes - now : 0,
-                p->model.n_converted, p->model.n_kept);
+        jw_key_uint(j, "kv_shared_layers", n_shared);
+    if (c->n_expert) {
+        jw_key_uint(j, "n_expert", c->n_expert);
+        jw_key_uint(j, "n_expert_used", c->n_expert_used);
     }
-    fputc('}', out);
+    /* Only with --weights, so plans of stored weights keep their snapshots. */
+    if (p->model.convert != PLAN_CONVERT_NONE) {
+        uint64_t now = plan_model_total_bytes(&p->model);
+        jw_key(j, "convert");
+        jw_obj(j);
+        jw_key_str(j, "type", plan_convert_name(p->model.convert));
+        jw_key_uint(j, "stored_bytes", p->model.stored_bytes);
+        jw_key_uint(j, "saved_bytes",
+                    p->model.stored_bytes > now ? p->model.stored_bytes - now : 0);
+        jw_key_uint(j, "n_converted", p->model.n_converted);
+        jw_key_uint(j, "n_kept", p->model.n_kept);
+        jw_obj_end(j);
+    }
 }
 
-static void json_inputs(FILE *out, const plan *p) {
+static void json_model(jsonw *j, const plan *p) {
+    const model_config *c = &p->model.config;
+    jw_key(j, "model");
+    jw_obj(j);
+    jw_key_str(j, "name", p->model.name);
+    jw_key_str(j, "weight_type", p->model.weight_type);
+    jw_key_str(j, "arch", c->arch);
+    jw_key_uint(j, "n_layer", c->n_layer);
+    jw_key_uint(j, "n_embd", c->n_embd);
+    jw_key_uint(j, "n_ff", c->n_ff);
+    jw_key_uint(j, "n_head", c->n_head);
+    jw_key_uint(j, "n_head_kv", c->n_head_kv);
+    jw_key_uint(j, "n_embd_head", c->n_embd_head);
+    jw_key_uint(j, "n_vocab", c->n_vocab);
+    jw_key_uint(j, "n_ctx_train", c->n_ctx_train);
+    jw_key_uint(j, "sliding_window", c->sliding_window);
+    jw_key_uint(j, "file_bytes", p->model.file_bytes);
+    jw_key_uint(j, "weights_bytes", plan_model_total_bytes(&p->model));
+    jw_key_uint(j, "embd_bytes", p->model.embd_bytes);
+    jw_key_uint(j, "output_bytes", p->model.output_bytes);
+    jw_key_bool(j, "tied", p->model.tied);
+    json_model_extras(j, p);
+    jw_obj_end(j);
+}
+
+static void json_budget_workload(jsonw *j, const plan *p) {
     const plan_budget *b = &p->budget;
-    const plan_rates *r = &p->rates;
-    fputs(",\"budget\":{\"backend\":", out);
-    json_str(out, b->backend);
-    fprintf(out, ",\"has_device\":%s,\"device\":", b->has_device ? "true" : "false");
-    json_str(out, b->has_device ? b->device_name : "");
-    fprintf(out, ",\"device_bytes\":%" PRIu64 ",\"device_total_bytes\":%" PRIu64
-            ",\"host_bytes\":%" PRIu64 ",\"pinned_limit_bytes\":", b->device_bytes,
-            b->device_total_bytes, b->host_bytes);
+    jw_key(j, "budget");
+    jw_obj(j);
+    jw_key_str(j, "backend", b->backend);
+    jw_key_bool(j, "has_device", b->has_device);
+    jw_key_str(j, "device", b->has_device ? b->device_name : "");
+    jw_key_uint(j, "device_bytes", b->device_bytes);
+    jw_key_uint(j, "device_total_bytes", b->device_total_bytes);
+    jw_key_uint(j, "host_bytes", b->host_bytes);
+    jw_key(j, "pinned_limit_bytes");
     if (b->pinned_limit_bytes == UINT64_MAX)
-        fputs("null}", out);
+        jw_null(j);
     else
-        fprintf(out, "%" PRIu64 "}", b->pinned_limit_bytes);
-    fprintf(out, ",\"workload\":{\"n_ctx\":%u,\"n_seq\":%u,\"n_batch\":%u,\"n_threads\":%u,"
-            "\"kv_type\":\"%s\",\"cpu_dots\":\"%s\",\"n_tok\":%u}", p->workload.n_ctx,
-            p->workload.n_seq, p->workload.n_batch, p->workload.n_threads,
-            plan_kv_type_name(p->workload.kv_type),
-            p->workload.exact_dots ? "f32" : p->workload.bf16_dots ? "bf16" : "q8",
-            p->n_tok);
-    fprintf(out, ",\"rates\":{\"measured\":%s,\"h2d_pinned_Bps\":%.6g,\"h2d_pageable_Bps\":%.6g,"
-            "\"host_mem_Bps\":%.6g,\"device_mem_Bps\":%.6g,\"disk_read_Bps\":%.6g,"
-            "\"host_flops\":%.6g,\"device_flops\":%.6g,\"device_op_s\":%.6g",
-            r->measured ? "true" : "false",
-            r->h2d_pinned_Bps, r->h2d_pageable_Bps, r->host_mem_Bps, r->device_mem_Bps,
-            r->disk_read_Bps, r->host_flops, r->device_flops, r->device_op_s);
+        jw_uint(j, b->pinned_limit_bytes);
+    jw_obj_end(j);
+    jw_key(j, "workload");
+    jw_obj(j);
+    jw_key_uint(j, "n_ctx", p->workload.n_ctx);
+    jw_key_uint(j, "n_seq", p->workload.n_seq);
+    jw_key_uint(j, "n_batch", p->workload.n_batch);
+    jw_key_uint(j, "n_threads", p->workload.n_threads);
+    jw_key_str(j, "kv_type", plan_kv_type_name(p->workload.kv_type));
+    jw_key_str(j, "cpu_dots", p->workload.exact_dots ? "f32"
+                              : p->workload.bf16_dots ? "bf16" : "q8");
+    jw_key_uint(j, "n_tok", p->n_tok);
+    jw_obj_end(j);
+}
+
+static void json_rates(jsonw *j, const plan *p) {
+    const plan_rates *r = &p->rates;
+    jw_key(j, "rates");
+    jw_obj(j);
+    jw_key_bool(j, "measured", r->measured);
+    jw_key_num(j, "h2d_pinned_Bps", r->h2d_pinned_Bps);
+    jw_key_num(j, "h2d_pageable_Bps", r->h2d_pageable_Bps);
+    jw_key_num(j, "host_mem_Bps", r->host_mem_Bps);
+    jw_key_num(j, "device_mem_Bps", r->device_mem_Bps);
+    jw_key_num(j, "disk_read_Bps", r->disk_read_Bps);
+    jw_key_num(j, "host_flops", r->host_flops);
+    jw_key_num(j, "device_flops", r->device_flops);
+    jw_key_num(j, "device_op_s", r->device_op_s);
     for (int side = 0; side < 2; side++) {
         const double *v = side ? r->device_decode_Bps : r->host_decode_Bps;
-        fprintf(out, ",\"%s_decode_Bps\":{", side ? "device" : "host");
+        jw_key(j, side ? "device_decode_Bps" : "host_decode_Bps");
+        jw_obj(j);
         for (int i = 0; i < SW_DOCTOR_DECODE_TYPES; i++)
-            fprintf(out, "%s\"%s\":%.6g", i ? "," : "", type_name(type_decode_type(i)), v[i]);
-        fputc('}', out);
+            jw_key_num(j, type_name(type_decode_type(i)), v[i]);
+        jw_obj_end(j);
     }
-    fputc('}', out);
+    jw_obj_end(j);
 }
 
 static const char *kind_name(plan_buffer_kind k) {
@@ -322,60 +348,91 @@ static const char *kind_name(plan_buffer_kind k) {
     return "?";
 }
 
-static void json_placement(FILE *out, const plan *p) {
-    fputs(",\"layers\":[", out);
-    for (uint32_t il = 0; il < p->model.config.n_layer; il++)
-        fprintf(out, "%s{\"layer\":%u,\"place\":\"%s\",\"bytes\":%" PRIu64 ",\"kv\":\"%s\","
-                "\"kv_rows\":%u,\"local\":%s%s}", il ? "," : "", il,
-                plan_place_name(p->layer_place[il]), p->model.layer_bytes[il],
-                plan_tier_name(p->kv_tier[il]), p->kv_rows[il],
-                model_layer_is_local(&p->model.config, il) ? "true" : "false",
-                p->experts_host[il] ? ",\"experts\":\"host\"" : "");
-    fprintf(out, "],\"lm_head\":\"%s\",\"ring\":{\"slots\":%u,\"slot_bytes\":%" PRIu64 "}",
-            plan_place_name(p->lm_head_place), p->ring_slots, p->ring_slot_bytes);
-    fprintf(out, ",\"stream_source\":%s", p->ring_slots == 0 ? "null"
-                                         : p->stream_pinned ? "\"pinned\"" : "\"mapped\"");
-    fputs(",\"buffers\":[", out);
-    for (uint32_t i = 0; i < p->n_buffers; i++) {
-        const plan_buffer *b = &p->buffers[i];
-        fprintf(out, "%s{\"purpose\":", i ? "," : "");
-        json_str(out, b->purpose);
-        fprintf(out, ",\"kind\":\"%s\",\"tier\":\"%s\",\"bytes\":%" PRIu64 ",\"layer\":%d}",
-                kind_name(b->kind), plan_tier_name(b->tier), b->bytes, (int)b->layer);
+static void json_layers(jsonw *j, const plan *p) {
+    jw_key(j, "layers");
+    jw_arr(j);
+    for (uint32_t il = 0; il < p->model.config.n_layer; il++) {
+        jw_obj(j);
+        jw_key_uint(j, "layer", il);
+        jw_key_str(j, "place", plan_place_name(p->layer_place[il]));
+        jw_key_uint(j, "bytes", p->model.layer_bytes[il]);
+        jw_key_str(j, "kv", plan_tier_name(p->kv_tier[il]));
+        jw_key_uint(j, "kv_rows", p->kv_rows[il]);
+        jw_key_bool(j, "local", model_layer_is_local(&p->model.config, il));
+        if (p->experts_host[il])
+            jw_key_str(j, "experts", "host");
+        jw_obj_end(j);
     }
-    fputs("]", out);
+    jw_arr_end(j);
 }
 
-static void json_totals(FILE *out, const plan *p) {
+static void json_placement(jsonw *j, const plan *p) {
+    json_layers(j, p);
+    jw_key_str(j, "lm_head", plan_place_name(p->lm_head_place));
+    jw_key(j, "ring");
+    jw_obj(j);
+    jw_key_uint(j, "slots", p->ring_slots);
+    jw_key_uint(j, "slot_bytes", p->ring_slot_bytes);
+    jw_obj_end(j);
+    jw_key_str(j, "stream_source", p->ring_slots == 0 ? NULL
+                                   : p->stream_pinned ? "pinned" : "mapped");
+    jw_key(j, "buffers");
+    jw_arr(j);
+    for (uint32_t i = 0; i < p->n_buffers; i++) {
+        const plan_buffer *b = &p->buffers[i];
+        jw_obj(j);
+        jw_key_str(j, "purpose", b->purpose);
+        jw_key_str(j, "kind", kind_name(b->kind));
+        jw_key_str(j, "tier", plan_tier_name(b->tier));
+        jw_key_uint(j, "bytes", b->bytes);
+        jw_key_int(j, "layer", (int)b->layer);
+        jw_obj_end(j);
+    }
+    jw_arr_end(j);
+}
+
+static void json_totals(jsonw *j, const plan *p) {
     const uint64_t budgets[TIER_COUNT] = {p->budget.has_device ? p->budget.device_bytes : 0, 0,
                                           p->budget.host_bytes, 0};
-    fputs(",\"tiers\":{", out);
+    jw_key(j, "tiers");
+    jw_obj(j);
     for (int t = 0; t < TIER_COUNT; t++) {
-        fprintf(out, "%s\"%s\":{\"budget\":", t ? "," : "", plan_tier_name((plan_tier)t));
+        jw_key(j, plan_tier_name((plan_tier)t));
+        jw_obj(j);
+        jw_key(j, "budget");
         if ((t == TIER_DEVICE && p->budget.has_device) || t == TIER_HOST)
-            fprintf(out, "%" PRIu64, budgets[t]);
+            jw_uint(j, budgets[t]);
         else
-            fputs("null", out);
-        fprintf(out, ",\"planned\":%" PRIu64 "}", p->tier_bytes[t]);
+            jw_null(j);
+        jw_key_uint(j, "planned", p->tier_bytes[t]);
+        jw_obj_end(j);
     }
-    fprintf(out, "},\"predictions\":{\"prefill_tokens_per_s\":%.6g,\"prefill_bottleneck\":\"%s\","
-            "\"decode_tokens_per_s\":%.6g,\"decode_bottleneck\":\"%s\","
-            "\"disk_bytes_per_token\":%" PRIu64 "}", p->prefill_tokens_per_s,
-            p->prefill_bottleneck, p->decode_tokens_per_s, p->decode_bottleneck,
-            p->disk_bytes_per_token);
-    fputs(",\"better\":", out);
-    json_str(out, p->better);
-    fputs(",\"notes\":[", out);
-    for (uint32_t i = 0; i < p->n_notes; i++) {
-        fputs(i ? "," : "", out);
-        json_str(out, p->notes[i]);
-    }
-    fputs("]}\n", out);
+    jw_obj_end(j);
+    jw_key(j, "predictions");
+    jw_obj(j);
+    jw_key_num(j, "prefill_tokens_per_s", p->prefill_tokens_per_s);
+    jw_key_str(j, "prefill_bottleneck", p->prefill_bottleneck);
+    jw_key_num(j, "decode_tokens_per_s", p->decode_tokens_per_s);
+    jw_key_str(j, "decode_bottleneck", p->decode_bottleneck);
+    jw_key_uint(j, "disk_bytes_per_token", p->disk_bytes_per_token);
+    jw_obj_end(j);
+    jw_key_str(j, "better", p->better);
+    jw_key(j, "notes");
+    jw_arr(j);
+    for (uint32_t i = 0; i < p->n_notes; i++)
+        jw_str(j, p->notes[i]);
+    jw_arr_end(j);
 }
 
 void plan_print_json(FILE *out, const plan *p) {
-    json_model(out, p);
-    json_inputs(out, p);
-    json_placement(out, p);
-    json_totals(out, p);
+    jsonw j;
+    jw_init_file(&j, out, JW_COMPACT);
+    jw_obj(&j);
+    json_model(&j, p);
+    json_budget_workload(&j, p);
+    json_rates(&j, p);
+    json_placement(&j, p);
+    json_totals(&j, p);
+    jw_obj_end(&j);
+    jw_finish(&j);
 }

@@ -112,7 +112,7 @@ static uint32_t largest_fit(const plan_ctx *x, uint32_t hi, bool ctx, trial *t) 
 /* The type the weights have in this plan: the conversion asked for, or
  * the stored type. */
 static const char *effective_type(const plan_model *m) {
-    return m->convert_type[0] ? m->convert_type : m->weight_type;
+    return m->convert != PLAN_CONVERT_NONE ? plan_convert_name(m->convert) : m->weight_type;
 }
 
 /* Whether --weights q8_0 (and, from f32, bf16) could still shrink m. */
@@ -334,7 +334,8 @@ sw_status plan_explain_failure(const plan_ctx *x, const search_result *res) {
         put(&m, "host memory is short by %llu bytes (%s): %s at context %u needs %s of host "
             "memory (activations and the KV of host layers%s) but the budget is %s",
             (unsigned long long)(need_b - budget_b), miss, x->m->name, x->w.n_ctx, need,
-            x->m->convert_type[0] ? ", and the weights converted at load" : "", budget);
+            x->m->convert != PLAN_CONVERT_NONE ? ", and the weights converted at load" : "",
+            budget);
     }
     put(&m, "\nchanges that fit:");
     suggest_levers(&m, x);

@@ -1,5 +1,5 @@
 /*
- * api.c — the OpenAI-shaped JSON of `spillway serve` (serve.h):
+ * api.c — the OpenAI-shaped JSON of `spillway serve` (server.h):
  * request bodies of /v1/completions and /v1/chat/completions into
  * requests (every field checked: a wrong type, a value out of range, a
  * prompt the context cannot hold is a 400 naming the field and the
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "serve/serve.h"
+#include "serve/server.h"
 #include "format/json_util.h"
 #include "util/utf8.h"
 #include "util/clock.h"
@@ -390,13 +390,13 @@ srv_reply srv_api_response(srv_state *s, const srv_req *r) {
     json_object_object_add(choice, "finish_reason", finish_value(r->finish));
     json_object_array_add(choices, choice);
     json_object_object_add(root, "choices", choices);
-    json_object *usage = json_object_new_object();
-    json_object_object_add(usage, "prompt_tokens", json_object_new_int64((int64_t)r->n_prompt));
-    json_object_object_add(usage, "completion_tokens",
+    json_object *counts = json_object_new_object();
+    json_object_object_add(counts, "prompt_tokens", json_object_new_int64((int64_t)r->n_prompt));
+    json_object_object_add(counts, "completion_tokens",
                            json_object_new_int64((int64_t)r->n_generated));
-    json_object_object_add(usage, "total_tokens",
+    json_object_object_add(counts, "total_tokens",
                            json_object_new_int64((int64_t)(r->n_prompt + r->n_generated)));
-    json_object_object_add(root, "usage", usage);
+    json_object_object_add(root, "usage", counts);
     return reply_json(200, root);
 }
 
@@ -423,14 +423,14 @@ char *srv_api_chunk(srv_state *s, const srv_req *r, const char *delta, size_t le
     json_object_array_add(choices, choice);
     json_object_object_add(root, "choices", choices);
     if (finish != NULL) {
-        json_object *usage = json_object_new_object();
-        json_object_object_add(usage, "prompt_tokens",
+        json_object *counts = json_object_new_object();
+        json_object_object_add(counts, "prompt_tokens",
                                json_object_new_int64((int64_t)r->n_prompt));
-        json_object_object_add(usage, "completion_tokens",
+        json_object_object_add(counts, "completion_tokens",
                                json_object_new_int64((int64_t)r->n_generated));
-        json_object_object_add(usage, "total_tokens",
+        json_object_object_add(counts, "total_tokens",
                                json_object_new_int64((int64_t)(r->n_prompt + r->n_generated)));
-        json_object_object_add(root, "usage", usage);
+        json_object_object_add(root, "usage", counts);
     }
     char *out = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
     json_object_put(root);

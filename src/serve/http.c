@@ -1,5 +1,5 @@
 /*
- * http.c — the HTTP side of `spillway serve` (serve.h) on libmicrohttpd:
+ * http.c — the HTTP side of `spillway serve` (server.h) on libmicrohttpd:
  * a small pool of threads polling with epoll, fed by listen.c's accepting
  * thread (MHD_USE_NO_LISTEN_SOCKET), so a thread never blocks: a
  * connection whose request waits for tokens is suspended and the
@@ -25,7 +25,7 @@
 
 #include <microhttpd.h>
 
-#include "serve/serve.h"
+#include "serve/server.h"
 #include "util/clock.h"
 #include "util/error.h"
 

@@ -1,5 +1,5 @@
 /*
- * listen.c — the accepting side of `spillway serve` (serve.h). One thread
+ * listen.c — the accepting side of `spillway serve` (server.h). One thread
  * accepts on the listening socket and hands each connection to
  * libmicrohttpd (MHD_add_connection), or refuses it past a cap: max_conns
  * open in all, or max_conns_per_addr from one client address (an IPv4
@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "serve/serve.h"
+#include "serve/server.h"
 #include "util/clock.h"
 #include "util/error.h"
 

@@ -1,5 +1,5 @@
 /*
- * sched.c — the server's scheduler thread (serve.h): it steps the
+ * sched.c — the server's scheduler thread (server.h): it steps the
  * library's scheduler (sw_scheduler: continuous batching, sampling, stop
  * rule and stop strings, as `spillway batch` runs them) and, after each
  * forward, copies every live request's new text and state into its
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/serve.h"
+#include "serve/server.h"
 
 void srv_release(srv_state *s, srv_req *r) {
     pthread_mutex_lock(&s->mu);

@@ -106,7 +106,7 @@ static sw_status write_json(const char *dir, const char *name, json_body_fn body
     if (st != SW_OK)
         return st;
     jsonw j;
-    jw_init(&j, &f.sink);
+    jw_init(&j, &f.sink, JW_PRETTY);
     body(&j, ctx);
     if ((st = jw_finish(&j)) != SW_OK || (st = out_file_close(&f)) != SW_OK) {
         out_file_discard(&f);

@@ -1,8 +1,8 @@
 /*
  * synth_internal.h — the parts of `spillway synth` shared between its
  * files: the model description (tensor list in both naming schemes), the
- * counter-based weight generator, the synthetic vocabulary, a streaming
- * JSON emitter and the atomic output files.
+ * counter-based weight generator, the synthetic vocabulary and the atomic
+ * output files. JSON goes through format/json_write.h (pretty layout).
  */
 #ifndef SW_SYNTH_INTERNAL_H
 #define SW_SYNTH_INTERNAL_H
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "format/gguf_write.h"
+#include "format/json_write.h"
 #include "model/config.h"
 #include "synth/synth.h"
 
@@ -117,43 +118,6 @@ float synth_vocab_score(const synth_vocab *v, uint32_t id);
  * counts them). */
 size_t synth_vocab_merges(const synth_vocab *v, uint32_t k,
                           void (*rule)(void *user, uint32_t a, uint32_t b), void *user);
-
-/* ---- streaming JSON (json.c) --------------------------------------------- */
-
-#define JW_MAX_DEPTH 16
-
-/* Pretty JSON as Python's json.dumps(indent=2) and serde_json's pretty
- * printer both write it (two-space indent, "key": value, empty containers
- * as {} and []). Non-ASCII is written as UTF-8. Errors are sticky in st. */
-typedef struct jsonw {
-    const byte_sink *sink;
-    sw_status st;
-    int depth;
-    bool has_items[JW_MAX_DEPTH];
-    bool after_key;
-} jsonw;
-
-void jw_init(jsonw *j, const byte_sink *sink);
-void jw_obj(jsonw *j);
-void jw_obj_end(jsonw *j);
-void jw_arr(jsonw *j);
-void jw_arr_end(jsonw *j);
-void jw_key(jsonw *j, const char *key);
-void jw_keyn(jsonw *j, const char *key, size_t len);
-void jw_strn(jsonw *j, const char *s, size_t len);
-void jw_str(jsonw *j, const char *s);
-void jw_int(jsonw *j, int64_t v);
-void jw_float(jsonw *j, double v);  /* Python repr: 1e-06, 10000.0 */
-void jw_bool(jsonw *j, bool v);
-void jw_null(jsonw *j);
-/* "key": v in one call. */
-void jw_key_int(jsonw *j, const char *key, int64_t v);
-void jw_key_bool(jsonw *j, const char *key, bool v);
-/* Ends the document with "\n"; returns the sticky status. */
-sw_status jw_finish(jsonw *j);
-
-/* Python's repr(float) for finite v into buf (>= 32 bytes). */
-void synth_py_float(double v, char *buf, size_t cap);
 
 /* ---- output files (out.c) ------------------------------------------------ */
 

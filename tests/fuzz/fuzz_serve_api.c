@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "format/json_util.h"
-#include "serve/serve.h"
+#include "serve/server.h"
 #include "util/error.h"
 
 #include "fuzz_common.h"

@@ -194,11 +194,8 @@ static sw_status cpu_be_sync(backend *b) {
 
 /* ---- ops ---------------------------------------------------------------- */
 
-static sw_status check_operand(void *user, bmem *m, uint64_t bytes, bool writes,
-                               const btensor *weight) {
-    (void)writes;
-    (void)weight;
-    return check_mem(bop_name(*(const bop_kind *)user), *m, bytes);
+static sw_status check_operand(void *user, const mem_operand *o) {
+    return check_mem(bop_name(*(const bop_kind *)user), *o->m, o->bytes);
 }
 
 static tensor_view view_of(const btensor *w) {
@@ -434,10 +431,10 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory");
         goto fail;
     }
-    const cpu_kernel_params *k = &p->cpu;
-    c->pool = k->pool;
+    const backend_op_sizes *k = &p->sizes;
+    c->pool = p->pool;
     c->host = (cpu_buf){.base = NULL, .bytes = UINT64_MAX};
-    c->scratch_floats = (uint64_t)cpu_pool_size(k->pool) * k->max_attn_keys *
+    c->scratch_floats = (uint64_t)cpu_pool_size(p->pool) * k->max_attn_keys *
                         (k->attn_group ? k->attn_group : 1);
     if (c->scratch_floats > 0 &&
         (c->attn_scratch = malloc((size_t)c->scratch_floats * sizeof(float))) == NULL) {
@@ -445,7 +442,7 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
                        "attention scratch", (unsigned long long)c->scratch_floats);
         goto fail;
     }
-    if ((st = cpu_mm_scratch_create(cpu_pool_size(k->pool),
+    if ((st = cpu_mm_scratch_create(cpu_pool_size(p->pool),
                                     k->max_row_elems ? k->max_row_elems : 4096,
                                     &c->mm_ws)) != SW_OK)
         goto fail;

@@ -16,6 +16,8 @@
 uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
                                    uint32_t attn_group, uint64_t max_row_elems);
 
+/* Reads p->pool (borrowed for the backend's life), p->sizes, exact_dots
+ * and bf16_dots; ignores the rest. */
 sw_status backend_cpu_create(const backend_params *p, backend **out);
 
 #endif

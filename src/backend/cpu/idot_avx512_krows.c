@@ -3,7 +3,7 @@
  * `rows`: one token against many rows; Q4_K and Q5_K here, Q6_K in
  * idot_avx512_q6rows.c), coarse and fine
  * forms, with AVX-512 VNNI (internal to backend/cpu). Decode is where a
- * CPU run spends its time, and AVX2's kernels (idot_avx2_body.h) are bound
+ * CPU run spends its time, and AVX2's kernels (idot_avx2_body.inc) are bound
  * there by their instruction count (per 256 weights 16 multiply-pipe
  * operations and 8 scale shuffles), not by memory: on Zen 4 these read
  * Q4_K at 42 GB/s (coarse) and 28 GB/s (fine) against AVX2's 28 and 23

@@ -1,6 +1,6 @@
 /*
  * qdot.c — the kernel sets of qdot.h: the portable reference (plain C over
- * quant_dequantize), the baseline-ISA instance of qdot_body.h, and the
+ * quant_dequantize), the baseline-ISA instance of qdot_body.inc, and the
  * choice of set per CPU. The AVX2 instance lives in qdot_avx2.c. All sets
  * give the same bits, so the choice only changes speed.
  */
@@ -15,7 +15,7 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define QDOT_HAVE_VECTOR 1
 #define QDOT_TABLE_FN cpu_qkernel_table_generic
-#include "backend/cpu/qdot_body.h"
+#include "backend/cpu/qdot_body.inc"
 const cpu_qkernel *cpu_qkernel_table_generic(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_fn *tile_f32);
 #else
 #define QDOT_HAVE_VECTOR 0

@@ -17,7 +17,7 @@
  * Kernel sets (cpu_isa): REF is the portable reference — quant_dequantize()
  * a chunk, then the loop above, in plain C — kept for debugging and as the
  * fallback for compilers without GNU vector extensions. GENERIC (baseline
- * ISA), AVX2 and AVX512 are the fast kernels of qdot_body.h. All give the
+ * ISA), AVX2 and AVX512 are the fast kernels of qdot_body.inc. All give the
  * same bits; tests/test_cpu_ops.c checks every type on every set, and the
  * f32 tile kernel (cpu_tile_f32_fn) on every set for every block shape.
  */

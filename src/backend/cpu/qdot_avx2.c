@@ -1,5 +1,5 @@
 /*
- * qdot_avx2.c — qdot_body.h compiled for AVX2 (x86-64 with GCC or clang).
+ * qdot_avx2.c — qdot_body.inc compiled for AVX2 (x86-64 with GCC or clang).
  * Only the vector width changes (and f16 widens through F16C, exact): no
  * FMA is enabled (and the build passes -ffp-contract=off), so results
  * equal the baseline kernels bit for bit. qdot.c calls in here only when
@@ -22,7 +22,7 @@ const cpu_qkernel *cpu_qkernel_table_avx2(cpu_dot_f32_fn *dot_f32, cpu_tile_f32_
 #define QDOT_AVX2 1
 #define QDOT_F16C 1
 #define QDOT_TABLE_FN cpu_qkernel_table_avx2
-#include "backend/cpu/qdot_body.h"
+#include "backend/cpu/qdot_body.inc"
 
 #include "backend/cpu/target_end.h"
 #else

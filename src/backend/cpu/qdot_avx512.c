@@ -1,5 +1,5 @@
 /*
- * qdot_avx512.c — qdot_body.h compiled for AVX-512 (F, BW, VL, DQ): one
+ * qdot_avx512.c — qdot_body.inc compiled for AVX-512 (F, BW, VL, DQ): one
  * 512-bit register holds all 16 canonical lanes of qdot.h's dot, so each
  * dot keeps one accumulator per x row; f16 widens through the 512-bit
  * F16C conversion (exact; NaN groups take the exact path). As for AVX2, no
@@ -24,7 +24,7 @@ const cpu_qkernel *cpu_qkernel_table_avx512(cpu_dot_f32_fn *dot_f32,
 #define QDOT_AVX512 1
 #define QDOT_F16C 1
 #define QDOT_TABLE_FN cpu_qkernel_table_avx512
-#include "backend/cpu/qdot_body.h"
+#include "backend/cpu/qdot_body.inc"
 
 #include "backend/cpu/target_end.h"
 #else

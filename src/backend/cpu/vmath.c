@@ -1,6 +1,6 @@
 /*
  * vmath.c — vmath.h's scalar definition (cpu_tanhf and the REF set built
- * on it), the baseline instance of vmath_body.h, and the choice of set.
+ * on it), the baseline instance of vmath_body.inc, and the choice of set.
  * The AVX2 and AVX-512 instances live in vmath_avx2.c and vmath_avx512.c;
  * all give the same bits.
  */
@@ -8,12 +8,12 @@
 
 #include <string.h>
 
-#include "backend/cpu/vmath_consts.h"
+#include "backend/vmath_consts.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define VMATH_HAVE_VECTOR 1
 #define VMATH_TABLE_FN cpu_vmath_table_generic
-#include "backend/cpu/vmath_body.h"
+#include "backend/cpu/vmath_body.inc"
 #else
 #define VMATH_HAVE_VECTOR 0
 #endif

@@ -1,5 +1,5 @@
 /*
- * vmath_avx2.c — vmath_body.h compiled for AVX2. Only the vector width
+ * vmath_avx2.c — vmath_body.inc compiled for AVX2. Only the vector width
  * of the generated code changes (no FMA: the build passes
  * -ffp-contract=off), so results equal vmath.c's bit for bit. vmath.c
  * calls in here only when the CPU reports AVX2.
@@ -13,7 +13,7 @@
 /* clang's attribute push does not define __AVX2__: say so ourselves. */
 #define VMATH_AVX2 1
 #define VMATH_TABLE_FN cpu_vmath_table_avx2
-#include "backend/cpu/vmath_body.h"
+#include "backend/cpu/vmath_body.inc"
 
 #include "backend/cpu/target_end.h"
 #else

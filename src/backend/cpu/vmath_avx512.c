@@ -1,5 +1,5 @@
 /*
- * vmath_avx512.c — vmath_body.h compiled for AVX-512 (F, DQ): 16 lanes.
+ * vmath_avx512.c — vmath_body.inc compiled for AVX-512 (F, DQ): 16 lanes.
  * Only the vector width of the generated code changes (no FMA: the build passes
  * -ffp-contract=off), so results equal vmath.c's bit for bit. vmath.c
  * calls in here only when the CPU runs CPU_ISA_AVX512.
@@ -12,7 +12,7 @@
 
 #define VMATH_AVX512 1
 #define VMATH_TABLE_FN cpu_vmath_table_avx512
-#include "backend/cpu/vmath_body.h"
+#include "backend/cpu/vmath_body.inc"
 
 #include "backend/cpu/target_end.h"
 #else

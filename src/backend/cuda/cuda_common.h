@@ -5,7 +5,8 @@
  * A CUDA failure becomes SW_ERR_DEVICE with a message naming the CUDA error,
  * its text, the failing call and file:line, e.g.
  *   "CUDA error cudaErrorInvalidValue (invalid argument) in
- *    cudaMemcpyAsync(dst, src, n, kind, s) at src/backend/cuda/copy.cu:41"
+ *    cudaMemcpyAsync(d, src, (size_t)bytes, cudaMemcpyHostToDevice,
+ *    c->stream[q]) at src/backend/cuda/cuda_backend.cu:173"
  *
  *   SW_CUDA_TRY(expr)        on failure records the message and returns
  *                            SW_ERR_DEVICE from the enclosing function

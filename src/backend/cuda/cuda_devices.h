@@ -14,9 +14,11 @@
 extern "C" {
 #endif
 
-/* Fills report->driver_version, ->runtime_version, ->n_devices and
- * ->devices[] (at most SW_MAX_DEVICES; more are not listed). The caller
- * zeroes *report first; this leaves cuda_compiled and message alone.
+/* Fills report->runtime_version and ->driver_version ("13.0"; the driver's
+ * stays "" when none is found), ->n_devices and ->devices[] (at most
+ * SW_MAX_DEVICES; more are not listed; arch_* is the compute capability,
+ * n_compute_units the multiprocessors). The caller zeroes *report first;
+ * this leaves backend and message alone.
  *
  * Returns SW_OK with n_devices >= 1, or records a message (sw_errorf) and
  * returns SW_ERR_NO_DEVICE ("no CUDA device visible: <cause and fix>", for

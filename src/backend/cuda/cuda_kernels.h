@@ -8,6 +8,8 @@
  *   attention.cu    KV append and attention over a batch of sequences
  *   elementwise.cu  get_rows, rmsnorm, rope, geglu, add, scale, softcap,
  *                   gather, and the fused steps of the block entry
+ *   moe.cu          Gemma 4's mixture of experts: the router's top k and
+ *                   the experts, reading the stored 3-D weights in place
  * Every launcher enqueues on `s` and returns the launch's status (a bad
  * configuration or a sticky error from earlier work), never waiting.
  * Pointers are device memory; shapes were validated by cuda_ops.cu.

@@ -79,16 +79,17 @@ static sw_status check_heads(uint32_t n_head, uint32_t n_head_kv, uint32_t hd, c
     return SW_OK;
 }
 
-/* bop_for_each_mem's callback: every operand inside a live buffer. */
-static sw_status check_mem(void *user, bmem *m, uint64_t bytes, bool writes,
-                           const btensor *weight) {
+/* The walkers' callback (operands.c): every operand inside a live buffer,
+ * a weight in device memory. */
+static sw_status check_mem(void *user, const mem_operand *o) {
     uint8_t *ptr = NULL;
-    (void)writes;
-    if (weight != NULL && (m->buf == NULL || ((cuda_buf *)(void *)m->buf)->magic != CUDA_BUF_MAGIC))
+    const btensor *weight = o->weight;
+    if (weight != NULL &&
+        (o->m->buf == NULL || ((cuda_buf *)(void *)o->m->buf)->magic != CUDA_BUF_MAGIC))
         return sw_errorf(SW_ERR_ARG, "cuda: weight '%s' is not in device memory; upload it "
                          "before using it in %s", weight->name ? weight->name : "?",
                          (const char *)user);
-    return cuda_resolve((const char *)user, *m, bytes, &ptr);
+    return cuda_resolve((const char *)user, *o->m, o->bytes, &ptr);
 }
 
 /* Shape and type checks beyond the operands' bounds. */
@@ -210,39 +211,35 @@ sw_status cuda_submit(backend *b, const bop *op) {
 
 /* ---- the block entry ---------------------------------------------------------- */
 
-/* The block's operands and shapes, as bop_for_each_mem checks an op's. */
-static sw_status check_block(const block_args *a) {
-    const block_shape *sh = a->shape;
-    const uint64_t n = a->n_tokens, Fb = sizeof(float);
-    const uint64_t nq = (uint64_t)sh->n_head * sh->head_dim;
-    const uint64_t nkv = (uint64_t)sh->n_head_kv * sh->head_dim;
-    const uint64_t kv_half = (uint64_t)a->kv.n_seq * a->kv.rows * a->kv.row_elems *
-                             (a->kv.type == SW_TYPE_F32 ? 4 : 2);
-    const struct { bmem m; uint64_t bytes; } acts[] = {
-        {a->act.x, n * sh->n_embd * Fb}, {a->act.h, n * sh->n_embd * Fb},
-        {a->act.q, n * nq * Fb},         {a->act.att, n * nq * Fb},
-        {a->act.k, n * nkv * Fb},        {a->act.v, n * nkv * Fb},
-        {a->act.gate, n * sh->n_ff * Fb}, {a->act.up, n * sh->n_ff * Fb},
-        {a->act.pos, n * 4},             {a->act.seq, n * 4},
-        {a->kv.k, kv_half},              {a->kv.v, kv_half},
-    };
+/* block_for_each_mem's callback: the operand's bounds, and a matrix's
+ * type and shape as the kernels read it. */
+static sw_status check_block_operand(void *user, const mem_operand *o) {
+    SW_TRY(check_mem(user, o));
+    const btensor *w = o->weight;
+    if (w == NULL || (w->ne1 == 1 && w->type == SW_TYPE_F32)) /* a norm */
+        return SW_OK;
+    return check_weight(w, "block");
+}
+
+static sw_status check_block(block_args *a) {
     SW_TRY(check_kv(&a->kv, "block"));
-    SW_TRY(check_heads(sh->n_head, sh->n_head_kv, sh->head_dim, "block"));
-    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
-        bmem m = acts[i].m;
-        SW_TRY(check_mem((void *)"block", &m, acts[i].bytes, true, NULL));
-    }
-    for (int i = 0; i < BW_COUNT; i++) {
-        const btensor *w = &a->w[i];
-        if (w->n_bytes == 0)
-            continue;
-        bmem m = w->mem;
-        SW_TRY(check_mem((void *)"block", &m, w->n_bytes, false, w));
-        if (w->ne1 == 1 && w->type == SW_TYPE_F32) /* a norm */
-            continue;
-        SW_TRY(check_weight(w, "block"));
-    }
-    return SW_OK;
+    SW_TRY(check_heads(a->shape->n_head, a->shape->n_head_kv, a->shape->head_dim, "block"));
+    return block_for_each_mem(a, check_block_operand, (void *)"block");
+}
+
+/* What the fused kernels implement: a whole Gemma 1-3 block. Every other
+ * shape field must hold its neutral value, so that a field added to
+ * block_shape later runs op by op until the fused path learns it (the
+ * size check below fails the build until this list is revisited). */
+static bool fused_accepts(const block_args *a) {
+    const block_shape *s = a->shape;
+    /* 9 four-byte counts, 3 floats, 5 flags and their padding */
+    static_assert(sizeof(block_shape) == 56,
+                  "block_shape changed: say in fused_accepts whether the fused kernels "
+                  "implement the new field");
+    return a->phase == BLOCK_WHOLE && a->layer_scale == 0.0f && !s->v_norm && !s->k_eq_v &&
+           !s->kv_shared && s->rope_pairs == 0 && s->n_pl == 0 && s->n_expert == 0 &&
+           s->n_expert_used == 0;
 }
 
 static sw_status block_attention(cuda_backend *c, const block_args *a) {
@@ -300,12 +297,10 @@ static sw_status block_ffn(cuda_backend *c, const block_args *a) {
 sw_status cuda_block(backend *b, const block_args *a) {
     if (a == NULL || a->shape == NULL)
         return sw_errorf(SW_ERR_ARG, "cuda: bad block");
-    const block_shape *sh = a->shape;
-    /* Gemma 4's blocks run op by op (the fused kernels are Gemma 1-3's) */
-    if (sh->v_norm || sh->k_eq_v || sh->kv_shared || sh->rope_pairs || sh->n_pl ||
-        a->layer_scale != 0.0f)
+    if (!fused_accepts(a)) /* Gemma 4's blocks and the split phases: op by op */
         return block_run_ops(b, a);
-    SW_TRY(check_block(a));
+    block_args checked = *a;
+    SW_TRY(check_block(&checked));
     SW_TRY(block_attention(cuda_of(b), a));
     return block_ffn(cuda_of(b), a);
 }

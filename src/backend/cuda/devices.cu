@@ -63,6 +63,11 @@ static sw_status explain_no_device(cudaError_t err, int driver_version, int runt
                      cudaGetErrorName(err), cudaGetErrorString(err), note);
 }
 
+/* "13.0" for 13000: CUDA encodes versions as 1000 * major + 10 * minor. */
+static void version_text(int v, char *buf, size_t cap) {
+    snprintf(buf, cap, "%d.%d", v / 1000, v % 1000 / 10);
+}
+
 /* Reads one device's properties and memory. cudaMemGetInfo needs the
  * device's primary context, which cudaSetDevice creates. */
 static sw_status query_one(int index, sw_device_info *out) {
@@ -75,9 +80,9 @@ static sw_status query_one(int index, sw_device_info *out) {
     snprintf(out->name, sizeof out->name, "%.*s", (int)sizeof out->name - 1, prop.name);
     out->total_bytes = total_bytes;
     out->free_bytes = free_bytes;
-    out->cc_major = prop.major;
-    out->cc_minor = prop.minor;
-    out->n_multiprocessors = prop.multiProcessorCount;
+    out->arch_major = prop.major;        /* compute capability */
+    out->arch_minor = prop.minor;
+    out->n_compute_units = prop.multiProcessorCount;
     return SW_OK;
 }
 
@@ -113,8 +118,9 @@ extern "C" sw_status cuda_devices_query(sw_device_report *report) {
         driver_version = 0;
     if (cudaRuntimeGetVersion(&runtime_version) != cudaSuccess)
         runtime_version = 0;
-    report->driver_version = driver_version;
-    report->runtime_version = runtime_version;
+    version_text(runtime_version, report->runtime_version, sizeof report->runtime_version);
+    if (driver_version > 0)
+        version_text(driver_version, report->driver_version, sizeof report->driver_version);
 
     count_err = cudaGetDeviceCount(&n);
     if (count_err != cudaSuccess || n <= 0) {

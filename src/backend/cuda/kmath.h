@@ -3,8 +3,8 @@
  * decoding (qblock.h), shared by host and device (hd.h) and tested on the
  * CPU against the cpu backend (tests/test_cuda_math.c):
  *   - tanh, GeGLU and soft-capping: the cpu backend's own f32 tanh
- *     (backend/cpu/vmath.h, constants from vmath_consts.h) operation for
- *     operation, so the device gives the cpu backend's bits;
+ *     (backend/cpu/vmath.h, constants from backend/vmath_consts.h)
+ *     operation for operation, so the device gives the cpu backend's bits;
  *   - RoPE: the rotation of one pair at one position, from a per-dimension
  *     step the host computes exactly as cpu_rope does;
  *   - attention: which cache rows a query sees (causal, sliding window,
@@ -18,12 +18,12 @@
 
 #include <math.h>
 
-#include "backend/cpu/vmath_consts.h"
+#include "backend/vmath_consts.h"
 #include "backend/cuda/hd.h"
 
 /* ---- tanh and what is built on it -------------------------------------- */
 
-/* e^z for |z| up to ~20: z = n ln2 + r, E(r) * 2^n (vmath_body.h's vm_exp). */
+/* e^z for |z| up to ~20: z = n ln2 + r, E(r) * 2^n (vmath_body.inc's vm_exp). */
 SW_HD float km_exp(float z) {
     const float t = hd_add(hd_mul(z, VM_LOG2E), VM_MAGIC);
     const float nf = hd_sub(t, VM_MAGIC);

@@ -443,7 +443,7 @@ static sw_status block_padded(pjrt_impl *p, const block_args *a, uint32_t Tb) {
     memcpy(args, in.a, sizeof args);
     memcpy(have, in.have, sizeof have);
     for (int i = 0; i < s.n_in; i++) {
-        if (s.in[i].rows == PROG_ROWS_NONE)
+        if (s.in[i].rows == MEM_ROWS_NONE)
             continue;
         pad_io[np] = s.in[i];
         pad_args[np] = in.a[i];
@@ -464,7 +464,7 @@ static sw_status block_padded(pjrt_impl *p, const block_args *a, uint32_t Tb) {
         st = exec_text(p, h->text, args, sb.n_in, in.tags, outs, sb.n_out);
     for (int i = 0; i < sb.n_out; i++) {   /* the real rows of per-token results */
         PJRT_Buffer *kept = NULL;
-        if (st != SW_OK || sb.out[i].rows == PROG_ROWS_NONE)
+        if (st != SW_OK || sb.out[i].rows == MEM_ROWS_NONE)
             continue;
         st = prog_unpad_text(h, sb.out[i].bytes, s.out[i].bytes);
         if (st == SW_OK)

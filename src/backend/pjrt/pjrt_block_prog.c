@@ -6,7 +6,9 @@
  * layer scale), and a block split around experts another side computes as
  * two programs (BLOCK_TO_EXPERTS, BLOCK_FROM_EXPERTS). The caches a layer
  * writes are donated so the runtime may update them in place; a KV-shared
- * layer only reads its owner's. Also: padding a batch to its bucket.
+ * layer only reads its owner's. The arguments and results, and which
+ * phase reads what, are block_for_each_mem's (backend/operands.c), never
+ * listed here. Also: padding a batch to its bucket.
  */
 #include <math.h>
 #include <string.h>
@@ -15,13 +17,13 @@
 #include "backend/pjrt/pjrt_prog_parts.h"
 #include "util/error.h"
 
-/* Where each of the program's arguments is (-1: not an argument). */
+/* Where each of the program's arguments is, by block_operand (-1: not an
+ * argument), and which results it has beside x: h (up to the experts)
+ * and the caches the layer writes. All of it from block_for_each_mem. */
 typedef struct block_layout {
-    int x, h, moe, ple;    /* residual, dense-MLP output, experts' output, PLE rows */
-    int w[BW_COUNT];
-    int kc, vc, pos, seq;
+    int at[BO_COUNT];
     int n_in;
-    bool h_out, kv_out;    /* results beside x: h; the caches */
+    bool h_out, kv_out;
 } block_layout;
 
 static bool attn_part(const block_args *a) {
@@ -32,94 +34,40 @@ static bool rest_part(const block_args *a) {
     return a->phase != BLOCK_TO_EXPERTS;
 }
 
-/* Whether the phase reads weight role r (when the layer has it). */
-static bool uses(const block_args *a, int r) {
-    const block_shape *sh = a->shape;
-    switch (r) {
-    case BW_K:
-    case BW_K_NORM:
-        return attn_part(a) && !sh->kv_shared;
-    case BW_V:
-        return attn_part(a) && !sh->kv_shared && !sh->k_eq_v;
-    case BW_ATTN_NORM: case BW_Q: case BW_O: case BW_Q_NORM: case BW_POST_ATTN_NORM:
-    case BW_FFN_NORM: case BW_GATE: case BW_UP: case BW_DOWN: case BW_POST_FFW_NORM_1:
-        return attn_part(a);
-    case BW_FFN_NORM_2: case BW_POST_FFW_NORM_2: case BW_ROUTER: case BW_ROUTER_SCALE:
-    case BW_EXPERT_SCALE: case BW_GATE_UP_EXPS: case BW_DOWN_EXPS:
-        return a->phase == BLOCK_WHOLE && sh->n_expert != 0;
-    case BW_POST_FFW_NORM: case BW_PLE_GATE: case BW_PLE_PROJ: case BW_PLE_NORM:
-        return rest_part(a);
-    default:   /* BW_LAYER_SCALE: a->layer_scale carries it */
-        return false;
-    }
+static sw_status layout_add(void *user, const mem_operand *o) {
+    block_layout *l = user;
+    if (o->access & MEM_READ)
+        l->at[o->what] = l->n_in++;
+    l->h_out |= o->result && o->what == BO_H;
+    l->kv_out |= o->result && o->kv;
+    return SW_OK;
 }
 
 static void layout_of(const block_args *a, block_layout *l) {
-    const block_shape *sh = a->shape;
-    int i = 0;
-    memset(l, 0xff, sizeof *l);   /* every index -1 */
-    l->x = i++;
-    if (a->phase == BLOCK_FROM_EXPERTS) {
-        l->h = i++;
-        l->moe = i++;
-    }
-    if (sh->n_pl && rest_part(a))
-        l->ple = i++;
-    for (int r = 0; r < BW_COUNT; r++)
-        if (a->w[r].n_bytes != 0 && uses(a, r))
-            l->w[r] = i++;
-    if (attn_part(a)) {
-        l->kc = i++;
-        l->vc = i++;
-        l->pos = i++;
-        l->seq = i++;
-    }
-    l->n_in = i;
-    l->h_out = a->phase == BLOCK_TO_EXPERTS;
-    l->kv_out = attn_part(a) && !sh->kv_shared;
+    block_args walked = *a;
+    memset(l->at, 0xff, sizeof l->at);   /* every index -1 */
+    l->n_in = 0;
+    l->h_out = l->kv_out = false;
+    (void)block_for_each_mem(&walked, layout_add, l);   /* layout_add never fails */
+}
+
+/* The signature's callback: PJRT's weight types, then prog_sig_add. */
+static sw_status sig_add(void *user, const mem_operand *o) {
+    if (o->weight != NULL && o->weight->ne1 > 1)
+        SW_TRY(prog_check_weight(o->weight));
+    return prog_sig_add(user, o);
 }
 
 sw_status prog_block_sig(const block_args *a, prog_sig *s) {
     const block_shape *sh = a->shape;
-    const uint64_t n = a->n_tokens, x = n * sh->n_embd * sizeof(float);
-    block_layout l;
+    block_args walked = *a;
     memset(s, 0, sizeof *s);
     if (sh->k_eq_v && !sh->v_norm)
         return sw_errorf(SW_ERR_UNSUPPORTED, "keys as values without the value norm");
     if (a->phase == BLOCK_WHOLE && sh->n_expert)
         SW_TRY(prog_check_experts(&a->w[BW_GATE_UP_EXPS], &a->w[BW_DOWN_EXPS], sh->n_expert,
                                   sh->n_expert_used));
-    layout_of(a, &l);
-    if (l.n_in > PROG_MAX_IN)
-        return sw_errorf(SW_ERR_ARG, "internal: a block program of %d inputs", l.n_in);
-    prog_in(s, a->act.x, x, PROG_ROWS_F32);
-    if (l.h >= 0) {
-        prog_in(s, a->act.h, x, PROG_ROWS_F32);
-        prog_in(s, a->act.moe_out, x, PROG_ROWS_F32);
-    }
-    if (l.ple >= 0)
-        prog_in(s, a->act.ple, n * sh->n_pl * sizeof(float), PROG_ROWS_F32);
-    for (int r = 0; r < BW_COUNT; r++) {
-        if (l.w[r] < 0)
-            continue;
-        if (a->w[r].ne1 > 1)
-            SW_TRY(prog_check_weight(&a->w[r]));
-        prog_in(s, a->w[r].mem, a->w[r].n_bytes, PROG_ROWS_NONE);
-    }
-    if (l.kc >= 0) {
-        prog_in(s, a->kv.k, prog_cache_half(&a->kv), PROG_ROWS_NONE);
-        prog_in(s, a->kv.v, prog_cache_half(&a->kv), PROG_ROWS_NONE);
-        prog_in(s, a->act.pos, n * 4, PROG_ROWS_POS);
-        prog_in(s, a->act.seq, n * 4, PROG_ROWS_SEQ);
-    }
-    prog_out(s, a->act.x, x, -1, PROG_ROWS_F32);
-    if (l.h_out)
-        prog_out(s, a->act.h, x, -1, PROG_ROWS_F32);
-    if (l.kv_out) {
-        prog_out(s, a->kv.k, prog_cache_half(&a->kv), l.kc, PROG_ROWS_NONE);
-        prog_out(s, a->kv.v, prog_cache_half(&a->kv), l.vc, PROG_ROWS_NONE);
-    }
-    return SW_OK;
+    return block_for_each_mem(&walked, sig_add, s);
 }
 
 typedef struct block_ctx {
@@ -129,16 +77,21 @@ typedef struct block_ctx {
     int pos, seq;
 } block_ctx;
 
+/* The argument index of weight `role`. */
+static int warg(const block_ctx *c, int role) {
+    return c->l.at[BO_WEIGHT + role];
+}
+
 static int mm(block_ctx *c, int x, int role) {
     const btensor *w = &c->a->w[role];
-    return hg_matmul(c->h, x, hg_weight(c->h, hlo_arg(c->l.w[role]), w->type, (int64_t)w->ne1,
+    return hg_matmul(c->h, x, hg_weight(c->h, hlo_arg(warg(c, role)), w->type, (int64_t)w->ne1,
                                         (int64_t)w->ne0));
 }
 
 /* RMSNorm of x's rows by role's weight (-1: none: Gemma 4's value norm). */
 static int nrm(block_ctx *c, int x, int role) {
     int w = role < 0 ? -1
-                     : prog_norm_w(c->h, c->l.w[role], (int64_t)c->a->w[role].ne0);
+                     : prog_norm_w(c->h, warg(c, role), (int64_t)c->a->w[role].ne0);
     return hg_rmsnorm(c->h, x, w, c->a->shape->norm_eps);
 }
 
@@ -161,8 +114,8 @@ static int attention_half(block_ctx *c, int x, int *kcache, int *vcache) {
     hlo *h = c->h;
     const block_args *a = c->a;
     const block_shape *sh = a->shape;
-    *kcache = prog_cache(h, c->l.kc, &a->kv);
-    *vcache = prog_cache(h, c->l.vc, &a->kv);
+    *kcache = prog_cache(h, c->l.at[BO_KV_K], &a->kv);
+    *vcache = prog_cache(h, c->l.at[BO_KV_V], &a->kv);
     int hn = nrm(c, x, BW_ATTN_NORM);
     int q = mm(c, hn, BW_Q), k = -1, v = -1;
     if (!sh->kv_shared) {
@@ -208,11 +161,11 @@ static int experts(block_ctx *c, int x) {
     const block_shape *sh = a->shape;
     int r = hg_scale(h, nrm(c, x, BW_ROUTER_SCALE), (float)pow(sh->n_embd, -0.5));
     int ids = -1, wts = -1;
-    hg_moe_route(h, mm(c, r, BW_ROUTER), prog_norm_w(h, c->l.w[BW_EXPERT_SCALE], sh->n_expert),
+    hg_moe_route(h, mm(c, r, BW_ROUTER), prog_norm_w(h, warg(c, BW_EXPERT_SCALE), sh->n_expert),
                  sh->n_expert_used, &ids, &wts);
     const btensor *gu = &a->w[BW_GATE_UP_EXPS];
-    const hg_experts w = {.gate_up = hlo_arg(c->l.w[BW_GATE_UP_EXPS]),
-                          .down = hlo_arg(c->l.w[BW_DOWN_EXPS]), .type = gu->type,
+    const hg_experts w = {.gate_up = hlo_arg(warg(c, BW_GATE_UP_EXPS)),
+                          .down = hlo_arg(warg(c, BW_DOWN_EXPS)), .type = gu->type,
                           .n_expert = sh->n_expert, .n_embd = (int64_t)gu->ne0,
                           .n_ff = (int64_t)a->w[BW_DOWN_EXPS].ne0};
     return nrm(c, hg_moe_experts(h, &w, nrm(c, x, BW_FFN_NORM_2), ids, wts),
@@ -227,7 +180,7 @@ static int rest(block_ctx *c, int x, int f) {
     const block_shape *sh = a->shape;
     const int64_t T = a->n_tokens;
     if (sh->n_expert) {
-        int e = a->phase == BLOCK_FROM_EXPERTS ? prog_act(h, c->l.moe, T, sh->n_embd)
+        int e = a->phase == BLOCK_FROM_EXPERTS ? prog_act(h, c->l.at[BO_MOE_OUT], T, sh->n_embd)
                                                : experts(c, x);
         f = hlo_binary(h, "add", f, e);
     }
@@ -235,7 +188,7 @@ static int rest(block_ctx *c, int x, int f) {
         f = nrm(c, f, BW_POST_FFW_NORM);
     x = hlo_binary(h, "add", x, f);
     if (sh->n_pl) {
-        int g = hg_geglu(h, mm(c, x, BW_PLE_GATE), prog_act(h, c->l.ple, T, sh->n_pl));
+        int g = hg_geglu(h, mm(c, x, BW_PLE_GATE), prog_act(h, c->l.at[BO_PLE], T, sh->n_pl));
         x = hlo_binary(h, "add", x, nrm(c, mm(c, g, BW_PLE_PROJ), BW_PLE_NORM));
     }
     if (a->layer_scale != 0.0f)
@@ -250,14 +203,14 @@ sw_status prog_block_text(hlo *h, const block_args *a, const uint64_t *in_bytes,
     int res[PROG_MAX_OUT], n = 0, kcache = -1, vcache = -1;
     layout_of(a, &c.l);
     SW_TRY(hlo_begin(h, s->n_in, in_bytes));
-    int x = prog_act(h, c.l.x, T, D), f;
+    int x = prog_act(h, c.l.at[BO_X], T, D), f;
     if (attn_part(a)) {
-        c.pos = prog_ints(h, c.l.pos, T);
-        c.seq = prog_ints(h, c.l.seq, T);
+        c.pos = prog_ints(h, c.l.at[BO_POS], T);
+        c.seq = prog_ints(h, c.l.at[BO_SEQ], T);
         x = attention_half(&c, x, &kcache, &vcache);
         f = ffn_dense(&c, x);
     } else {
-        f = prog_act(h, c.l.h, T, D);
+        f = prog_act(h, c.l.at[BO_H], T, D);
     }
     res[n++] = rest_part(a) ? rest(&c, x, f) : x;
     if (c.l.h_out)
@@ -280,12 +233,12 @@ sw_status prog_pad_text(hlo *h, const prog_io *io, const uint64_t *in_bytes, int
                          Tb);
     SW_TRY(hlo_begin(h, n_arr, in_bytes));
     for (int i = 0; i < n_arr; i++) {
-        if (io[i].rows == PROG_ROWS_F32) {
+        if (io[i].rows == MEM_ROWS_F32) {
             const int64_t w = (int64_t)(io[i].bytes / ((uint64_t)n * sizeof(float)));
             res[i] = hlo_concat(h, prog_act(h, i, n, w),
                                 hlo_const(h, 0.0, hlo_t2("f32", extra, w)), 0);
         } else {
-            const double fill = io[i].rows == PROG_ROWS_POS ? -1 : 0;
+            const double fill = io[i].rows == MEM_ROWS_POS ? -1 : 0;
             res[i] = hlo_concat(h, prog_ints(h, i, n), hlo_const(h, fill, hlo_t1("i32", extra)),
                                 0);
         }

@@ -9,7 +9,7 @@
 
 #include "backend/pjrt/pjrt_programs.h"
 
-/* Appends an input (rows: per token, for padding a batch; PROG_ROWS_NONE
+/* Appends an input (rows: per token, for padding a batch; MEM_ROWS_NONE
  * otherwise) or an output that may reuse input `donate`'s buffer (-1). */
 void prog_in(prog_sig *s, bmem m, uint64_t bytes, prog_rows rows);
 void prog_out(prog_sig *s, bmem m, uint64_t bytes, int donate, prog_rows rows);
@@ -21,8 +21,11 @@ sw_status prog_check_weight(const btensor *w);
  * routed k at a time (1..64). */
 sw_status prog_check_experts(const btensor *gate_up, const btensor *down, uint32_t n_expert,
                              uint32_t k);
-/* The bytes of one of a cache's halves (k or v). */
-uint64_t prog_cache_half(const bkv *kv);
+/* The walkers' callback (backend.h's mem_operand_fn; user: the prog_sig
+ * being built): an operand read is an input, one whose value after the
+ * call is a result is an output, donating its input when it is an
+ * updated cache. */
+sw_status prog_sig_add(void *user, const mem_operand *o);
 
 /* Values of argument i: a (rows, cols) f32 activation, n int32, a cache
  * half as (n_seq * rows, row_elems) of its type, n f32 (a norm's weight). */

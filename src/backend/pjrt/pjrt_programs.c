@@ -18,13 +18,26 @@ void prog_out(prog_sig *s, bmem m, uint64_t bytes, int donate, prog_rows rows) {
     s->out[s->n_out++] = (prog_io){m, bytes, rows};
 }
 
-/* An op's argument and result (never padded: only blocks are). */
-static void in(prog_sig *s, bmem m, uint64_t bytes) {
-    prog_in(s, m, bytes, PROG_ROWS_NONE);
-}
-
-static void out(prog_sig *s, bmem m, uint64_t bytes, int donate) {
-    prog_out(s, m, bytes, donate, PROG_ROWS_NONE);
+/* An operand as the program sees it: an argument when it is read, a
+ * result when its value after the call is one; a cache the call updates
+ * is donated, so the runtime may update it in place. The walkers give
+ * arguments in the order the program texts number them. */
+sw_status prog_sig_add(void *user, const mem_operand *o) {
+    prog_sig *s = user;
+    int donate = -1;
+    if (o->access & MEM_READ) {
+        if (s->n_in == PROG_MAX_IN)
+            return sw_errorf(SW_ERR_ARG, "internal: a program of over %d inputs", PROG_MAX_IN);
+        if (o->kv && o->result)
+            donate = s->n_in;
+        prog_in(s, *o->m, o->bytes, o->rows);
+    }
+    if (o->result) {
+        if (s->n_out == PROG_MAX_OUT)
+            return sw_errorf(SW_ERR_ARG, "internal: a program of over %d results", PROG_MAX_OUT);
+        prog_out(s, *o->m, o->bytes, donate, o->rows);
+    }
+    return SW_OK;
 }
 
 sw_status prog_check_weight(const btensor *w) {
@@ -50,125 +63,39 @@ sw_status prog_check_experts(const btensor *gate_up, const btensor *down, uint32
     return SW_OK;
 }
 
-uint64_t prog_cache_half(const bkv *kv) {
-    return (uint64_t)kv->n_seq * kv->rows * kv->row_elems * hg_type_size(kv->type);
-}
-
-sw_status prog_op_sig(const bop *op, prog_sig *s) {
-    memset(s, 0, sizeof *s);
-    const uint64_t f = sizeof(float);
+/* Checks on an op's arguments beyond their bounds: weight types PJRT
+ * computes in, experts of one shape. */
+static sw_status check_op(const bop *op) {
     switch (op->kind) {
-    case BOP_GET_ROWS: {
-        const bop_get_rows *o = &op->u.get_rows;
-        SW_TRY(prog_check_weight(&o->w));
-        in(s, o->w.mem, o->w.n_bytes);
-        in(s, o->ids, (uint64_t)o->n * 4);
-        out(s, o->out, (uint64_t)o->n * o->w.ne0 * f, -1);
-        return SW_OK;
-    }
-    case BOP_RMSNORM: {
-        const bop_rmsnorm *o = &op->u.rmsnorm;
-        in(s, o->x, (uint64_t)o->n_rows * o->n * f);
-        if (o->w.n_bytes != 0) /* Gemma 4's value norm has no weight */
-            in(s, o->w.mem, (uint64_t)o->n * f);
-        out(s, o->y, (uint64_t)o->n_rows * o->n * f, -1);
-        return SW_OK;
-    }
-    case BOP_MATMUL: {
-        const bop_matmul *o = &op->u.matmul;
-        SW_TRY(prog_check_weight(&o->w));
-        in(s, o->x, (uint64_t)o->n_tokens * o->w.ne0 * f);
-        in(s, o->w.mem, o->w.n_bytes);
-        out(s, o->y, (uint64_t)o->n_tokens * o->w.ne1 * f, -1);
-        return SW_OK;
-    }
-    case BOP_ROPE: {
-        const bop_rope *o = &op->u.rope;
-        uint64_t n = (uint64_t)o->n_tokens * o->n_heads * o->head_dim * f;
-        in(s, o->x, n);
-        in(s, o->pos, (uint64_t)o->n_tokens * 4);
-        out(s, o->x, n, -1);
-        return SW_OK;
-    }
-    case BOP_KV_APPEND: {
-        const bop_kv_append *o = &op->u.kv_append;
-        uint64_t n = (uint64_t)o->n_tokens * o->cache.row_elems * f;
-        in(s, o->k, n);
-        in(s, o->v, n);
-        in(s, o->pos, (uint64_t)o->n_tokens * 4);
-        in(s, o->seq, (uint64_t)o->n_tokens * 4);
-        in(s, o->cache.k, prog_cache_half(&o->cache));
-        in(s, o->cache.v, prog_cache_half(&o->cache));
-        out(s, o->cache.k, prog_cache_half(&o->cache), 4);
-        out(s, o->cache.v, prog_cache_half(&o->cache), 5);
-        return SW_OK;
-    }
-    case BOP_ATTENTION: {
-        const bop_attention *o = &op->u.attention;
-        uint64_t n = (uint64_t)o->n_tokens * o->n_head * o->head_dim * f;
-        in(s, o->q, n);
-        in(s, o->pos, (uint64_t)o->n_tokens * 4);
-        in(s, o->seq, (uint64_t)o->n_tokens * 4);
-        in(s, o->cache.k, prog_cache_half(&o->cache));
-        in(s, o->cache.v, prog_cache_half(&o->cache));
-        out(s, o->out, n, -1);
-        return SW_OK;
-    }
-    case BOP_GEGLU:
-        in(s, op->u.geglu.gate, op->u.geglu.n * f);
-        in(s, op->u.geglu.up, op->u.geglu.n * f);
-        out(s, op->u.geglu.out, op->u.geglu.n * f, -1);
-        return SW_OK;
-    case BOP_ADD:
-        in(s, op->u.add.x, op->u.add.n * f);
-        in(s, op->u.add.y, op->u.add.n * f);
-        out(s, op->u.add.x, op->u.add.n * f, -1);
-        return SW_OK;
-    case BOP_SCALE:
-        in(s, op->u.scale.x, op->u.scale.n * f);
-        out(s, op->u.scale.x, op->u.scale.n * f, -1);
-        return SW_OK;
-    case BOP_SOFTCAP:
-        in(s, op->u.softcap.x, op->u.softcap.n * f);
-        out(s, op->u.softcap.x, op->u.softcap.n * f, -1);
-        return SW_OK;
-    case BOP_GATHER: {
-        const bop_gather *o = &op->u.gather;
-        in(s, o->src, (uint64_t)o->n_src * o->cols * f);
-        in(s, o->idx, (uint64_t)o->n * 4);
-        out(s, o->dst, (uint64_t)o->n * o->cols * f, -1);
-        return SW_OK;
-    }
+    case BOP_GET_ROWS:
+        return prog_check_weight(&op->u.get_rows.w);
+    case BOP_MATMUL:
+        return prog_check_weight(&op->u.matmul.w);
     case BOP_MOE_ROUTE: {
         const bop_moe_route *o = &op->u.moe_route;
-        const uint64_t tk = (uint64_t)o->n_tokens * o->k * 4;
         if (o->k == 0 || o->k > 64 || o->k > o->n_expert ||
-            o->expert_scale.n_bytes < (uint64_t)o->n_expert * f)
+            o->expert_scale.n_bytes < (uint64_t)o->n_expert * sizeof(float))
             return sw_errorf(SW_ERR_ARG, "PJRT: moe route of %u of %u experts (scale of %llu "
                              "bytes)", o->k, o->n_expert,
                              (unsigned long long)o->expert_scale.n_bytes);
-        in(s, o->scores, (uint64_t)o->n_tokens * o->n_expert * f);
-        in(s, o->expert_scale.mem, (uint64_t)o->n_expert * f);
-        out(s, o->ids, tk, -1);
-        out(s, o->weights, tk, -1);
         return SW_OK;
     }
     case BOP_MOE_EXPERTS: {
         const bop_moe_experts *o = &op->u.moe_experts;
-        SW_TRY(prog_check_experts(&o->gate_up, &o->down, o->n_expert, o->k));
-        const uint64_t D = o->gate_up.ne0;
-        const uint64_t tk = (uint64_t)o->n_tokens * o->k * 4, x = (uint64_t)o->n_tokens * D * f;
-        in(s, o->x, x);
-        in(s, o->ids, tk);
-        in(s, o->weights, tk);
-        in(s, o->gate_up.mem, o->gate_up.n_bytes);
-        in(s, o->down.mem, o->down.n_bytes);
-        out(s, o->out, x, -1);
-        return SW_OK;
+        return prog_check_experts(&o->gate_up, &o->down, o->n_expert, o->k);
     }
     default:
-        return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT backend: unknown op %d", (int)op->kind);
+        return op->kind < BOP_COUNT ? SW_OK
+                                    : sw_errorf(SW_ERR_UNSUPPORTED, "PJRT backend: unknown "
+                                                "op %d", (int)op->kind);
     }
+}
+
+sw_status prog_op_sig(const bop *op, prog_sig *s) {
+    bop walked = *op;
+    memset(s, 0, sizeof *s);
+    SW_TRY(check_op(op));
+    return bop_for_each_mem(&walked, prog_sig_add, s);
 }
 
 /* A (rows, cols) f32 activation from input i. */

@@ -19,14 +19,8 @@
 #define PROG_MAX_OUT 4
 
 /* What an argument or result holds per token of the batch (padding a
- * batch to its bucket pads those): nothing, f32 rows, positions or
- * sequence ids. */
-typedef enum prog_rows {
-    PROG_ROWS_NONE = 0,
-    PROG_ROWS_F32,
-    PROG_ROWS_POS,
-    PROG_ROWS_SEQ
-} prog_rows;
+ * batch to its bucket pads those): backend.h's mem_rows. */
+typedef mem_rows prog_rows;
 
 typedef struct prog_io {
     bmem mem;
@@ -42,19 +36,17 @@ typedef struct prog_sig {
     int donate[PROG_MAX_OUT];   /* input whose buffer output i may reuse, -1 none */
 } prog_sig;
 
-/* The ranges op reads and writes. Errors: SW_ERR_UNSUPPORTED (a weight
+/* The ranges op reads and writes, from bop_for_each_mem. Errors: SW_ERR_UNSUPPORTED (a weight
  * type PJRT does not compute in: the planner converts those to BF16). */
 sw_status prog_op_sig(const bop *op, prog_sig *s);
 /* Its text; in_bytes[i] is what input i's buffer holds. */
 sw_status prog_op_text(hlo *h, const bop *op, const uint64_t *in_bytes, const prog_sig *s);
 
-/* A block's phase (block.h) as one program. Inputs: x, then h and moe_out
- * (from the experts), ple (per-layer inputs), the weights the phase reads
- * in role order, the caches k, v, and pos, seq, each where the phase and
- * shape use it; results: x, then h (up to the experts), then the caches
- * the layer writes (donated). Errors: SW_ERR_UNSUPPORTED (weight types),
- * SW_ERR_ARG (inconsistent experts, keys as values without the value
- * norm). */
+/* A block's phase (block.h) as one program, its inputs and results
+ * those block_for_each_mem gives (read: an input; a result: an output;
+ * the caches the layer writes donated), in its order. Errors:
+ * SW_ERR_UNSUPPORTED (weight types), SW_ERR_ARG (inconsistent experts,
+ * keys as values without the value norm). */
 sw_status prog_block_sig(const block_args *a, prog_sig *s);
 sw_status prog_block_text(hlo *h, const block_args *a, const uint64_t *in_bytes,
                           const prog_sig *s);

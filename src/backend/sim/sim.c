@@ -134,16 +134,16 @@ static sw_status note_read(sim_cmd *c, sim_buf *b) {
     return SW_OK;
 }
 
-static sw_status xlate_mem(void *user, bmem *m, uint64_t bytes, bool writes,
-                           const btensor *weight) {
+static sw_status xlate_mem(void *user, const mem_operand *o) {
     xlate *x = user;
     sim_buf *b = NULL;
-    (void)writes;
+    bmem *m = o->m;
+    const btensor *weight = o->weight;
     if (weight != NULL && (m->buf == NULL || sbuf(m->buf)->magic != SIM_BUF_MAGIC))
         return sw_errorf(SW_ERR_ARG, "sim device: weight '%s' is not in device memory; upload "
                          "it before using it in %s", weight->name ? weight->name : "?",
                          x->what);
-    sw_status st = resolve(x->what, *m, bytes, &b);
+    sw_status st = resolve(x->what, *m, o->bytes, &b);
     if (st == SW_OK && weight != NULL)
         st = note_read(x->cmd, b);
     if (st != SW_OK)
@@ -183,45 +183,6 @@ static sw_status sim_submit(backend *b, const bop *op) {
     return sim_queue_push(&s->queue[BQ_COMPUTE], &c, NULL);
 }
 
-/* The block's operands, as bop_for_each_mem reports an op's. */
-static sw_status xlate_block(xlate *x, block_args *a) {
-    const block_shape *sh = a->shape;
-    const uint64_t n = a->n_tokens, F = sizeof(float);
-    const uint64_t nq = (uint64_t)sh->n_head * sh->head_dim;
-    const uint64_t nkv = (uint64_t)sh->n_head_kv * sh->head_dim;
-    const uint64_t kv_half = (uint64_t)a->kv.n_seq * a->kv.rows * a->kv.row_elems *
-                             (a->kv.type == SW_TYPE_F32 ? 4 : 2);
-    struct { bmem *m; uint64_t bytes; } acts[] = {
-        {&a->act.x, n * sh->n_embd * F}, {&a->act.h, n * sh->n_embd * F},
-        {&a->act.q, n * nq * F},         {&a->act.att, n * nq * F},
-        {&a->act.k, n * nkv * F},        {&a->act.v, n * nkv * F},
-        {&a->act.gate, n * sh->n_ff * F}, {&a->act.up, n * sh->n_ff * F},
-        {&a->act.pos, n * 4},            {&a->act.seq, n * 4},
-        {&a->kv.k, kv_half},             {&a->kv.v, kv_half},
-    };
-    sw_status st = SW_OK;
-    for (int i = 0; st == SW_OK && i < BW_COUNT; i++)
-        if (a->w[i].n_bytes > 0)
-            st = xlate_mem(x, &a->w[i].mem, a->w[i].n_bytes, false, &a->w[i]);
-    for (size_t i = 0; st == SW_OK && i < sizeof acts / sizeof acts[0]; i++)
-        st = xlate_mem(x, acts[i].m, acts[i].bytes, true, NULL);
-    if (st == SW_OK && sh->n_pl) /* Gemma 4's per-layer input, read only */
-        st = xlate_mem(x, &a->act.ple, n * sh->n_pl * F, false, NULL);
-    if (st != SW_OK || sh->n_expert == 0)
-        return st;
-    const uint64_t e = n * sh->n_embd * F, nk = n * sh->n_expert_used;
-    const uint64_t gu = n * (a->w[BW_GATE_UP_EXPS].ne1 / sh->n_expert) * F;
-    struct { bmem *m; uint64_t bytes; } moe[] = {
-        {&a->act.moe_r, e},         {&a->act.moe_scores, n * sh->n_expert * F},
-        {&a->act.moe_ids, nk * 4},  {&a->act.moe_w, nk * F},
-        {&a->act.moe_x, e},         {&a->act.moe_gu, gu},
-        {&a->act.moe_yd, e},        {&a->act.moe_out, e},
-    };
-    for (size_t i = 0; st == SW_OK && i < sizeof moe / sizeof moe[0]; i++)
-        st = xlate_mem(x, moe[i].m, moe[i].bytes, true, NULL);
-    return st;
-}
-
 static sw_status sim_block_entry(backend *b, const block_args *a) {
     sim_backend *s = sim_of(b);
     if (a == NULL || a->shape == NULL)
@@ -236,7 +197,7 @@ static sw_status sim_block_entry(backend *b, const block_args *a) {
     c.u.block.shape = *a->shape;
     c.u.block.a.shape = &c.u.block.shape;
     xlate x = {s, &c, "block"};
-    if ((st = xlate_block(&x, &c.u.block.a)) != SW_OK)
+    if ((st = block_for_each_mem(&c.u.block.a, xlate_mem, &x)) != SW_OK)
         return st;
     c.u.block.a.shape = NULL; /* re-pointed at the queue's copy when it runs */
     return sim_queue_push(&s->queue[BQ_COMPUTE], &c, NULL);
@@ -425,11 +386,11 @@ sw_status backend_sim_create(const backend_params *p, backend **out) {
         return sw_errorf(SW_ERR_ARG, "backend_sim_create: NULL argument");
     *out = NULL;
     const backend_test_hooks none = {0}, *test = p->test ? p->test : &none;
-    if (!(p->sim_link_Bps >= 0.0) || !(test->op_delay_s >= 0.0))
+    if (!(p->link_Bps >= 0.0) || !(test->op_delay_s >= 0.0))
         return sw_errorf(SW_ERR_ARG, "sim device: link rate and op delay must be >= 0");
     if ((s = calloc(1, sizeof *s)) == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "sim device: out of host memory");
-    s->link_Bps = p->sim_link_Bps;
+    s->link_Bps = p->link_Bps;
     s->op_delay_s = test->op_delay_s;
     s->fail_op_at = test->fail_op_at;
     atomic_init(&s->stopping, false);

@@ -1,8 +1,8 @@
 /*
  * sim.h — the simulated device (sim.c): its constructor, which the
  * registry calls. p->capacity_bytes is its whole memory (required);
- * p->sim_link_Bps caps its copies; it computes with the cpu kernels
- * (p->cpu); p->test injects faults and delays.
+ * p->link_Bps caps its copies; it computes with the cpu kernels
+ * (p->pool, p->sizes); p->test injects faults and delays.
  */
 #ifndef SW_BACKEND_SIM_SIM_H
 #define SW_BACKEND_SIM_SIM_H

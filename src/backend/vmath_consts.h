@@ -1,13 +1,16 @@
 /*
- * vmath_consts.h — the constants of vmath.h's tanh. P (tanh(y)/y - 1 =
- * u*P(u), u = y^2, |y| < 0.625) and E (exp(r), |r| <= ln2/2) are the f32
- * roundings of near-minimax fits made by tools/fit_vmath.py; the rest are
- * exact facts (ln 2 split so n*LN2_HI is exact for n < 2^14). Rerun the
- * script to check: it prints these lines and the worst ulp of a float32
- * replay (1.27 over 200000 points).
+ * vmath_consts.h — the constants of the f32 tanh (and the exp and GELU
+ * built on it) that the cpu kernels (cpu/vmath.h) and the CUDA kernels
+ * (cuda/kmath.h) both evaluate, operation for operation, so both give the
+ * same bits; it lives above both so neither includes the other's headers.
+ * P (tanh(y)/y - 1 = u*P(u), u = y^2, |y| < 0.625) and E (exp(r), |r| <=
+ * ln2/2) are the f32 roundings of near-minimax fits made by
+ * tools/fit_vmath.py; the rest are exact facts (ln 2 split so n*LN2_HI is
+ * exact for n < 2^14). Rerun the script to check: it prints these lines and
+ * the worst ulp of a float32 replay (1.27 over 200000 points).
  */
-#ifndef SW_BACKEND_CPU_VMATH_CONSTS_H
-#define SW_BACKEND_CPU_VMATH_CONSTS_H
+#ifndef SW_BACKEND_VMATH_CONSTS_H
+#define SW_BACKEND_VMATH_CONSTS_H
 
 #define VM_P0 -0.3333333f
 #define VM_P1 0.13333206f

@@ -1,32 +1,49 @@
 /*
- * json.c — a streaming pretty-printing JSON emitter for the Hugging Face
- * files synth writes (config.json, tokenizer.json with 262k entries, the
- * shard index), byte-compatible with Python's json.dumps(indent=2) (what
- * transformers writes) and serde_json's pretty printer (what tokenizers
- * writes). Streaming keeps memory flat where a json-c tree of a 262k-token
- * vocabulary and merge list would take ~100 MB.
+ * json_write.c — the streaming JSON writer (json_write.h): separators and
+ * indentation by layout, Python-compatible string escapes, and the number
+ * forms (exact integers, Python's float repr, "%.6g", fixed decimals).
+ *
+ * Invariant: has_items[depth] says whether the innermost open container
+ * already holds a value, so the next one is preceded by ","; after_key
+ * says the next value directly follows "key": (no separator).
  */
-#include <stdio.h>
+#include "format/json_write.h"
+
+#include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth/synth_internal.h"
 #include "util/error.h"
 
-void jw_init(jsonw *j, const byte_sink *sink) {
+static sw_status file_write(void *ctx, const void *data, size_t n) {
+    if (fwrite(data, 1, n, ctx) == n)
+        return SW_OK;
+    return sw_errorf(SW_ERR_IO, "JSON writer: cannot write %zu bytes", n);
+}
+
+void jw_init(jsonw *j, const byte_sink *sink, jw_style style) {
     memset(j, 0, sizeof *j);
-    j->sink = sink;
+    j->sink = *sink;
+    j->style = style;
+}
+
+void jw_init_file(jsonw *j, FILE *f, jw_style style) {
+    const byte_sink sink = {file_write, f};
+    jw_init(j, &sink, style);
 }
 
 static void put(jsonw *j, const char *s, size_t n) {
     if (j->st == SW_OK && n > 0)
-        j->st = j->sink->write(j->sink->ctx, s, n);
+        j->st = j->sink.write(j->sink.ctx, s, n);
 }
 
 static void puts_(jsonw *j, const char *s) { put(j, s, strlen(s)); }
 
 static void newline_indent(jsonw *j) {
-    static const char spaces[] = "                                ";
+    static const char spaces[] = "  ";
+    if (j->style != JW_PRETTY)
+        return;
     put(j, "\n", 1);
     for (int d = 0; d < j->depth; d++)
         put(j, spaces, 2);
@@ -51,7 +68,7 @@ static void open_container(jsonw *j, const char *c) {
     puts_(j, c);
     if (j->depth + 1 >= JW_MAX_DEPTH) {
         if (j->st == SW_OK)
-            j->st = sw_errorf(SW_ERR_ARG, "synth: JSON nested too deep");
+            j->st = sw_errorf(SW_ERR_ARG, "JSON writer: nested deeper than %d", JW_MAX_DEPTH - 1);
         return;
     }
     j->depth++;
@@ -72,6 +89,7 @@ void jw_obj_end(jsonw *j) { close_container(j, "}"); }
 void jw_arr(jsonw *j) { open_container(j, "["); }
 void jw_arr_end(jsonw *j) { close_container(j, "]"); }
 
+/* s[0..len) quoted, runs of plain bytes written in one piece. */
 static void put_string(jsonw *j, const char *s, size_t len) {
     char esc[8];
     size_t run = 0; /* bytes of s[i - run, i) not yet written */
@@ -105,7 +123,10 @@ static void put_string(jsonw *j, const char *s, size_t len) {
 void jw_keyn(jsonw *j, const char *key, size_t len) {
     before_value(j);
     put_string(j, key, len);
-    put(j, ": ", 2);
+    if (j->style == JW_PRETTY)
+        put(j, ": ", 2);
+    else
+        put(j, ":", 1);
     j->after_key = true;
 }
 
@@ -116,25 +137,69 @@ void jw_strn(jsonw *j, const char *s, size_t len) {
     put_string(j, s, len);
 }
 
-void jw_str(jsonw *j, const char *s) { jw_strn(j, s, strlen(s)); }
+void jw_str(jsonw *j, const char *s) {
+    if (s == NULL)
+        jw_null(j);
+    else
+        jw_strn(j, s, strlen(s));
+}
+
+/* A value already formatted into text. */
+static void put_value(jsonw *j, const char *text) {
+    before_value(j);
+    puts_(j, text);
+}
 
 void jw_int(jsonw *j, int64_t v) {
     char buf[32];
-    before_value(j);
-    snprintf(buf, sizeof buf, "%lld", (long long)v);
-    puts_(j, buf);
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    put_value(j, buf);
+}
+
+void jw_uint(jsonw *j, uint64_t v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    put_value(j, buf);
 }
 
 void jw_float(jsonw *j, double v) {
     char buf[40];
-    before_value(j);
-    synth_py_float(v, buf, sizeof buf);
-    puts_(j, buf);
+    if (!isfinite(v)) {
+        jw_null(j);
+        return;
+    }
+    jw_py_float(v, buf, sizeof buf);
+    put_value(j, buf);
 }
 
-void jw_bool(jsonw *j, bool v) {
-    before_value(j);
-    puts_(j, v ? "true" : "false");
+void jw_num(jsonw *j, double v) {
+    char buf[40];
+    if (!isfinite(v)) {
+        jw_null(j);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%.6g", v);
+    put_value(j, buf);
+}
+
+void jw_fixed(jsonw *j, double v, int decimals) {
+    char buf[64];
+    /* Beyond 1e30 "%f" stops being short; such a value is a bug upstream. */
+    if (!isfinite(v) || fabs(v) > 1e30) {
+        jw_null(j);
+        return;
+    }
+    snprintf(buf, sizeof buf, "%.*f", decimals < 0 ? 0 : decimals > 17 ? 17 : decimals, v);
+    put_value(j, buf);
+}
+
+void jw_bool(jsonw *j, bool v) { put_value(j, v ? "true" : "false"); }
+void jw_null(jsonw *j) { put_value(j, "null"); }
+void jw_raw(jsonw *j, const char *json) { put_value(j, json); }
+
+void jw_key_str(jsonw *j, const char *key, const char *s) {
+    jw_key(j, key);
+    jw_str(j, s);
 }
 
 void jw_key_int(jsonw *j, const char *key, int64_t v) {
@@ -142,14 +207,19 @@ void jw_key_int(jsonw *j, const char *key, int64_t v) {
     jw_int(j, v);
 }
 
+void jw_key_uint(jsonw *j, const char *key, uint64_t v) {
+    jw_key(j, key);
+    jw_uint(j, v);
+}
+
+void jw_key_num(jsonw *j, const char *key, double v) {
+    jw_key(j, key);
+    jw_num(j, v);
+}
+
 void jw_key_bool(jsonw *j, const char *key, bool v) {
     jw_key(j, key);
     jw_bool(j, v);
-}
-
-void jw_null(jsonw *j) {
-    before_value(j);
-    puts_(j, "null");
 }
 
 sw_status jw_finish(jsonw *j) {
@@ -160,7 +230,7 @@ sw_status jw_finish(jsonw *j) {
 /* Python's float repr: the shortest digits that round-trip; positional
  * notation for decimal exponents -4..15 (always with a ".0" or fraction),
  * else d.ddde+XX with at least two exponent digits. */
-void synth_py_float(double v, char *buf, size_t cap) {
+void jw_py_float(double v, char *buf, size_t cap) {
     char e[40], digits[24];
     int p = 1;
     for (; p <= 17; p++) {

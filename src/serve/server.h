@@ -1,5 +1,5 @@
 /*
- * serve.h — the OpenAI-compatible HTTP server over one engine that
+ * server.h — the OpenAI-compatible HTTP server over one engine that
  * `spillway serve` runs (cli/serve.c: the command, its flags and the
  * engine; listen.c: accepting, connection caps and the request deadline;
  * http.c: libmicrohttpd, routing, streaming; api.c: the requests' and
@@ -21,8 +21,8 @@
  * scheduler's own lock. A request is freed when both sides have let go
  * of it (refs).
  */
-#ifndef SW_SERVE_SERVE_H
-#define SW_SERVE_SERVE_H
+#ifndef SW_SERVE_SERVER_H
+#define SW_SERVE_SERVER_H
 
 #include <pthread.h>
 #include <stdint.h>
