@@ -25,6 +25,9 @@
 #      over streamed weights at -np 16 against -np 1; each with the
 #      planner's prediction beside it. Decode is run twice (short, long) so
 #      steady = (n_long - n_short) / (t_long - t_short) drops start-up;
+#   4b. speculative decoding's verify forward: W = 9 tokens against W = 1
+#      on a synthetic Gemma 3 27B bf16 with a quarter on the device, and
+#      the speed-up predicted at acceptance 0.6 and 0.8 (issue 36);
 #   5. PyTorch + accelerate on the same checkpoint and budget (device_map=
 #      "auto", max_memory) when time is left, and bench/pjrt_gpu_check.sh
 #      (the PJRT CUDA plugin) with what remains;
@@ -375,6 +378,49 @@ PY
   fi
   rm -f "$m"
 done
+
+# ---- 4b. speculative decoding (issue 36): the verify forward's cost --------------------------
+# A forward of W = 1 and W = 9 tokens (8 drafts behind the last token) over
+# a model with a quarter of its weights on the device: a W-token prompt with
+# -b W is one such forward. The goal: W = 9 costs <= 1.3x W = 1. With the
+# drafter's per-token time (the 270M's steady decode above), the speed-up
+# predicted at acceptance a and 8 drafts: E(a) * t1 / (t9 + 8 * t_draft),
+# E(a) = (1 - a^9) / (1 - a) tokens per verify.
+spec_widths() {
+  local spec key m q
+  spec=${SPEC_SHAPE:-$([ $have_gpu = 1 ] && echo gemma3-27b:bf16 || echo gemma3-270m:bf16)}
+  key="spec_${spec%%:*}_${spec##*:}"
+  [ "$(left)" -gt 150 ] || { say "$key: skipped: out of time"; return; }
+  m=$(synth "${spec%%:*}" "${spec##*:}" 240) || { say "$key: synth failed or out of time"; return; }
+  [ -n "$m" ] || return
+  q="$(( $("$sw" plan -m "$m" --backend sim --device-mem 1T --json 2>>"$log" | $py -c \
+          'import json,sys; print(json.load(sys.stdin)["model"]["weights_bytes"])') / 4 / 1048576 ))M"
+  for w in 1 9; do
+    $py -c "import sys; print(' '.join(['word'] * int(sys.argv[1])))" $(( w > 1 ? w - 1 : 1 )) >"$work/w$w.txt"
+    step "${key}_w$w" 150 "$sw" run -m "$m" -c 256 -b 16 -f "$work/w$w.txt" -n 1 --temp 0 \
+         "${dev[@]}" --device-mem "$q" --report-json "$raw/${key}_w$w.json" ||
+      { say "$key: width $w failed"; rm -f "$m"; return; }
+    put "$key.w$w" "$(pj "$raw/${key}_w$w.json" 'd["n_prefill_tokens"] / d["prefill_tokens_per_s"] if d["prefill_tokens_per_s"] > 0 else 0')"
+  done
+  rm -f "$m"
+  $py - "$(get "$key.w1")" "$(get "$key.w9")" "$(get gemma3-270m_q4_k.steady)" <<'PY' 2>>"$log" | tee -a "$log"
+import sys
+t1, t9 = float(sys.argv[1] or 0), float(sys.argv[2] or 0)
+try:
+    td = 1.0 / float(sys.argv[3])
+except (ValueError, ZeroDivisionError):
+    td = 0.0
+if t1 <= 0 or t9 <= 0:
+    print("speculative verify: widths not measured")
+    sys.exit(0)
+line = "speculative verify: width 9 costs %.2fx width 1 (%.3f s vs %.3f s; goal <= 1.3x)" % (t9 / t1, t9, t1)
+for a in (0.6, 0.8):
+    e = (1 - a ** 9) / (1 - a)
+    line += "; predicted speed-up at acceptance %.1f: %.2fx" % (a, e * t1 / (t9 + 8 * td))
+print(line + ("" if td else " (no drafter time: n-gram drafts)"))
+PY
+}
+spec_widths
 
 # ---- 5. peers: PJRT (accelerate ran beside the 9B above) --------------------------------------------------------------
 if [ $have_gpu = 1 ] && [ "$(left)" -gt 90 ] && [ -z "${SKIP_PJRT:-}" ]; then

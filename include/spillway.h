@@ -515,9 +515,12 @@ typedef struct sw_request_options {
     void *user;                   /* passed to on_token */
     int keep_sequence;            /* 1: when it ends, its sequence (KV rows) stays
                                    * for sw_scheduler_continue until released */
+    int draft_max;                /* drafts per verify (sw_scheduler_set_draft):
+                                   * -1 the scheduler's, 0 none, up to SW_DRAFT_MAX */
 } sw_request_options;
 
-/* Default sampling, n_predict -1, no stop strings, no callback. */
+/* Default sampling, n_predict -1, no stop strings, no callback, the
+ * scheduler's drafts. */
 SW_API sw_request_options sw_request_options_default(void);
 
 typedef struct sw_request_info {
@@ -540,6 +543,11 @@ typedef struct sw_scheduler_stats {
     double decode_s;              /* ... and the time they took */
     /* KV rows held by running requests, of all sequences' contexts */
     uint64_t kv_used_tokens, kv_capacity_tokens;
+    /* speculative decoding: verifies (a sequence's drafts in a forward),
+     * drafts put in them, drafts the verifier kept, and tokens output by
+     * them (kept drafts plus one each; fewer where a request ended
+     * within a verify) */
+    uint64_t verify_forwards, drafted_tokens, accepted_tokens, verify_tokens;
 } sw_scheduler_stats;
 
 /* Takes every sequence of engine (model: the engine's, for token pieces
@@ -581,6 +589,49 @@ SW_API sw_status sw_scheduler_step(sw_scheduler *sched, uint32_t *n_tokens);
 SW_API void sw_scheduler_end_all(sw_scheduler *sched, sw_finish finish);
 
 SW_API void sw_scheduler_get_stats(sw_scheduler *sched, sw_scheduler_stats *out);
+
+/* ---- speculative decoding ------------------------------------------------
+ *
+ * A decoding request may put k drafts behind its last token: the target
+ * evaluates all k+1 in its one forward (each streamed layer crosses the
+ * link once for them all), keeps the drafts its own sampling agrees with
+ * plus one token of its own, and rewinds its sequence over the rest. With
+ * greedy sampling the output is exactly the output without drafts; with
+ * temperature, rejection sampling leaves its distribution unchanged.
+ * Drafts come from the sequence's own earlier n-grams (prompt lookup: no
+ * second model; it pays where the output quotes its input) or from a
+ * draft model: a second engine over a smaller model with the target's
+ * vocabulary, with its own KV, generating k tokens per verify. */
+#define SW_DRAFT_MAX 16
+
+typedef struct sw_draft_options {
+    int ngram;                    /* 1: n-gram drafts */
+    uint32_t ngram_min, ngram_max;/* suffix lengths matched, longest first */
+    sw_engine *engine;            /* a draft model's engine (NULL: none): as many
+                                   * sequences as the target's and a forward size
+                                   * of at least its; the scheduler takes them */
+    const sw_model *model;        /* that engine's model */
+    uint32_t draft_max;           /* drafts per verify (1..SW_DRAFT_MAX); 0: the
+                                   * cost model's best for the target's plan and
+                                   * the drafter's cost, at SW_DRAFT_ACCEPTANCE */
+} sw_draft_options;
+
+/* The acceptance rate the default draft length is chosen for. */
+#define SW_DRAFT_ACCEPTANCE 0.7
+
+/* No drafter; n-grams of 2 to 4 tokens; draft_max 0 (the cost model's). */
+SW_API sw_draft_options sw_draft_options_default(void);
+
+/* Sets the scheduler's drafter (the options are copied; the draft engine
+ * is borrowed: destroy the scheduler first). Requests draft with it
+ * unless their draft_max is 0. Call it before the first request runs.
+ * Errors: SW_ERR_ARG (bad lengths, both drafters, a draft engine with too
+ * few sequences, a vocabulary that differs from the target's, requests
+ * running), SW_ERR_OOM_HOST. */
+SW_API sw_status sw_scheduler_set_draft(sw_scheduler *sched, const sw_draft_options *opt);
+/* The drafts per verify the scheduler uses (the cost model's choice when
+ * draft_max was 0); 0 without a drafter. */
+SW_API uint32_t sw_scheduler_draft_max(const sw_scheduler *sched);
 
 /* Ends the request (SW_FINISH_CANCELLED) if it has not ended: at once when
  * queued, at the next step when running. */
@@ -742,6 +793,20 @@ typedef struct sw_plan_summary {
 SW_API sw_status sw_plan_get_summary(const sw_plan *plan, sw_plan_summary *out);
 
 SW_API void sw_plan_destroy(sw_plan *plan);
+
+/* The cost model of speculative decoding. A forward of n_tokens (1 to the
+ * plan's largest) takes about sw_plan_forward_seconds: the plan's decode
+ * and prefill predictions, linear between (weights crossing the link or
+ * read from host memory once per forward, compute per token). With k
+ * drafts per verify each kept with probability `acceptance`, and each
+ * draft costing draft_s (0 for n-grams), decode yields
+ * sw_plan_speculative_tokens_per_s; sw_plan_best_draft_max is the k in
+ * 1..k_max that yields most. */
+SW_API double sw_plan_forward_seconds(const sw_plan *plan, uint32_t n_tokens);
+SW_API double sw_plan_speculative_tokens_per_s(const sw_plan *plan, uint32_t k,
+                                               double acceptance, double draft_s);
+SW_API uint32_t sw_plan_best_draft_max(const sw_plan *plan, double acceptance, double draft_s,
+                                       uint32_t k_max);
 
 /* ---- sizes ---------------------------------------------------------------- */
 

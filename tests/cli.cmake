@@ -29,6 +29,12 @@ add_test(NAME batch_cli
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/batch_cli_test.py
                  $<TARGET_FILE:spillway_cli>)
 set_tests_properties(batch_cli PROPERTIES LABELS "model;slow" TIMEOUT 900)
+# Speculative decoding in run, chat, batch and plan (--draft-ngram, a draft
+# model): greedy texts equal the undrafted ones, the reports count drafts.
+add_test(NAME draft_cli_tiny
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/draft_cli_test.py
+                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+set_tests_properties(draft_cli_tiny PROPERTIES TIMEOUT 300)
 # `spillway serve` over plain HTTP: greedy completions and chats equal
 # `spillway run`, streamed and not, alone and beside 7 others; stop
 # strings; every bad-input class a 4xx; a client that leaves frees its

@@ -11,7 +11,10 @@ stop strings cut the text and say "stop"; every bad-input class gets its
 types, unknown model, a prompt longer than the context, max_tokens over
 what fits, invalid UTF-8, a missing or wrong key, unknown endpoint, wrong
 method); a client that leaves mid-stream frees its sequence; /metrics
-counts; SIGTERM stops the server with exit status 0.
+counts; SIGTERM stops the server with exit status 0. A second server
+drafting from n-grams (speculative decoding) gives the same greedy texts,
+counts its drafts in /metrics, and honours a request's "draft_max"
+(0: none; out of range: 400).
 
 usage: serve_test.py SPILLWAY [MODEL]   (MODEL: default = the fetched one)
 """
@@ -359,6 +362,66 @@ def test_metrics():
           "kv capacity: %s" % values.get("spillway_kv_cache_capacity_tokens"))
 
 
+def metric_values():
+    _, body, _ = request("GET", "/metrics")
+    return dict(line.rsplit(" ", 1) for line in body.decode().splitlines()
+                if line and line[0] != "#")
+
+
+def test_draft(want):
+    """A server drafting from n-grams: greedy texts equal run's, alone and
+    two at once; a request's draft_max 0 drafts nothing; "draft_max" and
+    llama-server's "speculative.n_max" out of 0..16 are 400s naming the
+    field; the spillway_spec_* series count the drafts."""
+    global PORT
+    main_port, PORT = PORT, free_port()
+    proc = subprocess.Popen([BIN, "serve", *COMMON, "--port", str(PORT), "-np", "2",
+                             "--api-key", KEY, "--draft-ngram", "--draft-max", "6"],
+                            stderr=subprocess.PIPE)
+    try:
+        if not check(wait_ready(proc), "the drafting server did not become ready"):
+            return
+        for prompt in PROMPTS:
+            text = completion(prompt)["choices"][0]["text"]
+            check(text == want[prompt], "drafted %r: %r != run's %r" % (prompt, text,
+                                                                      want[prompt]))
+        got = {}
+        threads = [threading.Thread(target=lambda p=p: got.__setitem__(p, completion(p)))
+                   for p in PROMPTS[:2]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        for p in PROMPTS[:2]:
+            check(p in got and got[p]["choices"][0]["text"] == want[p],
+                  "drafted, two at once %r" % p)
+        before = metric_values()
+        completion(PROMPTS[0], draft_max=0)
+        after = metric_values()
+        check(after["spillway_spec_drafted_tokens_total"] ==
+              before["spillway_spec_drafted_tokens_total"], "draft_max 0 drafted")
+        check(int(after["spillway_spec_verify_forwards_total"]) > 0 and
+              int(after["spillway_spec_drafted_tokens_total"]) >=
+              int(after["spillway_spec_accepted_tokens_total"]) and
+              float(after["spillway_spec_tokens_per_verify"]) >= 1.0 and
+              0.0 <= float(after["spillway_spec_acceptance_rate"]) <= 1.0,
+              "spec metrics: %s" % {k: v for k, v in after.items() if "spec" in k})
+        check(completion(PROMPTS[1], **{"speculative.n_max": 2})["choices"][0]["text"] ==
+              want[PROMPTS[1]], "speculative.n_max 2")
+        for field, value in (("draft_max", 17), ("draft_max", -1), ("speculative.n_max", 99),
+                             ("draft_max", "4")):
+            body = expect_error(400, "%s %r" % (field, value), method="POST",
+                                path="/v1/chat/completions",
+                                body={"messages": [{"role": "user", "content": "x"}],
+                                      field: value})
+            check(field in json.dumps(body), "the field in %s" % body)
+    finally:
+        rc = stop(proc)
+        err = proc.stderr.read().decode("utf-8", "replace")
+        check(rc == 0, "drafting serve exited %d after SIGTERM: %s" % (rc, err[-500:]))
+        PORT = main_port
+
+
 def test_queue_full_and_shutdown():
     """A second server, one sequence and a queue of one, made slow by a
     throttled simulated link (about a second per forward: the tiny model is
@@ -426,6 +489,7 @@ def main():
         test_errors(name)
         test_disconnect_slow()
         test_metrics()
+        test_draft(want)
         test_queue_full_and_shutdown()
     finally:
         rc = stop(proc)

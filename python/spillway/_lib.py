@@ -51,7 +51,7 @@ TokenFn = CFUNCTYPE(None, c_void_p, c_void_p, c_int32, POINTER(c_char), c_size_t
 class RequestOptions(Structure):
     _fields_ = [("sampling", SamplerOptions), ("n_predict", c_long),
                 ("stop", POINTER(c_char_p)), ("n_stop", c_size_t), ("on_token", TokenFn),
-                ("user", c_void_p), ("keep_sequence", c_int)]
+                ("user", c_void_p), ("keep_sequence", c_int), ("draft_max", c_int)]
 
 
 class RequestInfo(Structure):
@@ -66,7 +66,17 @@ class SchedulerStats(Structure):
                 ("last_forward_tokens", c_uint32), ("prompt_tokens", c_uint64),
                 ("generated_tokens", c_uint64), ("decode_tokens", c_uint64),
                 ("decode_s", c_double), ("kv_used_tokens", c_uint64),
-                ("kv_capacity_tokens", c_uint64)]
+                ("kv_capacity_tokens", c_uint64), ("verify_forwards", c_uint64),
+                ("drafted_tokens", c_uint64), ("accepted_tokens", c_uint64),
+                ("verify_tokens", c_uint64)]
+
+
+DRAFT_MAX = 16   # SW_DRAFT_MAX
+
+
+class DraftOptions(Structure):
+    _fields_ = [("ngram", c_int), ("ngram_min", c_uint32), ("ngram_max", c_uint32),
+                ("engine", c_void_p), ("model", c_void_p), ("draft_max", c_uint32)]
 
 
 class ChatMessage(Structure):
@@ -119,6 +129,9 @@ sw_scheduler_submit = _fn("sw_scheduler_submit", c_int, P, POINTER(c_int32), c_s
                           POINTER(RequestOptions), POINTER(P))
 sw_scheduler_step = _fn("sw_scheduler_step", c_int, P, POINTER(c_uint32))
 sw_scheduler_get_stats = _fn("sw_scheduler_get_stats", None, P, POINTER(SchedulerStats))
+sw_draft_options_default = _fn("sw_draft_options_default", DraftOptions)
+sw_scheduler_set_draft = _fn("sw_scheduler_set_draft", c_int, P, POINTER(DraftOptions))
+sw_scheduler_draft_max = _fn("sw_scheduler_draft_max", c_uint32, P)
 sw_request_cancel = _fn("sw_request_cancel", None, P, P)
 sw_request_get_info = _fn("sw_request_get_info", None, P, P, POINTER(RequestInfo))
 sw_request_error = _fn("sw_request_error", c_int, P, P, POINTER(c_char_p))

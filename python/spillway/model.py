@@ -48,12 +48,24 @@ class Model:
     (those of `spillway plan`: backend, n_ctx, n_batch, n_seq, n_threads,
     device_mem and host_mem as bytes or "8G"/"80%", kv_type, cpu_dots,
     weights, place, n_gpu_layers, n_cpu_moe, sim_link_bps) and loads it.
-    Use it as a context manager, or call close()."""
+    Use it as a context manager, or call close().
 
-    def __init__(self, path=None, **plan_options):
+    Speculative decoding, as `spillway run --draft-ngram | --draft-model`:
+    draft_ngram=True drafts from the text's own n-grams; draft_model=PATH
+    from a smaller model with the same vocabulary, planned like this one
+    (no placement pins, this model's context and sequences) on a budget of
+    its own, draft_device_mem (default: device_mem). draft_max: drafts per
+    verify, 1 to 16 (None: the cost model's choice). Greedy output is
+    exactly the output without drafts; sampled output keeps its
+    distribution."""
+
+    def __init__(self, path=None, draft_ngram=False, draft_model=None, draft_max=None,
+                 draft_device_mem=None, **plan_options):
         self._model = L.P()
         self._engine = L.P()
         self._sched = L.P()
+        self._draft_model = L.P()
+        self._draft_engine = L.P()
         self._lock = threading.Lock()   # one stepping thread at a time
         if path is None:
             buf = ctypes.create_string_buffer(4096)
@@ -65,6 +77,8 @@ class Model:
             _check(L.sw_engine_launch(self._model, ctypes.byref(opts), None,
                                       ctypes.byref(self._engine)))
             _check(L.sw_scheduler_create(self._engine, self._model, ctypes.byref(self._sched)))
+            if draft_ngram or draft_model is not None or draft_max is not None:
+                self._start_draft(opts, draft_ngram, draft_model, draft_max, draft_device_mem)
         except BaseException:
             self.close()
             raise
@@ -92,12 +106,45 @@ class Model:
             setattr(o, field, value)
         return o, keep
 
+    def _start_draft(self, opts, ngram, path, draft_max, device_mem):
+        """The scheduler's drafter (sw_scheduler_set_draft); a draft model
+        planned as the CLI's draft_plan() plans it."""
+        if bool(ngram) == (path is not None):
+            raise ValueError("speculative decoding: give draft_ngram=True or draft_model=PATH "
+                             "(one drafter)")
+        d = L.sw_draft_options_default()
+        d.ngram = 1 if ngram else 0
+        if draft_max is not None:
+            if not 1 <= draft_max <= L.DRAFT_MAX:
+                raise ValueError("draft_max %r: 1 to %d drafts per verify"
+                                 % (draft_max, L.DRAFT_MAX))
+            d.draft_max = draft_max
+        if path is not None:
+            po = L.PlanOptions.from_buffer_copy(opts)
+            po.place, po.n_gpu_layers, po.n_cpu_moe = None, -1, 0
+            po.n_ctx = L.sw_engine_n_ctx(self._engine)
+            if isinstance(device_mem, str) and device_mem.endswith("%"):
+                po.device_mem_bytes, po.device_mem_fraction = 0, float(device_mem[:-1]) / 100.0
+            elif device_mem is not None:
+                po.device_mem_bytes, po.device_mem_fraction = _size(device_mem), 0.0
+            _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._draft_model)))
+            _check(L.sw_engine_launch(self._draft_model, ctypes.byref(po), None,
+                                      ctypes.byref(self._draft_engine)))
+            d.engine, d.model = self._draft_engine, self._draft_model
+        _check(L.sw_scheduler_set_draft(self._sched, ctypes.byref(d)))
+
     def close(self):
-        """Frees the scheduler, the engine and the model (also on exit of a
-        `with` block). Calling it twice is harmless."""
+        """Frees the scheduler, the engines and the models (also on exit of
+        a `with` block). Calling it twice is harmless."""
         if getattr(self, "_sched", None):
             L.sw_scheduler_destroy(self._sched)
             self._sched = L.P()
+        if getattr(self, "_draft_engine", None):   # borrowed by the scheduler until here
+            L.sw_engine_destroy(self._draft_engine)
+            self._draft_engine = L.P()
+        if getattr(self, "_draft_model", None):
+            L.sw_model_close(self._draft_model)
+            self._draft_model = L.P()
         if getattr(self, "_engine", None):
             L.sw_engine_destroy(self._engine)
             self._engine = L.P()
@@ -176,7 +223,8 @@ class Model:
 
     # ---- generation ---------------------------------------------------
 
-    def _submit(self, prompt, max_tokens, temperature, top_k, top_p, min_p, seed, stop):
+    def _submit(self, prompt, max_tokens, temperature, top_k, top_p, min_p, seed, stop,
+                draft_max=None):
         if isinstance(prompt, str):
             ids = self.tokenize(prompt, add_bos=True, special=True)
         else:
@@ -195,6 +243,8 @@ class Model:
             s.seed = seed
         o.sampling = s
         o.n_predict = -1 if max_tokens is None else max_tokens
+        if draft_max is not None:
+            o.draft_max = draft_max
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         enc = [_bytes(x) for x in stops]
         arr = (ctypes.c_char_p * max(1, len(enc)))(*enc)
@@ -222,7 +272,7 @@ class Model:
         return n.value
 
     def generate(self, prompt, max_tokens=128, temperature=None, top_k=None, top_p=None,
-                 min_p=None, seed=None, stop=None):
+                 min_p=None, seed=None, stop=None, draft_max=None):
         """Yields the continuation of `prompt` (text, tokenized with BOS and
         control tokens, or a list of token ids) as it is generated: str
         pieces, never a split UTF-8 character nor text a stop string could
@@ -230,11 +280,13 @@ class Model:
         top_k 40, top_p 0.95, min_p 0.05) unless given; temperature 0 is
         greedy. Ends at an end-of-turn token, after max_tokens (None: no
         limit), when the context is full, or at a stop string (a str or a
-        list; the text ends where the first one starts)."""
+        list; the text ends where the first one starts). draft_max: this
+        request's drafts per verify with the model's drafter (0: none; None:
+        the model's)."""
         self._live()
         with self._lock:
             req, hold = self._submit(prompt, max_tokens, temperature, top_k, top_p, min_p, seed,
-                                     stop)
+                                     stop, draft_max)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         sent = 0
         try:
@@ -269,7 +321,7 @@ class Model:
         return self.generate(self.chat_prompt(messages), **kw)
 
     def batch(self, prompts, max_tokens=128, temperature=None, top_k=None, top_p=None,
-              min_p=None, seed=None, stop=None):
+              min_p=None, seed=None, stop=None, draft_max=None):
         """The continuations of many prompts, generated together (up to the
         engine's n_seq at a time, each forward carrying all of them), in
         the prompts' order. With temperature 0 each equals generate()'s."""
@@ -279,7 +331,7 @@ class Model:
             try:
                 for p in prompts:
                     reqs.append(self._submit(p, max_tokens, temperature, top_k, top_p, min_p,
-                                             seed, stop)[0])
+                                             seed, stop, draft_max)[0])
                 while self._step() > 0:
                     pass
                 out = []
@@ -294,11 +346,16 @@ class Model:
                     L.sw_request_release(self._sched, r)
 
     def stats(self):
-        """The scheduler's counters: forwards, tokens, KV in use."""
+        """The scheduler's counters: forwards, tokens, KV in use; with a
+        drafter, its drafts per verify (draft_max) and the speculative
+        counts (verify_forwards, drafted_tokens, accepted_tokens,
+        verify_tokens)."""
         self._live()
         st = L.SchedulerStats()
         L.sw_scheduler_get_stats(self._sched, ctypes.byref(st))
-        return {name: getattr(st, name) for name, _ in L.SchedulerStats._fields_}
+        out = {name: getattr(st, name) for name, _ in L.SchedulerStats._fields_}
+        out["draft_max"] = L.sw_scheduler_draft_max(self._sched)
+        return out
 
 
 def _size(value):

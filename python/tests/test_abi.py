@@ -14,7 +14,7 @@ from conftest import ROOT
 STRUCTS = {"sw_plan_options": L.PlanOptions, "sw_sampler_options": L.SamplerOptions,
            "sw_request_options": L.RequestOptions, "sw_request_info": L.RequestInfo,
            "sw_scheduler_stats": L.SchedulerStats, "sw_chat_message": L.ChatMessage,
-           "sw_special_tokens": L.SpecialTokens}
+           "sw_special_tokens": L.SpecialTokens, "sw_draft_options": L.DraftOptions}
 
 
 def test_layouts(tmp_path):

@@ -243,6 +243,8 @@ static void summary(const batch_ctx *b, size_t n_bad) {
             t->wall_s, t->wall_s > 0 ? (double)t->n_generated / t->wall_s : 0.0,
             t->decode_s > 0 ? (double)t->n_decode_tokens / t->decode_s : 0.0,
             t->n_decode_tokens, t->decode_s, t->n_forwards);
+    if (t->drafted)
+        cli_print_spec(&t->spec, stderr);
 }
 
 /* -o is batch's own; everything else is the generation flags. */
@@ -302,10 +304,11 @@ int cmd_batch(int argc, char **argv) {
     }
     if ((rc = batch_run(&b)) == CLI_EXIT_OK)
         summary(&b, n_bad);
+    const sw_scheduler_stats *spec = b.totals.drafted ? &b.totals.spec : NULL;
     if (rc == CLI_EXIT_OK && o.report)
-        rc = cli_print_report(b.engine, stderr);
+        rc = cli_print_report(b.engine, spec, stderr);
     if (rc == CLI_EXIT_OK && o.report_json)
-        rc = cli_write_report_json(b.engine, o.report_json);
+        rc = cli_write_report_json(b.engine, spec, o.report_json);
 done:
     if (b.out != NULL && b.out != stdout && fclose(b.out) != 0 && rc == CLI_EXIT_OK) {
         cli_error("cannot write '%s'", out_path);

@@ -45,6 +45,8 @@ typedef struct batch_totals {
     double decode_s;             /* time in those forwards */
     double wall_s;
     size_t n_forwards;
+    bool drafted;                /* a drafter ran: spec holds its counts */
+    sw_scheduler_stats spec;     /* the scheduler's, at the end */
 } batch_totals;
 
 typedef struct batch_ctx {

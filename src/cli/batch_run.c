@@ -111,22 +111,26 @@ static int run_loop(batch_ctx *b, sw_scheduler *q) {
 
 int batch_run(batch_ctx *b) {
     sw_scheduler *q = NULL;
-    sw_status st = sw_scheduler_create(b->engine, b->model, &q);
-    if (st != SW_OK)
-        return cli_fail(st);
+    draft_ctx draft = {0};
+    int rc = gen_opts_start_scheduler(b->opt, b->model, b->engine, &q, &draft);
+    if (rc != CLI_EXIT_OK)
+        goto done;
     const double t0 = sw_clock_s();
-    int rc = submit_all(b, q);
+    rc = submit_all(b, q);
     if (rc == CLI_EXIT_OK)
         rc = run_loop(b, q);
     sw_scheduler_stats t;
     sw_scheduler_get_stats(q, &t);
     b->totals = (batch_totals){.n_prompt = t.prompt_tokens, .n_generated = t.generated_tokens,
                                .n_decode_tokens = t.decode_tokens, .decode_s = t.decode_s,
-                               .wall_s = sw_clock_s() - t0, .n_forwards = t.n_forwards};
+                               .wall_s = sw_clock_s() - t0, .n_forwards = t.n_forwards,
+                               .drafted = sw_scheduler_draft_max(q) > 0, .spec = t};
     if (isatty(STDERR_FILENO))
         fputc('\n', stderr);
+done:
     for (size_t i = 0; i < b->n_jobs; i++)
         b->jobs[i].req = NULL; /* freed with the scheduler */
     sw_scheduler_destroy(q);
+    draft_end(&draft);
     return rc;
 }

@@ -32,6 +32,7 @@ typedef struct chat_state {
     sw_model *model;
     sw_engine *engine;
     sw_scheduler *sched;
+    draft_ctx draft;        /* the drafter the draft flags ask for, after sched goes */
     sw_request *prev;       /* the last turn, keeping the conversation's sequence */
     int32_t *ids;           /* tokens of the turn being sent */
     size_t ids_cap;
@@ -145,21 +146,25 @@ int cmd_chat(int argc, char **argv) {
     if (parsed != CLI_EXIT_OK)
         return parsed < 0 ? CLI_EXIT_OK : parsed;
     chat_state st = {.first_turn = true};
-    sw_status s;
     int rc = cli_open_model(o.model, &st.model);
     if (rc != CLI_EXIT_OK)
         return rc;
-    if ((rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK)
+    if ((rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK ||
+        (rc = gen_opts_start_scheduler(&o, st.model, st.engine, &st.sched, &st.draft)) !=
+            CLI_EXIT_OK)
         goto done;
-    if ((s = sw_scheduler_create(st.engine, st.model, &st.sched)) != SW_OK) {
-        rc = cli_fail(s);
-        goto done;
-    }
     rc = chat_loop(&st, &o);
+    sw_scheduler_stats t;
+    const sw_scheduler_stats *spec = cli_spec_stats(st.sched, &t);
+    if (rc == CLI_EXIT_OK && o.report)
+        rc = cli_print_report(st.engine, spec, stderr);
+    if (rc == CLI_EXIT_OK && o.report_json)
+        rc = cli_write_report_json(st.engine, spec, o.report_json);
 done:
     free(st.ids);
     sw_request_release(st.sched, st.prev);
     sw_scheduler_destroy(st.sched);
+    draft_end(&st.draft);
     sw_engine_destroy(st.engine);
     sw_model_close(st.model);
     return rc;

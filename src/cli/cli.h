@@ -49,9 +49,17 @@ int cmd_synth(int argc, char **argv);
  * status (CLI_EXIT_NO_DEVICE when none is visible). */
 int cli_print_devices(bool json);
 
-/* --report / --report-json (report.c). Return exit statuses. */
-int cli_print_report(const sw_engine *e, FILE *out);
-int cli_write_report_json(const sw_engine *e, const char *path);
+/* --report / --report-json (report.c), with the speculative-decoding
+ * line (or "speculative" object) when spec is not NULL. Return exit
+ * statuses. */
+int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *out);
+int cli_write_report_json(const sw_engine *e, const sw_scheduler_stats *spec,
+                          const char *path);
+/* q's stats in *buf when it has a drafter (buf returned), else NULL. */
+const sw_scheduler_stats *cli_spec_stats(sw_scheduler *q, sw_scheduler_stats *buf);
+/* "speculative: D drafted, A accepted (R%), T tokens per verify over V
+ * verifies" and a newline. */
+void cli_print_spec(const sw_scheduler_stats *t, FILE *out);
 
 /* An sw_progress_fn drawing "loading weights N/M MiB" on stderr when it is
  * a terminal. */

@@ -69,6 +69,9 @@ static int parse_value(gen_opts *o, const char *f, const char *v) {
 
 int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
     const char *f = argv[i];
+    const int drafted = draft_flags_parse(&o->draft, argc, argv, i);
+    if (drafted != 0)
+        return drafted;
     if (!strcmp(f, "--truncate")) { o->truncate = true; return 1; }
     if (!strcmp(f, "--no-special")) { o->no_special = true; return 1; }
     if (!strcmp(f, "--verbose-prompt")) { o->verbose_prompt = true; return 1; }
@@ -105,6 +108,7 @@ void gen_opts_usage(FILE *out) {
           "  --plan-json P    write the plan being executed as JSON to P (what\n"
           "                   `spillway plan --json` prints for the same flags)\n",
           out);
+    draft_flags_usage(out);
     plan_opts_usage(out);
 }
 
@@ -179,7 +183,7 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
         }
         i += used;
     }
-    return CLI_EXIT_OK;
+    return draft_flags_check(&o->draft);
 }
 
 int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out) {
@@ -203,4 +207,16 @@ int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out)
         return CLI_EXIT_IO;
     }
     return CLI_EXIT_OK;
+}
+
+int gen_opts_start_scheduler(const gen_opts *o, const sw_model *m, sw_engine *e,
+                             sw_scheduler **q, draft_ctx *draft) {
+    sw_status st = sw_scheduler_create(e, m, q);
+    if (st != SW_OK)
+        return cli_fail(st);
+    /* the draft model holds the target's sequences whole: the context the
+     * target's plan resolved (-c 0 is each model's own default) */
+    sw_plan_options p = o->plan;
+    p.n_ctx = sw_engine_n_ctx(e);
+    return draft_start(&o->draft, &p, m, *q, draft);
 }

@@ -7,6 +7,7 @@
 #define SW_CLI_GEN_OPTS_H
 
 #include "cli/cli.h"
+#include "cli/draft.h"
 
 typedef struct gen_opts {
     const char *model;         /* -m; NULL = default model */
@@ -23,6 +24,7 @@ typedef struct gen_opts {
     bool report;               /* --report: memory and speed, plan beside */
     const char *report_json;   /* --report-json PATH */
     const char *plan_json;     /* --plan-json PATH: the executed plan as JSON */
+    draft_flags draft;         /* --draft-ngram, --draft-model, --draft-max */
 } gen_opts;
 
 void gen_opts_init(gen_opts *o);
@@ -44,6 +46,12 @@ void gen_opts_usage(FILE *out);
  * progress bar), prints its notes, and writes --plan-json. Returns an exit
  * status (error printed). */
 int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out);
+
+/* The scheduler over engine e of model m, with the drafter the draft
+ * flags ask for (held by *draft until draft_end, after the scheduler is
+ * destroyed). Returns an exit status (error printed). */
+int gen_opts_start_scheduler(const gen_opts *o, const sw_model *m, sw_engine *e,
+                             sw_scheduler **q, draft_ctx *draft);
 
 /* Reads -p or -f into a malloc'd buffer (*len bytes, NUL-terminated).
  * Returns an exit status; prints the error. */

@@ -1,6 +1,7 @@
 /*
  * report.c — --report and --report-json: what the engine measured beside
- * what its plan predicted (memory per tier, bytes moved, overlap, speed).
+ * what its plan predicted (memory per tier, bytes moved, overlap, speed),
+ * and, when the scheduler drafted, what speculative decoding kept.
  */
 #include <inttypes.h>
 
@@ -8,7 +9,47 @@
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
-int cli_print_report(const sw_engine *e, FILE *out) {
+const sw_scheduler_stats *cli_spec_stats(sw_scheduler *q, sw_scheduler_stats *buf) {
+    if (q == NULL || sw_scheduler_draft_max(q) == 0)
+        return NULL;
+    sw_scheduler_get_stats(q, buf);
+    return buf;
+}
+
+/* Drafts kept of those verified, and tokens output per verify (0 when
+ * there were none). */
+static double spec_rate(const sw_scheduler_stats *t) {
+    return t->drafted_tokens ? (double)t->accepted_tokens / (double)t->drafted_tokens : 0.0;
+}
+
+static double spec_per_verify(const sw_scheduler_stats *t) {
+    return t->verify_forwards ? (double)t->verify_tokens / (double)t->verify_forwards : 0.0;
+}
+
+/* Output tokens per second of the scheduler's decode steps, drafting
+ * included: with drafts, the engine counts a verify forward (several
+ * tokens of one sequence) as prefill, so its decode rate leaves them out. */
+static double spec_decode_tps(const sw_scheduler_stats *t) {
+    return t->decode_s > 0 ? (double)t->decode_tokens / t->decode_s : 0.0;
+}
+
+void cli_print_spec(const sw_scheduler_stats *t, FILE *out) {
+    fprintf(out, "speculative: %" PRIu64 " drafted, %" PRIu64 " accepted (%.1f%%), %.2f tokens "
+            "per verify over %" PRIu64 " verifies; decode %.1f tok/s with drafting\n",
+            t->drafted_tokens, t->accepted_tokens, 100.0 * spec_rate(t), spec_per_verify(t),
+            t->verify_forwards, spec_decode_tps(t));
+}
+
+/* The same as cli_print_spec, as a JSON member of an open object. */
+static void spec_json(const sw_scheduler_stats *t, FILE *f) {
+    fprintf(f, ",\"speculative\":{\"drafted_tokens\":%" PRIu64 ",\"accepted_tokens\":%" PRIu64
+            ",\"acceptance_rate\":%.6f,\"tokens_per_verify\":%.6f,\"verify_forwards\":%" PRIu64
+            ",\"verify_tokens\":%" PRIu64 ",\"decode_tokens_per_s\":%.3f}", t->drafted_tokens,
+            t->accepted_tokens, spec_rate(t), spec_per_verify(t), t->verify_forwards,
+            t->verify_tokens, spec_decode_tps(t));
+}
+
+int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *out) {
     sw_report r;
     sw_status st = sw_engine_report(e, &r);
     if (st != SW_OK)
@@ -35,12 +76,15 @@ int cli_print_report(const sw_engine *e, FILE *out) {
             r.prefill_tokens_per_s, r.pred_prefill_tokens_per_s, r.n_prefill_tokens);
     fprintf(out, "decode                 %8.1f tok/s  %8.1f tok/s  (%" PRIu64 " tokens)\n",
             r.decode_tokens_per_s, r.pred_decode_tokens_per_s, r.n_decode_tokens);
+    if (spec != NULL)
+        cli_print_spec(spec, out);
     if (r.n_replans)
         fprintf(out, "re-planned %u time(s): %s", r.n_replans, sw_engine_notes(e));
     return CLI_EXIT_OK;
 }
 
-int cli_write_report_json(const sw_engine *e, const char *path) {
+int cli_write_report_json(const sw_engine *e, const sw_scheduler_stats *spec,
+                          const char *path) {
     sw_report r;
     sw_status st = sw_engine_report(e, &r);
     if (st != SW_OK)
@@ -58,13 +102,16 @@ int cli_write_report_json(const sw_engine *e, const char *path) {
             ",\"predicted_prefill_tokens_per_s\":%.3f,\"predicted_decode_tokens_per_s\":%.3f"
             ",\"n_replans\":%u,\"plan_pinned_bytes\":%" PRIu64 ",\"pinned_bytes\":%" PRIu64
             ",\"pinned_locked\":%s,\"converted_bytes\":%" PRIu64
-            ",\"peak_device_driver_bytes\":%" PRIu64 "}\n",
+            ",\"peak_device_driver_bytes\":%" PRIu64,
             r.device_budget_bytes, r.plan_device_bytes, r.peak_device_bytes,
             r.peak_host_rss_bytes, r.bytes_to_device, r.copy_busy_s, r.copy_stall_s,
             r.n_prefill_tokens, r.n_decode_tokens, r.prefill_tokens_per_s,
             r.decode_tokens_per_s, r.pred_prefill_tokens_per_s, r.pred_decode_tokens_per_s,
             r.n_replans, r.plan_pinned_bytes, r.pinned_bytes,
             r.pinned_locked ? "true" : "false", r.converted_bytes, r.peak_device_driver_bytes);
+    if (spec != NULL)
+        spec_json(spec, f);
+    fputs("}\n", f);
     if (fclose(f) != 0) {
         cli_error("cannot write the report to '%s'", path);
         return CLI_EXIT_IO;

@@ -15,11 +15,19 @@ static void usage(FILE *out) {
     gen_opts_usage(out);
 }
 
-static void print_stats(const gen_stats *s) {
+/* The request's timing; with a drafter (spec not NULL) the share of
+ * drafts kept and the tokens each verify gave. */
+static void print_stats(const gen_stats *s, const sw_scheduler_stats *spec) {
     fprintf(stderr, "\n\nprompt %zu tokens in %.2f s (%.1f tok/s); generated %zu tokens in "
-            "%.2f s (%.1f tok/s)\n", s->n_prompt, s->prefill_s,
+            "%.2f s (%.1f tok/s)", s->n_prompt, s->prefill_s,
             s->prefill_s > 0 ? (double)s->n_prompt / s->prefill_s : 0.0, s->n_generated,
             s->decode_s, s->decode_s > 0 ? (double)s->n_generated / s->decode_s : 0.0);
+    if (spec != NULL && spec->drafted_tokens > 0)
+        fprintf(stderr, "; %.0f%% of %llu drafts accepted, %.2f tokens per verify",
+                100.0 * (double)spec->accepted_tokens / (double)spec->drafted_tokens,
+                (unsigned long long)spec->drafted_tokens,
+                (double)spec->verify_tokens / (double)spec->verify_forwards);
+    fputc('\n', stderr);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -34,6 +42,7 @@ int cmd_run(int argc, char **argv) {
     sw_model *m = NULL;
     sw_engine *e = NULL;
     sw_scheduler *q = NULL;
+    draft_ctx draft = {0};
     sw_request *r = NULL;
     sw_status st;
     gen_stats stats;
@@ -50,23 +59,27 @@ int cmd_run(int argc, char **argv) {
     ro.n_predict = o.n_predict;
     ro.on_token = gen_print_piece;
     ro.user = stdout;
-    if ((st = sw_scheduler_create(e, m, &q)) != SW_OK ||
-        (st = sw_scheduler_submit(q, ids, n, &ro, &r)) != SW_OK) {
+    if ((rc = gen_opts_start_scheduler(&o, m, e, &q, &draft)) != CLI_EXIT_OK)
+        goto done;
+    if ((st = sw_scheduler_submit(q, ids, n, &ro, &r)) != SW_OK) {
         rc = cli_fail(st);
         goto done;
     }
     rc = gen_wait(q, r, sw_engine_n_ctx(e), &stats);
+    sw_scheduler_stats t;
+    const sw_scheduler_stats *spec = cli_spec_stats(q, &t);
     if (rc == CLI_EXIT_OK)
-        print_stats(&stats);
+        print_stats(&stats, spec);
     if (rc == CLI_EXIT_OK && o.report)
-        rc = cli_print_report(e, stderr);
+        rc = cli_print_report(e, spec, stderr);
     if (rc == CLI_EXIT_OK && o.report_json)
-        rc = cli_write_report_json(e, o.report_json);
+        rc = cli_write_report_json(e, spec, o.report_json);
 done:
     free(text);
     free(ids);
     sw_request_release(q, r);
     sw_scheduler_destroy(q);
+    draft_end(&draft);
     sw_engine_destroy(e);
     sw_model_close(m);
     return rc;

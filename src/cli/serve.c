@@ -6,7 +6,9 @@
  * finish_reason "cancelled", and every connection is answered before the
  * engine goes. The connection caps and the request deadline (--timeout,
  * --max-conns, --max-conns-per-addr) keep one client from locking the
- * others out (serve/listen.c).
+ * others out (serve/listen.c). With the draft flags every request drafts
+ * (speculative decoding) unless it sets "draft_max" 0; the drafter's
+ * engine lives until the scheduler is destroyed.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -43,6 +45,8 @@ static void serve_usage(FILE *out) {
           "  (both with \"stream\": true as server-sent events), GET /v1/models, GET /health,\n"
           "  GET /metrics (Prometheus). Up to -np requests run together (continuous\n"
           "  batching); a bounded queue holds the rest, then 503 with Retry-After.\n"
+          "  With a drafter (--draft-ngram, --draft-model) a request may set \"draft_max\"\n"
+          "  (or llama-server's \"speculative.n_max\"): 0 to 16 drafts per verify.\n"
           "  --host ADDR      IPv4 or IPv6 address to listen on (default 127.0.0.1; ::1 for\n"
           "                   IPv6 loopback; 0.0.0.0 or :: for every interface, which warns\n"
           "                   without --api-key)\n"
@@ -142,6 +146,15 @@ static const char *serve_model_name(const serve_args *a, const gen_opts *o, char
     return slash ? slash + 1 : path ? path : "gemma";
 }
 
+/* The draft model's plan, after the target's (draft_start has said how
+ * many drafts a verify takes). */
+static void print_drafter(const draft_flags *f, const draft_ctx *d) {
+    if (d->engine == NULL)
+        return;
+    fprintf(stderr, "drafter: %s\n", f->model);
+    sw_engine_print_plan(d->engine, stderr, 0);
+}
+
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -175,6 +188,7 @@ int cmd_serve(int argc, char **argv) {
     pthread_t sched;
     bool sched_started = false;
     sw_engine *e = NULL;
+    draft_ctx draft = {0};       /* the drafter, until the scheduler is destroyed */
     cli_interrupt_catch();
     const srv_net_options net = {.host = a.host, .port = (uint16_t)a.port,
                                  .timeout_s = (unsigned)a.timeout_s,
@@ -194,12 +208,13 @@ int cmd_serve(int argc, char **argv) {
         goto done;
     sw_engine_print_plan(e, stderr, 0);
     sw_scheduler *q = NULL;
-    sw_status st = sw_scheduler_create(e, m, &q);
-    if (st != SW_OK) {
+    if ((rc = gen_opts_start_scheduler(&o, m, e, &q, &draft)) != CLI_EXIT_OK) {
+        sw_scheduler_destroy(q);
+        draft_end(&draft);
         sw_engine_destroy(e);
-        rc = cli_fail(st);
         goto done;
     }
+    print_drafter(&o.draft, &draft);
     pthread_mutex_lock(&s.mu);
     s.engine = e;
     s.sched = q;
@@ -248,6 +263,7 @@ done:
     srv_http_stop(d);
     cli_interrupt_restore();
     sw_scheduler_destroy(s.sched);
+    draft_end(&draft);
     sw_engine_destroy(s.engine);
     sw_model_close(m);
     pthread_cond_destroy(&s.out_cv);

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "spillway.h"
+#include "engine/sampler.h"
 #include "util/error.h"
 
 typedef struct cand {
@@ -119,9 +119,11 @@ static uint32_t keep_top(cand *c, uint32_t n, uint32_t k) {
     return k;
 }
 
-int32_t sw_sampler_sample(sw_sampler *s, const float *logits) {
-    if (s->opt.temp == 0.0f)
-        return argmax(logits, s->n_vocab);
+/* The candidates sampling draws from, best first, in s->c[0..keep) with
+ * weights s->p[0..keep) summing to *total (not normalised: the order of
+ * the arithmetic is the sampler's since its first version, so the same
+ * seed keeps giving the same tokens). */
+static uint32_t filter(sw_sampler *s, const float *logits, double *total_out) {
     uint32_t n = s->n_vocab;
     for (uint32_t i = 0; i < n; i++)
         s->c[i] = (cand){logits[i], (int32_t)i};
@@ -151,11 +153,41 @@ int32_t sw_sampler_sample(sw_sampler *s, const float *logits) {
     double total = 0.0;
     for (uint32_t i = 0; i < keep; i++)
         total += p[i];
+    *total_out = total;
+    return keep;
+}
+
+int32_t sw_sampler_sample(sw_sampler *s, const float *logits) {
+    if (s->opt.temp == 0.0f)
+        return argmax(logits, s->n_vocab);
+    double total = 0.0;
+    const uint32_t keep = filter(s, logits, &total);
     double r = rng_uniform(&s->rng) * total;
     for (uint32_t i = 0; i < keep; i++) {
-        r -= p[i];
+        r -= s->p[i];
         if (r < 0.0)
             return s->c[i].id;
     }
     return s->c[keep - 1].id;
 }
+
+uint32_t sampler_dist(sw_sampler *s, const float *logits) {
+    if (s->opt.temp == 0.0f) {
+        s->c[0] = (cand){logits[0], argmax(logits, s->n_vocab)};
+        s->p[0] = 1.0;
+        return 1;
+    }
+    double total = 0.0;
+    const uint32_t keep = filter(s, logits, &total);
+    for (uint32_t i = 0; i < keep; i++)
+        s->p[i] /= total;
+    return keep;
+}
+
+int32_t sampler_dist_id(const sw_sampler *s, uint32_t i) { return s->c[i].id; }
+
+double sampler_dist_p(const sw_sampler *s, uint32_t i) { return s->p[i]; }
+
+double sampler_uniform(sw_sampler *s) { return rng_uniform(&s->rng); }
+
+bool sampler_is_greedy(const sw_sampler *s) { return s->opt.temp == 0.0f; }

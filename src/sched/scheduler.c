@@ -10,6 +10,11 @@
  * A request is freed when it has ended and its caller released it; one
  * released while running is cancelled and freed at the next step (the
  * forward in flight may still name it).
+ *
+ * Speculative decoding (spec.h): a decoding lane may put k drafts behind
+ * its last token in the forward; its k+1 rows are verified together, the
+ * agreeing prefix plus one token are output, and its sequence is rewound
+ * over the rest. Each lane keeps its sequence's tokens for the drafters.
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
 #include <pthread.h>
@@ -17,12 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/spec.h"
 #include "sched/stop.h"
 #include "util/bytebuf.h"
 #include "util/clock.h"
 #include "util/error.h"
 
 enum { MAX_STOP = 16, MAX_STOP_LEN = 1024 };
+
+/* A draft sampler's seed: the request's, moved off its own stream. */
+#define DRAFT_SEED_MIX 0x9E3779B97F4A7C15ull
 
 struct sw_request {
     int32_t *prompt;
@@ -43,6 +52,7 @@ struct sw_request {
     sw_bytebuf text;
     bool cancelled, released;
     sw_finish cancel_as;         /* how a cancelled running request ends */
+    int draft_max;               /* drafts per verify; -1: the scheduler's */
     sw_status error;             /* why it ended with SW_FINISH_ERROR ... */
     char error_msg[256];         /* ... and the message (sw_request_error) */
     double t_submitted, t_started, t_first, t_end;
@@ -55,6 +65,18 @@ typedef struct lane {
     sw_request *req;             /* running; NULL: free, unless held */
     sw_request *held;            /* ended, its sequence kept for a continuation */
     size_t fed;                  /* prompt tokens in the forward being built */
+    bool decoding;               /* its last token is in the forward being built */
+    int32_t *toks;               /* (n_ctx + 1) the sequence's tokens: those
+                                  * evaluated, then the last sampled one */
+    size_t n_toks;
+    bool pending;                /* toks ends with a token not yet evaluated */
+    int32_t draft[SW_DRAFT_MAX]; /* the drafts behind the last token this step */
+    uint32_t n_draft, want_draft;
+    const float *draft_q;        /* their distributions, or NULL: all mass on each
+                                  * draft (n-grams, greedy drafts) */
+    sw_sampler *dsampler;        /* the draft model's sampler for the request */
+    float *q;                    /* (SW_DRAFT_MAX, n_vocab) draft distributions
+                                  * (sampled requests with a draft model) */
 } lane;
 
 struct sw_scheduler {
@@ -71,10 +93,18 @@ struct sw_scheduler {
     sw_request *all;
     bool stepping;               /* a forward is in flight: lanes stay as built */
     sw_scheduler_stats stats;
+    /* speculative decoding (sw_scheduler_set_draft) */
+    sw_draft_options draft;
+    spec_model *dmodel;          /* a draft model, or NULL */
+    spec_lane *dlanes;           /* (n_lanes) the lanes it drafts for in a step */
+    uint32_t step_taken;         /* tokens taken in this step's consume */
 };
 
+static sw_status lane_start(sw_scheduler *q, lane *l, sw_request *r, size_t n_keep);
+
 sw_request_options sw_request_options_default(void) {
-    return (sw_request_options){.sampling = sw_sampler_options_default(), .n_predict = -1};
+    return (sw_request_options){.sampling = sw_sampler_options_default(), .n_predict = -1,
+                                .draft_max = -1};
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -106,6 +136,8 @@ static void finish(sw_scheduler *q, lane *l, sw_request *r, sw_finish why) {
     r->sampler = NULL;
     r->session = NULL;
     if (l != NULL) {
+        sw_sampler_destroy(l->dsampler);
+        l->dsampler = NULL;
         l->req = NULL;
         q->stats.n_running--;
         if (r->keep && !r->released && why != SW_FINISH_CANCELLED && why != SW_FINISH_ERROR) {
@@ -178,7 +210,11 @@ static sw_status make_request(sw_scheduler *q, int32_t first, const int32_t *ids
     r->on_token = o->on_token;
     r->user = o->user;
     r->keep = o->keep_sequence != 0;
-    sw_status st = copy_stops(r, o);
+    r->draft_max = o->draft_max;
+    sw_status st = o->draft_max < -1 || o->draft_max > SW_DRAFT_MAX
+                       ? sw_errorf(SW_ERR_ARG, "draft_max %d: -1 (the scheduler's), 0 (none) or "
+                                   "up to %d drafts per verify", o->draft_max, SW_DRAFT_MAX)
+                       : copy_stops(r, o);
     if (st != SW_OK) {
         for (size_t i = 0; i < r->n_stop; i++)
             free(r->stop[i]);
@@ -248,6 +284,15 @@ sw_status sw_scheduler_continue(sw_scheduler *q, sw_request *prev, const int32_t
     track(q, r);
     if (st == SW_OK && l->held != prev) /* released meanwhile: its lane let go */
         st = sw_errorf(SW_ERR_ARG, "that request was released while being continued");
+    if (st != SW_OK) {
+        req_free(q, r);
+        pthread_mutex_unlock(&q->mu);
+        return st;
+    }
+    /* the last sampled token is fed again as the prompt's first, or was the
+     * end of the turn: either way not part of the sequence */
+    if (st == SW_OK)
+        st = lane_start(q, l, r, l->n_toks - l->pending);
     if (st != SW_OK) {
         req_free(q, r);
         pthread_mutex_unlock(&q->mu);
@@ -355,6 +400,98 @@ size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *
 
 /* ---- a step --------------------------------------------------------------- */
 
+/* Drafts per verify for r: its own setting, else the scheduler's; 0 when
+ * the scheduler has no drafter. */
+static uint32_t draft_of(const sw_scheduler *q, const sw_request *r) {
+    if (!q->draft.ngram && q->dmodel == NULL)
+        return 0;
+    return r->draft_max >= 0 ? (uint32_t)r->draft_max : q->draft.draft_max;
+}
+
+/* Lane l starts running r, its sequence holding its first n_keep tokens:
+ * the draft model forgets the rest and gets r's sampling. */
+static sw_status lane_start(sw_scheduler *q, lane *l, sw_request *r, size_t n_keep) {
+    l->n_toks = n_keep;
+    l->pending = false;
+    l->n_draft = l->want_draft = 0;
+    l->draft_q = NULL;
+    if (q->dmodel == NULL || draft_of(q, r) == 0)
+        return SW_OK;
+    SW_TRY(spec_model_reset_lane(q->dmodel, (uint32_t)(l - q->lanes), n_keep));
+    if (r->sampling.temp != 0.0f && l->q == NULL && /* once per lane, at its first need */
+        (l->q = malloc((size_t)SW_DRAFT_MAX * q->n_vocab * sizeof *l->q)) == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a lane's draft "
+                         "distributions");
+    sw_sampler_options so = r->sampling;
+    so.seed ^= DRAFT_SEED_MIX;
+    return sw_sampler_create(&so, q->n_vocab, &l->dsampler);
+}
+
+/* How many drafts lane l can put behind its last token this step, with
+ * *spare of the forward's room beyond one token per decoding lane. */
+static uint32_t draft_room(const sw_scheduler *q, const lane *l, uint32_t *spare) {
+    const sw_request *r = l->req;
+    uint32_t k = draft_of(q, r);
+    k = k < q->per_seq - 1 ? k : q->per_seq - 1;
+    if (r->n_predict >= 0) { /* outputs this step: up to k + 1 */
+        const size_t left = (size_t)r->n_predict - r->n_generated;
+        k = left <= 1 ? 0 : k < left - 1 ? k : (uint32_t)(left - 1);
+    }
+    const size_t room = q->n_ctx > l->n_toks ? q->n_ctx - l->n_toks : 0; /* positions */
+    k = k < room ? k : (uint32_t)room;
+    k = k < *spare ? k : *spare;
+    *spare -= k;
+    return k;
+}
+
+/* Each decoding lane's drafts for this step (under mu): n-gram drafts at
+ * once, draft-model lanes listed in q->dlanes; returns how many of
+ * those. */
+static uint32_t plan_drafts(sw_scheduler *q) {
+    uint32_t n_decode = 0, n_model = 0;
+    for (uint32_t i = 0; i < q->n_lanes; i++)
+        n_decode += q->lanes[i].req != NULL && q->lanes[i].req->state == SW_REQ_DECODE;
+    uint32_t spare = q->cap > n_decode ? q->cap - n_decode : 0;
+    for (uint32_t i = 0; i < q->n_lanes; i++) {
+        lane *l = &q->lanes[i];
+        l->n_draft = 0;
+        l->draft_q = NULL;
+        if (l->req == NULL || l->req->state != SW_REQ_DECODE)
+            continue;
+        const uint32_t k = draft_room(q, l, &spare);
+        if (k == 0)
+            continue;
+        if (q->dmodel == NULL) {
+            l->n_draft = spec_ngram_draft(l->toks, l->n_toks, q->draft.ngram_min,
+                                          q->draft.ngram_max, k, l->draft);
+            spare += k - l->n_draft;
+            continue;
+        }
+        l->want_draft = k;
+        l->draft_q = l->req->sampling.temp != 0.0f ? l->q : NULL;
+        q->dlanes[n_model++] = (spec_lane){.lane = i, .toks = l->toks, .n_toks = l->n_toks,
+                                           .k = k, .sampler = l->dsampler, .out = l->draft,
+                                           .q = (float *)l->draft_q};
+    }
+    return n_model;
+}
+
+/* The draft model's drafts for the lanes plan_drafts listed, outside the
+ * lock (the lanes stay as they are: stepping); a failure fails their
+ * requests. */
+static void model_drafts(sw_scheduler *q, uint32_t n) {
+    const sw_status st = spec_model_draft(q->dmodel, q->dlanes, n);
+    pthread_mutex_lock(&q->mu);
+    for (uint32_t i = 0; i < n; i++) {
+        lane *l = &q->lanes[q->dlanes[i].lane];
+        if (st == SW_OK)
+            l->n_draft = l->want_draft;
+        else if (l->req != NULL)
+            fail_request(q, l, l->req, st, sw_last_error());
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* Free lanes take queued requests, oldest first (under mu). */
 static void admit(sw_scheduler *q) {
     for (uint32_t i = 0; i < q->n_lanes && q->queue_head != NULL; i++) {
@@ -366,6 +503,8 @@ static void admit(sw_scheduler *q) {
         sw_status st = sw_sampler_create(&r->sampling, q->n_vocab, &r->sampler);
         if (st == SW_OK)
             st = sw_session_truncate(l->session, 0);
+        if (st == SW_OK)
+            st = lane_start(q, l, r, 0);
         if (st != SW_OK) {
             fail_request(q, NULL, r, st, sw_last_error());
             i--; /* this lane is still free */
@@ -393,15 +532,24 @@ static void add_item(sw_scheduler *q, uint32_t *n, sw_request *r, int32_t token,
     q->owners[(*n)++] = r;
 }
 
-/* Decode tokens first, then prompt chunks (under mu); *all_decode when no
- * prompt token is in it. */
+/* Decode tokens first, each with its lane's drafts, then prompt chunks
+ * (under mu); *all_decode when no prompt token is in it. */
 static uint32_t build(sw_scheduler *q, bool *all_decode) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < q->n_lanes; i++) {
-        sw_request *r = q->lanes[i].req;
-        q->lanes[i].fed = 0;
-        if (r != NULL && r->state == SW_REQ_DECODE && n < q->cap)
-            add_item(q, &n, r, r->last, 1);
+        lane *l = &q->lanes[i];
+        sw_request *r = l->req;
+        l->fed = 0;
+        l->decoding = r != NULL && r->state == SW_REQ_DECODE && n < q->cap;
+        if (!l->decoding) {
+            l->n_draft = 0;
+            continue;
+        }
+        add_item(q, &n, r, r->last, 1);
+        uint32_t j = 0; /* plan_drafts left room for them all; kept exact anyway */
+        for (; j < l->n_draft && n < q->cap; j++)
+            add_item(q, &n, r, l->draft[j], 1);
+        l->n_draft = j;
     }
     *all_decode = true;
     for (uint32_t i = 0; i < q->n_lanes; i++) {
@@ -439,16 +587,19 @@ static bool cut_at_stop(sw_request *r, size_t len) {
     return true;
 }
 
-/* Samples for one row of logits (under mu). */
-static void take_token(sw_scheduler *q, lane *l, sw_request *r, const float *logits) {
-    const int32_t id = sw_sampler_sample(r->sampler, logits);
+/* Takes the sampled token id, the sequence then at position pos (tokens
+ * evaluated before it; under mu). */
+static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint32_t pos) {
     bool print = false;
     if (r->state == SW_REQ_PREFILL)
         r->t_first = sw_clock_s();
-    sw_finish why = sched_after_sample(&q->special, r->n_predict, &r->n_generated, id,
-                                       sw_session_pos(r->session), q->n_ctx, &print);
+    sw_finish why = sched_after_sample(&q->special, r->n_predict, &r->n_generated, id, pos,
+                                       q->n_ctx, &print);
     r->state = SW_REQ_DECODE;
     r->last = id;
+    q->step_taken++;
+    l->toks[l->n_toks++] = id;
+    l->pending = true;
     q->stats.generated_tokens += print;
     char buf[256];
     size_t len = 0;
@@ -468,14 +619,51 @@ static void take_token(sw_scheduler *q, lane *l, sw_request *r, const float *log
         finish(q, l, r, why);
 }
 
+/* Lane l's last token and its k drafts were evaluated at positions
+ * p0 .. p0 + k (p0: the last token's): the target's tokens for its k+1
+ * rows are taken in order until the request ends, the sequence is rewound
+ * to just after the last draft kept, and the draft model to what it still
+ * shares (under mu). */
+static void verify(sw_scheduler *q, lane *l, sw_request *r, const float *rows) {
+    const uint32_t k = l->n_draft;
+    int32_t out[SW_DRAFT_MAX + 1];
+    const uint32_t n_out = spec_verify(r->sampler, rows, q->n_vocab, l->draft, k, l->draft_q,
+                                       out);
+    const uint32_t p0 = sw_session_pos(l->session) - k - 1;
+    const size_t n_toks_before = l->n_toks;
+    l->n_draft = 0;
+    q->stats.verify_forwards++;
+    q->stats.drafted_tokens += k;
+    q->stats.accepted_tokens += n_out - 1;
+    uint32_t taken = 0;
+    while (taken < n_out && l->req == r) {
+        take_token(q, l, r, out[taken], p0 + 1 + taken);
+        taken++;
+    }
+    q->stats.verify_tokens += taken;
+    /* evaluated and kept: the last token and the drafts output before the
+     * last token taken */
+    sw_status st = sw_session_truncate(l->session, p0 + taken);
+    if (st == SW_OK && q->dmodel != NULL && l->dsampler != NULL)
+        st = spec_model_accept(q->dmodel, (uint32_t)(l - q->lanes), n_toks_before, k,
+                               n_out - 1);
+    if (st != SW_OK && l->req == r)
+        fail_request(q, l, r, st, sw_last_error());
+}
+
 /* After a forward (under mu): prompt progress, then sampling in item
  * order. */
 static void consume(sw_scheduler *q, uint32_t n) {
     for (uint32_t i = 0; i < q->n_lanes; i++) {
-        sw_request *r = q->lanes[i].req;
+        lane *l = &q->lanes[i];
+        sw_request *r = l->req;
         if (r != NULL && r->state == SW_REQ_PREFILL) {
-            r->n_fed += q->lanes[i].fed;
-            q->stats.prompt_tokens += q->lanes[i].fed;
+            memcpy(l->toks + l->n_toks, r->prompt + r->n_fed, l->fed * sizeof *l->toks);
+            l->n_toks += l->fed;
+            r->n_fed += l->fed;
+            q->stats.prompt_tokens += l->fed;
+        } else if (r != NULL && l->decoding) {
+            l->pending = false; /* its last token was evaluated */
         }
     }
     uint32_t row = 0;
@@ -486,7 +674,16 @@ static void consume(sw_scheduler *q, uint32_t n) {
         lane *l = &q->lanes[0];
         while (l->req != r)
             l++;
-        take_token(q, l, r, q->logits + (size_t)row++ * q->n_vocab);
+        const float *rows = q->logits + (size_t)row * q->n_vocab;
+        if (r->state == SW_REQ_DECODE && l->n_draft > 0) {
+            const uint32_t k = l->n_draft;
+            verify(q, l, r, rows);
+            t += k;
+            row += k + 1;
+            continue;
+        }
+        row++;
+        take_token(q, l, r, sw_sampler_sample(r->sampler, rows), sw_session_pos(l->session));
     }
 }
 
@@ -508,6 +705,14 @@ sw_status sw_scheduler_step(sw_scheduler *q, uint32_t *n_tokens) {
     pthread_mutex_lock(&q->mu);
     drop_cancelled(q);
     admit(q);
+    const uint32_t n_model = plan_drafts(q);
+    q->stepping = n_model != 0;
+    pthread_mutex_unlock(&q->mu);
+    const double t_draft = sw_clock_s();
+    if (n_model != 0)
+        model_drafts(q, n_model);
+    const double draft_s = sw_clock_s() - t_draft; /* part of a decode step's time */
+    pthread_mutex_lock(&q->mu);
     const uint32_t n = build(q, &all_decode);
     q->stepping = n != 0;
     pthread_mutex_unlock(&q->mu);
@@ -527,11 +732,12 @@ sw_status sw_scheduler_step(sw_scheduler *q, uint32_t *n_tokens) {
     } else {
         q->stats.n_forwards++;
         q->stats.last_forward_tokens = n;
-        if (all_decode) {
-            q->stats.decode_tokens += n;
-            q->stats.decode_s += dt;
-        }
+        q->step_taken = 0;
         consume(q, n);
+        if (all_decode) {
+            q->stats.decode_tokens += q->step_taken; /* output, drafts kept included */
+            q->stats.decode_s += dt + draft_s;
+        }
     }
     count_kv(q);
     pthread_mutex_unlock(&q->mu);
@@ -601,10 +807,14 @@ sw_status sw_scheduler_create(sw_engine *engine, const sw_model *model, sw_sched
                         q->logits == NULL))
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory for %u sequences of %u tokens",
                        n_seq, q->cap);
-    for (uint32_t i = 0; st == SW_OK && i < q->n_lanes; i++)
-        if ((st = sw_session_create(engine, &q->lanes[i].session)) == SW_ERR_ARG)
+    for (uint32_t i = 0; st == SW_OK && i < q->n_lanes; i++) {
+        if ((q->lanes[i].toks = malloc(((size_t)q->n_ctx + 1) * sizeof(int32_t))) == NULL)
+            st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the tokens of %u "
+                           "sequences", n_seq);
+        else if ((st = sw_session_create(engine, &q->lanes[i].session)) == SW_ERR_ARG)
             st = sw_errorf(SW_ERR_ARG, "a scheduler takes every sequence of its engine; "
                            "destroy the engine's sessions first");
+    }
     if (st != SW_OK) {
         sw_scheduler_destroy(q);
         return st;
@@ -619,12 +829,94 @@ void sw_scheduler_destroy(sw_scheduler *q) {
     sw_scheduler_end_all(q, SW_FINISH_CANCELLED);
     while (q->all != NULL)
         req_free(q, q->all);
-    for (uint32_t i = 0; q->lanes != NULL && i < q->n_lanes; i++)
+    for (uint32_t i = 0; q->lanes != NULL && i < q->n_lanes; i++) {
         sw_session_destroy(q->lanes[i].session);
+        sw_sampler_destroy(q->lanes[i].dsampler);
+        free(q->lanes[i].toks);
+        free(q->lanes[i].q);
+    }
+    spec_model_destroy(q->dmodel);
+    free(q->dlanes);
     pthread_mutex_destroy(&q->mu);
     free(q->lanes);
     free(q->items);
     free(q->owners);
     free(q->logits);
     free(q);
+}
+
+/* ---- speculative decoding -------------------------------------------------- */
+
+sw_draft_options sw_draft_options_default(void) {
+    return (sw_draft_options){.ngram_min = 2, .ngram_max = 4, .draft_max = 0};
+}
+
+static sw_status check_draft(const sw_scheduler *q, const sw_draft_options *o) {
+    if (o->draft_max > SW_DRAFT_MAX)
+        return sw_errorf(SW_ERR_ARG, "--draft-max %u: 1 to %d drafts per verify", o->draft_max,
+                         SW_DRAFT_MAX);
+    if (o->ngram && (o->ngram_min < 1 || o->ngram_max < o->ngram_min || o->ngram_max > 64))
+        return sw_errorf(SW_ERR_ARG, "n-gram drafts match %u to %u tokens (1 <= min <= max "
+                         "<= 64)", o->ngram_min, o->ngram_max);
+    if ((o->engine == NULL) != (o->model == NULL))
+        return sw_errorf(SW_ERR_ARG, "a draft model needs both its engine and its model");
+    if (o->engine != NULL && o->ngram)
+        return sw_errorf(SW_ERR_ARG, "draft from a model or from n-grams, not both");
+    if (o->engine != NULL && o->engine == q->engine)
+        return sw_errorf(SW_ERR_ARG, "the draft model needs an engine of its own (it keeps "
+                         "its own KV cache)");
+    return SW_OK;
+}
+
+/* The draft length the cost model finds best for the target's plan, a
+ * draft costing one forward of the draft model's (nothing for n-grams),
+ * at the acceptance rate SW_DRAFT_ACCEPTANCE. */
+static uint32_t default_draft_max(const sw_scheduler *q, const sw_draft_options *o) {
+    const double draft_s = o->engine != NULL
+                               ? sw_plan_forward_seconds(sw_engine_plan(o->engine), 1)
+                               : 0.0;
+    const uint32_t k_max = q->per_seq - 1 < SW_DRAFT_MAX ? q->per_seq - 1 : SW_DRAFT_MAX;
+    return sw_plan_best_draft_max(sw_engine_plan(q->engine), SW_DRAFT_ACCEPTANCE, draft_s,
+                                  k_max > 0 ? k_max : 1);
+}
+
+uint32_t sw_scheduler_draft_max(const sw_scheduler *q) {
+    return q != NULL ? q->draft.draft_max : 0;
+}
+
+sw_status sw_scheduler_set_draft(sw_scheduler *q, const sw_draft_options *opt) {
+    if (q == NULL || opt == NULL)
+        return sw_errorf(SW_ERR_ARG, "sw_scheduler_set_draft: NULL argument");
+    sw_draft_options chosen = *opt;
+    const sw_draft_options *o = &chosen;
+    SW_TRY(check_draft(q, o));
+    if (chosen.draft_max == 0)
+        chosen.draft_max = default_draft_max(q, o);
+    spec_model *m = NULL;
+    spec_lane *dl = NULL;
+    if (o->engine != NULL) {
+        SW_TRY(spec_model_create(o->engine, o->model, q->model, q->n_vocab, q->n_lanes, &m));
+        if ((dl = calloc(q->n_lanes, sizeof *dl)) == NULL) {
+            spec_model_destroy(m);
+            return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the draft model");
+        }
+    }
+    pthread_mutex_lock(&q->mu);
+    sw_status st = SW_OK;
+    for (uint32_t i = 0; i < q->n_lanes; i++)
+        if (q->lanes[i].req != NULL || q->lanes[i].held != NULL)
+            st = sw_errorf(SW_ERR_ARG, "set the drafter before the first request runs");
+    if (st == SW_OK) {
+        spec_model_destroy(q->dmodel);
+        free(q->dlanes);
+        q->dmodel = m;
+        q->dlanes = dl;
+        q->draft = *o;
+        m = NULL;
+        dl = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    spec_model_destroy(m);
+    free(dl);
+    return st;
 }

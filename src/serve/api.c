@@ -215,9 +215,11 @@ static bool parse_stop(json_object *root, srv_req *r, srv_reply *err) {
 /* Sampling and length fields. Absent ones take the server's sampling
  * flags (--temp, --top-k, --top-p, --min-p, --seed; their defaults are
  * run's, as llama-server's are llama-cli's); OpenAI's API has no top_k or
- * min_p, so those always come from the flags. */
+ * min_p, so those always come from the flags. Drafts per verify: Spillway's
+ * "draft_max", or llama-server's "speculative.n_max" (0: no drafts for
+ * this request; absent: the server's --draft-max). */
 static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply *err) {
-    double max_tokens = r->max_tokens, n = 1;
+    double max_tokens = r->max_tokens, n = 1, draft_max = r->draft_max;
     double temp = s->sampler.temp, top_p = s->sampler.top_p;
     double seed = (double)s->sampler.seed;
     bool stream = false;
@@ -234,9 +236,13 @@ static bool parse_params(srv_state *s, json_object *root, srv_req *r, srv_reply 
         !opt_num(root, "temperature", 0, 2, false, &temp, err) ||
         !opt_num(root, "top_p", 1e-6, 1, false, &top_p, err) ||
         !opt_num(root, "seed", 0, 9007199254740992.0, true, &seed, err) ||
-        !opt_num(root, "n", 1, 1, true, &n, err) || !parse_stop(root, r, err))
+        !opt_num(root, "n", 1, 1, true, &n, err) ||
+        !opt_num(root, "speculative.n_max", 0, SW_DRAFT_MAX, true, &draft_max, err) ||
+        !opt_num(root, "draft_max", 0, SW_DRAFT_MAX, true, &draft_max, err) ||
+        !parse_stop(root, r, err))
         return false;
     r->max_tokens = (long)max_tokens;
+    r->draft_max = (int)draft_max;
     r->stream = stream;
     r->sampling = s->sampler;
     r->sampling.temp = (float)temp;
@@ -325,6 +331,7 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
     if (ok) {
         r->chat = chat;
         r->max_tokens = chat ? -1 : DEFAULT_MAX_TOKENS_COMPLETION;
+        r->draft_max = -1;
         ok = check_model(s, root, err) && parse_params(s, root, r, err) &&
              (chat ? chat_prompt(s, root, &t, err)
                    : completion_prompt(root, &t, err));
@@ -514,6 +521,32 @@ static void conn_metrics(FILE *f, const srv_conn_counts *cc) {
             (unsigned long long)cc->timed_out);
 }
 
+/* Speculative decoding: drafts verified and kept, verify forwards and the
+ * tokens they output (all 0 without a drafter), and the two ratios that
+ * say whether drafting pays: the share of drafts kept, and the tokens a
+ * verify forward gives (1 would be plain decoding). */
+static void spec_metrics(FILE *f, const srv_metrics *m) {
+    const double rate = m->drafted_tokens
+                            ? (double)m->accepted_tokens / (double)m->drafted_tokens : 0.0;
+    const double per_verify = m->verify_forwards
+                                  ? (double)m->verify_tokens / (double)m->verify_forwards : 0.0;
+    fprintf(f, "# TYPE spillway_spec_drafted_tokens_total counter\n"
+            "spillway_spec_drafted_tokens_total %llu\n"
+            "# TYPE spillway_spec_accepted_tokens_total counter\n"
+            "spillway_spec_accepted_tokens_total %llu\n"
+            "# TYPE spillway_spec_verify_forwards_total counter\n"
+            "spillway_spec_verify_forwards_total %llu\n"
+            "# TYPE spillway_spec_verify_tokens_total counter\n"
+            "spillway_spec_verify_tokens_total %llu\n"
+            "# TYPE spillway_spec_acceptance_rate gauge\n"
+            "spillway_spec_acceptance_rate %.6f\n"
+            "# TYPE spillway_spec_tokens_per_verify gauge\n"
+            "spillway_spec_tokens_per_verify %.6f\n",
+            (unsigned long long)m->drafted_tokens, (unsigned long long)m->accepted_tokens,
+            (unsigned long long)m->verify_forwards, (unsigned long long)m->verify_tokens, rate,
+            per_verify);
+}
+
 srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
     pthread_mutex_lock(&s->mu);
     const srv_metrics m = s->m;
@@ -554,6 +587,7 @@ srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
             (unsigned long long)m.peak_device_bytes, (unsigned long long)m.plan_device_bytes,
             (unsigned long long)m.peak_host_rss_bytes);
     gateway_metrics(f, s->model_name, queued, running, &m);
+    spec_metrics(f, &m);
     if (cc != NULL)
         conn_metrics(f, cc);
     if (fclose(f) != 0) {

@@ -29,6 +29,10 @@ static void count(srv_state *s) {
     s->n_running = t.n_running;
     s->m.kv_used_tokens = t.kv_used_tokens;
     s->m.kv_capacity_tokens = t.kv_capacity_tokens;
+    s->m.verify_forwards = t.verify_forwards;
+    s->m.drafted_tokens = t.drafted_tokens;
+    s->m.accepted_tokens = t.accepted_tokens;
+    s->m.verify_tokens = t.verify_tokens;
 }
 
 bool srv_submit(srv_state *s, srv_req *r) {
@@ -41,6 +45,7 @@ bool srv_submit(srv_state *s, srv_req *r) {
         o.n_predict = r->max_tokens;
         o.stop = (const char *const *)r->stop;
         o.n_stop = r->n_stop;
+        o.draft_max = r->draft_max;
         ok = sw_scheduler_submit(s->sched, r->prompt, r->n_prompt, &o, &r->req) == SW_OK;
     }
     if (ok) {

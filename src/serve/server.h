@@ -45,6 +45,7 @@ typedef struct srv_req {
     size_t n_prompt;
     long max_tokens;
     sw_sampler_options sampling;
+    int draft_max;               /* drafts per verify: -1 the server's, 0 none */
     char *stop[SRV_MAX_STOP];
     size_t n_stop, stop_max_len;
     bool chat, stream;
@@ -75,6 +76,9 @@ typedef struct srv_metrics {
     /* KV cache in use: the running requests' positions, of every
      * sequence's context (what inference gateways route on) */
     uint64_t kv_used_tokens, kv_capacity_tokens;
+    /* speculative decoding (sw_scheduler_stats): verify forwards, drafts
+     * verified and kept, tokens the verifies output */
+    uint64_t verify_forwards, drafted_tokens, accepted_tokens, verify_tokens;
     double t_start;              /* sw_clock_s() at start */
     int64_t created;             /* wall-clock seconds at start */
 } srv_metrics;

@@ -1,0 +1,57 @@
+/*
+ * draft.h — the speculative-decoding flags of the generating commands
+ * (run, chat, batch, serve) and the drafter they give a scheduler:
+ *   --draft-ngram          drafts from the sequence's own n-grams
+ *   --draft-model PATH     (-md) drafts from a smaller model with the
+ *                          target's vocabulary, planned on the same
+ *                          backend with --draft-device-mem of its own
+ *   --draft-max N          drafts per verify (1..16; default: the cost
+ *                          model's best for the plan and the drafter)
+ */
+#ifndef SW_CLI_DRAFT_H
+#define SW_CLI_DRAFT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "spillway.h"
+
+typedef struct draft_flags {
+    const char *model;          /* --draft-model / -md */
+    bool ngram;                 /* --draft-ngram */
+    long max;                   /* --draft-max; 0: the library's default */
+    uint64_t device_mem_bytes;  /* --draft-device-mem; 0: the target's budget */
+} draft_flags;
+
+/* What a drafter holds until the scheduler using it is destroyed. */
+typedef struct draft_ctx {
+    sw_model *model;
+    sw_engine *engine;
+} draft_ctx;
+
+/* Parses argv[i] (and its value) if it is a draft flag: returns the
+ * arguments consumed (1 or 2), 0 if not ours, -1 on a bad value (message
+ * printed). */
+int draft_flags_parse(draft_flags *d, int argc, char **argv, int i);
+void draft_flags_usage(FILE *out);
+/* After parsing: CLI_EXIT_USAGE (message printed) for two drafters, or a
+ * draft setting without a drafter; else CLI_EXIT_OK. */
+int draft_flags_check(const draft_flags *d);
+
+/* The draft model's plan options: the target's workload and backend, no
+ * placement pins (a small model goes to the device first), and
+ * --draft-device-mem for its budget when given. `spillway plan` plans the
+ * drafter with them as draft_start does. */
+sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target);
+
+/* Gives scheduler q the drafter d asks for (none: nothing). A draft model
+ * is opened and planned like the target (plan: the target's options) but
+ * with no placement pins, all of its own budget, and the target's context
+ * and sequences; its engine and model go to *ctx. Returns an exit status
+ * (error printed). */
+int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_model *target,
+                sw_scheduler *q, draft_ctx *ctx);
+/* After the scheduler is destroyed. Accepts a zeroed ctx. */
+void draft_end(draft_ctx *ctx);
+
+#endif

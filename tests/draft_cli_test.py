@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""draft_cli_test.py — speculative decoding through every generating
+command: with greedy sampling `run`, `chat` and `batch` give the same text
+with --draft-ngram and with a draft model (the tiny model drafting for
+itself) as without; the drafts show in run's stats line, in --report and
+--report-json, and in batch's summary; `plan` prints the draft model's
+plan after the target's (text and JSON) and refuses two drafters.
+
+usage: draft_cli_test.py SPILLWAY MODEL
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import serve_util
+from serve_util import check
+
+BIN, MODEL = sys.argv[1], sys.argv[2]
+COMMON = ["-m", MODEL, "-c", "256", "-t", "1", "--backend", "cpu", "--temp", "0"]
+DRAFTERS = [["--draft-ngram", "--draft-max", "6"], ["-md", MODEL, "--draft-max", "3"]]
+PROMPTS = ["1, 2, 3, 1, 2, 3, 1, 2,", "the cat sat on the mat and the cat", "Once upon a time"]
+
+
+def spillway(*args, stdin=None):
+    p = subprocess.run([BIN, *args], input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def spec_keys(obj):
+    return {"drafted_tokens", "accepted_tokens", "acceptance_rate", "tokens_per_verify",
+            "verify_forwards", "verify_tokens"} <= set(obj)
+
+
+def test_run(tmp):
+    for prompt in PROMPTS:
+        rc, plain, _ = spillway("run", *COMMON, "-n", "24", "-p", prompt)
+        check(rc == 0, "run %r: exit %d" % (prompt, rc))
+        for d in DRAFTERS:
+            path = os.path.join(tmp, "report.json")
+            rc, out, err = spillway("run", *COMMON, *d, "-n", "24", "-p", prompt, "--report",
+                                    "--report-json", path)
+            check(rc == 0 and out == plain, "run %s %r: %r != %r" % (d[0], prompt, out, plain))
+            check("speculative: " in err and "tokens per verify over" in err,
+                  "run --report %s: %s" % (d[0], err[-400:]))
+            try:
+                with open(path) as f:
+                    ok = spec_keys(json.load(f).get("speculative", {}))
+            except (OSError, ValueError):
+                ok = False
+            check(ok, "run --report-json %s: no speculative keys" % d[0])
+    _, _, err = spillway("run", *COMMON, *DRAFTERS[1], "-n", "24", "-p", PROMPTS[0])
+    check("drafts accepted" in err, "run's stats line: %s" % err[-300:])
+    _, _, err = spillway("run", *COMMON, "-n", "4", "-p", PROMPTS[0], "--report")
+    check("speculative" not in err, "run --report without a drafter: %s" % err[-300:])
+
+
+def test_chat():
+    turns = "hello there\nthe cat sat on the mat\n".encode()
+    rc, plain, _ = spillway("chat", *COMMON, "-n", "16", stdin=turns)
+    check(rc == 0, "chat: exit %d" % rc)
+    for d in DRAFTERS:
+        rc, out, err = spillway("chat", *COMMON, *d, "-n", "16", "--report", stdin=turns)
+        check(rc == 0 and out == plain, "chat %s: %r != %r" % (d[0], out, plain))
+        check("speculative: " in err, "chat --report %s: %s" % (d[0], err[-300:]))
+
+
+def test_batch(tmp):
+    path = os.path.join(tmp, "prompts.jsonl")
+    with open(path, "w") as f:
+        for i, p in enumerate(PROMPTS * 2):
+            f.write(json.dumps({"id": i, "prompt": p}) + "\n")
+
+    def texts(out):
+        return [json.loads(line)["text"] for line in out.decode().splitlines()]
+    rc, plain, _ = spillway("batch", *COMMON, "-n", "20", "-np", "2", "-f", path)
+    check(rc == 0, "batch: exit %d" % rc)
+    for d in DRAFTERS:
+        rc, out, err = spillway("batch", *COMMON, *d, "-n", "20", "-np", "2", "-f", path)
+        check(rc == 0 and texts(out) == texts(plain), "batch %s: texts differ" % d[0])
+        check("speculative: " in err, "batch summary %s: %s" % (d[0], err[-300:]))
+
+
+def test_plan():
+    rc, out, _ = spillway("plan", *COMMON[:-2], "-md", MODEL, "--draft-max", "3")
+    text = out.decode()
+    check(rc == 0 and "drafter: %s (speculative decoding, --draft-max 3)" % MODEL in text and
+          text.count("tier ") == 2, "plan -md: exit %d\n%s" % (rc, text[-600:]))
+    rc, out, _ = spillway("plan", *COMMON[:-2], "-md", MODEL, "--json")
+    try:
+        doc = json.loads(out)
+        ok = "layers" in doc and doc["drafter"]["model"] == MODEL and \
+            "layers" in doc["drafter"]["plan"] and 1 <= doc["drafter"]["draft_max"] <= 16
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    check(rc == 0 and ok, "plan -md --json: exit %d %s" % (rc, out[-300:]))
+    rc, _, err = spillway("plan", *COMMON[:-2], "-md", MODEL, "--draft-ngram")
+    check(rc == 2 and "one drafter" in err, "plan with two drafters: exit %d %s" % (rc, err))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    test_run(tmp)
+    test_chat()
+    test_batch(tmp)
+    test_plan()
+failures = serve_util.failures
+print("draft_cli_test: %s" % ("ok" if failures == 0 else "%d failures" % failures))
+sys.exit(1 if failures else 0)
