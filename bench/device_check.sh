@@ -390,7 +390,8 @@ spec_widths() {
   local spec key m q
   spec=${SPEC_SHAPE:-$([ $have_gpu = 1 ] && echo gemma3-27b:bf16 || echo gemma3-270m:bf16)}
   key="spec_${spec%%:*}_${spec##*:}"
-  [ "$(left)" -gt 150 ] || { say "$key: skipped: out of time"; return; }
+  [ "$(left)" -gt $([ $have_gpu = 1 ] && echo 150 || echo 45) ] ||
+    { say "$key: skipped: out of time"; return; }
   m=$(synth "${spec%%:*}" "${spec##*:}" 240) || { say "$key: synth failed or out of time"; return; }
   [ -n "$m" ] || return
   q="$(( $("$sw" plan -m "$m" --backend sim --device-mem 1T --json 2>>"$log" | $py -c \
