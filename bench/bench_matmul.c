@@ -4,8 +4,11 @@
  * Decode is memory-bound: one token streams the whole weight matrix, so the
  * figure of merit is weight bytes per second. The default shape is Gemma 3
  * 270M's LM head (n_embd 640 x n_vocab 262144; 167 MB in Q8_0), far larger
- * than any cache. A plain read of an equally large buffer is timed first
- * as the machine's ceiling. Weights are random with sane scales. "cpu"
+ * than most caches. A plain read of an equally large buffer is timed first
+ * as the machine's ceiling, then with the kernels' software prefetch; each
+ * type's line ends with its own weight bytes read that way just before
+ * (one thread: the rate a decode kernel is measured against, the caches
+ * in the same state). Weights are random with sane scales. "cpu"
  * GB/s divides by thread 0's CPU time times the thread count: the speed
  * while scheduled, which is what to read on a loaded machine.
  *
@@ -121,26 +124,49 @@ static int time_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *v,
 /* Keeps the read loop's sum alive (external linkage: not removable). */
 uint64_t bench_read_sink;
 
-/* A plain read of n_bytes (sum of 64-bit words): the bandwidth ceiling. */
+/* Sums the n_bytes / 8 64-bit words at buf; with `ahead` (bytes, 0: none)
+ * each cache line is also prefetched that far ahead, as the decode kernels
+ * ask for their rows (backend/cpu/idot_x86.h): the best time of `reps`
+ * passes. */
+static double read_pass(const uint8_t *buf, uint64_t n_bytes, uint64_t ahead, int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        uint64_t s[4] = {0, 0, 0, 0};
+        for (uint64_t i = 0; i + 64 <= n_bytes; i += 64) {
+#if defined(__GNUC__) || defined(__clang__)
+            if (ahead != 0 && i + ahead < n_bytes)
+                __builtin_prefetch(buf + i + ahead, 0, 3);
+#endif
+            for (int k = 0; k < 8; k++) {
+                uint64_t v;
+                memcpy(&v, buf + i + 8 * (uint64_t)k, sizeof v);
+                s[k % 4] += v;
+            }
+        }
+        bench_read_sink += s[0] + s[1] + s[2] + s[3];
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best;
+}
+
+/* The kernels' prefetch distance (backend/cpu/idot_x86.h) */
+enum { BENCH_PREFETCH_BYTES = 9216 };
+
+/* A plain read of n_bytes (sum of 64-bit words): the bandwidth ceiling;
+ * then the same with the kernels' software prefetch. */
 static void bench_read(uint64_t n_bytes, int reps) {
     uint64_t n = n_bytes / 8, *buf = malloc(n * 8);
     if (buf == NULL)
         return;
     for (uint64_t i = 0; i < n; i++)
         buf[i] = i;
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
-        uint64_t s[4] = {0, 0, 0, 0};
-        for (uint64_t i = 0; i + 4 <= n; i += 4)
-            for (int k = 0; k < 4; k++)
-                s[k] += buf[i + k];
-        bench_read_sink += s[0] + s[1] + s[2] + s[3];
-        double dt = now_s() - t0;
-        best = dt < best ? dt : best;
-    }
-    printf("%-6s %5s      %8.1f MB | read ceiling, 1 thread: %6.2f GB/s\n", "read", "",
-           (double)n_bytes / 1e6, (double)n_bytes / best / 1e9);
+    const double plain = read_pass((const uint8_t *)buf, n * 8, 0, reps);
+    const double pf = read_pass((const uint8_t *)buf, n * 8, BENCH_PREFETCH_BYTES, reps);
+    printf("%-6s %5s      %8.1f MB | read ceiling, 1 thread: %6.2f GB/s, prefetched %6.2f GB/s\n",
+           "read", "", (double)n_bytes / 1e6, (double)n_bytes / plain / 1e9,
+           (double)n_bytes / pf / 1e9);
     free(buf);
 }
 
@@ -175,6 +201,10 @@ static int bench_type(uint32_t type, const bench_opts *o, cpu_pool **pools) {
                      .n_bytes = n_bytes, .data = w};
     printf("%-6s %5llu cols %8.1f MB", type_name(type), (unsigned long long)cols,
            (double)n_bytes / 1e6);
+    /* the same bytes read with the kernels' prefetch, one thread, just
+     * before: the yardstick of a kernel's GB/s (issue 40), with the
+     * caches in the same state */
+    const double pf = read_pass(w, n_bytes, BENCH_PREFETCH_BYTES, o->reps);
     for (int t = 0; t < o->max_threads; t++) {
         double dt, dc;
         if (time_matmul(pools[t], ws, &v, x, y, o, &dt, &dc) != 0)
@@ -183,7 +213,7 @@ static int bench_type(uint32_t type, const bench_opts *o, cpu_pool **pools) {
         printf(" | %dT %7.2f ms %6.2f GB/s (cpu %6.2f) %6.2f GFLOP/s", t + 1, dt * 1e3,
                (double)n_bytes / dt / 1e9, (double)n_bytes / (dc * (t + 1)) / 1e9, gflops);
     }
-    printf("\n");
+    printf(" | its bytes read, prefetched: %6.2f GB/s\n", (double)n_bytes / pf / 1e9);
     cpu_mm_scratch_destroy(ws);
     free(w), free(x), free(y);
     return 0;

@@ -306,8 +306,12 @@ int main(void) {
             test_kernel(idot_types[i], k ? 512 : 768, get);
             test_kernel(idot_types[i], k ? 768 : 800, get);
             /* wider than the stack copy of the activations that AVX-512's
-             * Q4_K rows take (32768: wider rows go to AVX2's kernel) */
+             * Q4_K rows take, and than the lane sums of its 32-element
+             * rows (32768: wider rows go to AVX2's kernel) */
             test_kernel(idot_types[i], k ? 33024 : 32800, get);
+            /* the widest row AVX-512's 32-element rows take themselves */
+            if (!k)
+                test_kernel(idot_types[i], 32768, get);
             test_nan(idot_types[i], get);
         }
         if (k)

@@ -23,6 +23,7 @@ const cpu_idot *cpu_idot_fine_table_avxvnni(void);
 void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 void cpu_idot_avx512_krows_patch(cpu_idot table[], int fine);
 void cpu_idot_avx512_q6rows_patch(cpu_idot table[], int fine);
+void cpu_idot_avx512_rows32_patch(cpu_idot table[]);
 #else
 #define IDOT_HAVE_AVX2 0
 #endif
@@ -330,7 +331,7 @@ static const cpu_idot ref_fine_table[SW_TYPE_COUNT] = {
 };
 
 #if IDOT_HAVE_AVX2
-/* The AVX-512 sets: AVX2's, with the kernels idot_avx512.c has in place
+/* The AVX-512 sets: AVX2's, with the kernels idot_avx512*.c have in place
  * of AVX2's. Built once, on first use. */
 static cpu_idot avx512_table[SW_TYPE_COUNT], avx512_fine_table[SW_TYPE_COUNT];
 static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
@@ -344,6 +345,8 @@ static void avx512_build(void) {
     cpu_idot_avx512_krows_patch(avx512_fine_table, 1);
     cpu_idot_avx512_q6rows_patch(avx512_table, 0);
     cpu_idot_avx512_q6rows_patch(avx512_fine_table, 1);
+    cpu_idot_avx512_rows32_patch(avx512_table);
+    cpu_idot_avx512_rows32_patch(avx512_fine_table);
 }
 #endif
 

@@ -3,11 +3,12 @@
  * VNNI, for the kernels where the wider registers and the fused integer
  * multiply-adds pay: the 32-element types (stored rows and unpacked ones)
  * and the unpacked K rows of prefill as tiles of rows x tokens, in both
- * forms, and the unpacking of Q4_K/Q5_K rows. The stored K rows of
- * decode are idot_avx512_krows.c's and idot_avx512_q6rows.c's; the stored
- * K rows of a few tokens (`dot`) and Q6_K's unpacking keep the AVX2
- * kernels: idot.c starts this set from AVX2's table and replaces the
- * entries below (cpu_idot_avx512_patch) and theirs.
+ * forms, and the unpacking of Q4_K/Q5_K rows. The stored rows of decode
+ * are idot_avx512_krows.c's, idot_avx512_q6rows.c's and (the 32-element
+ * types) idot_avx512_rows32.c's; the stored K rows of a few tokens
+ * (`dot`) and Q6_K's unpacking keep the AVX2 kernels: idot.c starts this
+ * set from AVX2's table and replaces the entries below
+ * (cpu_idot_avx512_patch) and theirs.
  *
  * A 512-bit register holds two of idot.h's 8-lane sets side by side, so
  * every lane still performs the canonical operations in the canonical

@@ -170,7 +170,8 @@ IA_INLINE void ia_k4_store_tail(const uint8_t *blk, uint8_t *dst) {
 
 /* A kernel entry point `fname` for 1 to CPU_IDOT_MAX_X tokens, each
  * count a constant in its own instance of call(NX_); IX_ENTRY adds the
- * decode form `rows_fname` (one token, many rows). */
+ * decode form `rows_fname` (one token, many rows), which IX_ENTRY_ROWS
+ * makes alone. */
 #define IX_ENTRY_DOT(fname, call)                                                       \
     static void fname(const uint8_t *row, const uint8_t *xq, uint64_t xs,               \
                       uint32_t n_x, uint64_t n, float *out) {                       \
@@ -183,6 +184,8 @@ IA_INLINE void ia_k4_store_tail(const uint8_t *blk, uint8_t *dst) {
     }
 #define IX_ENTRY(fname, rows_fname, call)                                               \
     IX_ENTRY_DOT(fname, call)                                                           \
+    IX_ENTRY_ROWS(rows_fname, call)
+#define IX_ENTRY_ROWS(rows_fname, call)                                                 \
     static void rows_fname(const uint8_t *rows, uint64_t rb, uint64_t n_rows,           \
                            const uint8_t *xq, uint64_t n, float *outs) {            \
         const uint64_t xs = 0;                                                          \
