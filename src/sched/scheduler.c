@@ -65,11 +65,10 @@ typedef struct lane {
     sw_request *req;             /* running; NULL: free, unless held */
     sw_request *held;            /* ended, its sequence kept for a continuation */
     size_t fed;                  /* prompt tokens in the forward being built */
-    bool decoding;               /* its last token is in the forward being built */
-    int32_t *toks;               /* (n_ctx + 1) the sequence's tokens: those
-                                  * evaluated, then the last sampled one */
+    int32_t *toks;               /* (n_ctx + 1) the sequence's tokens: its
+                                  * session's evaluated ones, then, while it
+                                  * decodes, the last sampled one */
     size_t n_toks;
-    bool pending;                /* toks ends with a token not yet evaluated */
     int32_t draft[SW_DRAFT_MAX]; /* the drafts behind the last token this step */
     uint32_t n_draft, want_draft;
     const float *draft_q;        /* their distributions, or NULL: all mass on each
@@ -292,7 +291,7 @@ sw_status sw_scheduler_continue(sw_scheduler *q, sw_request *prev, const int32_t
     /* the last sampled token is fed again as the prompt's first, or was the
      * end of the turn: either way not part of the sequence */
     if (st == SW_OK)
-        st = lane_start(q, l, r, l->n_toks - l->pending);
+        st = lane_start(q, l, r, sw_session_pos(l->session));
     if (st != SW_OK) {
         req_free(q, r);
         pthread_mutex_unlock(&q->mu);
@@ -412,7 +411,6 @@ static uint32_t draft_of(const sw_scheduler *q, const sw_request *r) {
  * the draft model forgets the rest and gets r's sampling. */
 static sw_status lane_start(sw_scheduler *q, lane *l, sw_request *r, size_t n_keep) {
     l->n_toks = n_keep;
-    l->pending = false;
     l->n_draft = l->want_draft = 0;
     l->draft_q = NULL;
     if (q->dmodel == NULL || draft_of(q, r) == 0)
@@ -540,8 +538,7 @@ static uint32_t build(sw_scheduler *q, bool *all_decode) {
         lane *l = &q->lanes[i];
         sw_request *r = l->req;
         l->fed = 0;
-        l->decoding = r != NULL && r->state == SW_REQ_DECODE && n < q->cap;
-        if (!l->decoding) {
+        if (r == NULL || r->state != SW_REQ_DECODE || n >= q->cap) {
             l->n_draft = 0;
             continue;
         }
@@ -599,7 +596,6 @@ static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint
     r->last = id;
     q->step_taken++;
     l->toks[l->n_toks++] = id;
-    l->pending = true;
     q->stats.generated_tokens += print;
     char buf[256];
     size_t len = 0;
@@ -662,8 +658,6 @@ static void consume(sw_scheduler *q, uint32_t n) {
             l->n_toks += l->fed;
             r->n_fed += l->fed;
             q->stats.prompt_tokens += l->fed;
-        } else if (r != NULL && l->decoding) {
-            l->pending = false; /* its last token was evaluated */
         }
     }
     uint32_t row = 0;
