@@ -15,7 +15,8 @@
 #      argmax and logits against the cpu f32 path, plans bit-identical,
 #      peak memory) and on a synthetic model of the default model's shape
 #      in Q4_K (random ids; the real default model is 241 MiB, past the
-#      64 MiB that travels);
+#      64 MiB that travels); test_assist cuda (Gemma 4 assistants: drafter
+#      logits against transformers', assisted generation's acceptance);
 #   4. speed, on synthetic models of official shapes (`spillway synth`):
 #      resident decode at batch 1 against the HBM bound (weight bytes per
 #      token / measured copy rate), prefill, streamed decode with
@@ -62,11 +63,11 @@ if [ "${1:-}" = "--pack" ]; then
   cmake -S . -B "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DSPILLWAY_CUDA=ON >/dev/null || exit 3
   cmake --build "$src" -j "$(nproc)" --target spillway_cli test_cuda test_cuda_ops \
-        test_cuda_math >/dev/null || { echo "pack: build failed" >&2; exit 3; }
+        test_cuda_math test_assist >/dev/null || { echo "pack: build failed" >&2; exit 3; }
   cmake --build "$src" -j "$(nproc)" --target test_pjrt >/dev/null 2>&1 || true
   rm -rf "$dest" && mkdir -p "$dest/tests" "$dest/lib" "$dest/include" || exit 3
   cp "$src/spillway" "$dest/" || exit 3
-  for t in test_cuda test_cuda_ops test_cuda_math test_pjrt; do
+  for t in test_cuda test_cuda_ops test_cuda_math test_assist test_pjrt; do
     [ -x "$src/tests/$t" ] && cp "$src/tests/$t" "$dest/tests/"
   done
   strip "$dest/spillway" "$dest"/tests/* 2>/dev/null
@@ -138,7 +139,7 @@ else
   step cmake_configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CUDA_ARCHITECTURES=90 &&
   step cmake_build 240 cmake --build "$build" -j "$(nproc)" --target spillway_cli test_cuda \
-       test_cuda_ops test_cuda_math ||
+       test_cuda_ops test_cuda_math test_assist ||
     say "binaries: build FAILED (raw/cmake_*.log)"
 fi
 put build "$build"
@@ -190,6 +191,12 @@ for a in gemma3 gemma4-moe gemma4-ple gemma4-kv gemma2 gemma1; do
 done
 grep -hE 'argmax agrees|bit-identical|device peak|greedy' "$raw"/test_cuda_gemma*.log 2>/dev/null |
   sed 's/^/  /' >>"$log"
+# Gemma 4 assistants (issue 36) on the GPU: drafter logits against transformers'
+# and assisted generation's rounds and acceptance, on the two tiny pairs
+step test_assist_cuda 90 "$build/tests/test_assist" cuda
+put test.assist "$(verdict "$(get test_assist_cuda.rc)")"
+say "test_assist cuda: $(get test.assist) ($(grep -m1 -E 'checks|skipped' "$raw/test_assist_cuda.log" || echo 'no summary'))"
+grep -hE 'drafter logits|assisted generation' "$raw/test_assist_cuda.log" 2>/dev/null | sed 's/^/  /' >>"$log"
 
 # ---- 4. speed ----------------------------------------------------------------------------
 mkdir -p "$synth_dir"
@@ -446,8 +453,9 @@ G = 1e9
 hbm, pin = num("hbm_Bps"), num("pinned_Bps")
 o = ["", "== device check%s: %s" % (" (DRY RUN)" if dry else "", R.get("gpu", "?"))]
 o.append("correctness: math %s | ops %s | gemma3 %s | gemma2 %s | gemma1 %s | 270m-shape q4_k %s"
+         " | gemma4 assistants %s"
          % tuple(R.get(k, "not run") for k in ("test.math", "test.ops", "test.gemma3", "test.gemma2",
-                                               "test.gemma1", "test.synth")))
+                                               "test.gemma1", "test.synth", "test.assist")))
 o.append("rates (doctor): HBM copy %.0f GB/s, h2d pinned %.1f GB/s, pageable %.1f GB/s, host %.1f GB/s"
          % (hbm / G, pin / G, num("pageable_Bps") / G, num("host_Bps") / G))
 rows = [("model", "decode tok/s", "HBM bound", "of bound", "predicted", "prefill tok/s", "peak / plan MiB")]

@@ -122,6 +122,18 @@ SW_API sw_status sw_model_open(const char *path, sw_model **out);
 /* Unmaps and frees. Accepts NULL. */
 SW_API void sw_model_close(sw_model *model);
 
+/* 1 when model is a Gemma 4 assistant (Gemma4AssistantForCausalLM, a
+ * drafter that runs only beside its Gemma 4 target: sw_draft_options'
+ * assistant), else 0. */
+SW_API int sw_model_is_assistant(const sw_model *model);
+
+/* The device bytes the assistant takes beside its target's plan for
+ * n_seq sequences (its weights and activations): what the target's plan
+ * reserves (sw_plan_options.draft_device_bytes). Errors: SW_ERR_ARG (not
+ * an assistant), SW_ERR_FORMAT, SW_ERR_OOM_HOST. */
+SW_API sw_status sw_assistant_device_bytes(const sw_model *assistant, uint32_t n_seq,
+                                           uint64_t *bytes);
+
 /* File name of the default model (real Gemma 3 270M, Q4_K_M). */
 #define SW_DEFAULT_MODEL_FILE "gemma-3-270m-q4_k_m.gguf"
 
@@ -611,6 +623,10 @@ typedef struct sw_draft_options {
                                    * sequences as the target's and a forward size
                                    * of at least its; the scheduler takes them */
     const sw_model *model;        /* that engine's model */
+    const sw_model *assistant;    /* a Gemma 4 assistant (Gemma4AssistantForCausalLM)
+                                   * for the target: it drafts over the target's
+                                   * own caches, on their side, with no engine or
+                                   * cache of its own (NULL: none) */
     uint32_t draft_max;           /* drafts per verify (1..SW_DRAFT_MAX); 0: the
                                    * cost model's best for the target's plan and
                                    * the drafter's cost, at SW_DRAFT_ACCEPTANCE */
@@ -625,9 +641,10 @@ SW_API sw_draft_options sw_draft_options_default(void);
 /* Sets the scheduler's drafter (the options are copied; the draft engine
  * is borrowed: destroy the scheduler first). Requests draft with it
  * unless their draft_max is 0. Call it before the first request runs.
- * Errors: SW_ERR_ARG (bad lengths, both drafters, a draft engine with too
- * few sequences, a vocabulary that differs from the target's, requests
- * running), SW_ERR_OOM_HOST. */
+ * Errors: SW_ERR_ARG (bad lengths, two drafters, a draft engine with too
+ * few sequences, a vocabulary that differs from the target's, an
+ * assistant that is not the target's, requests running), SW_ERR_OOM_HOST,
+ * the device's allocation error (an assistant's weights). */
 SW_API sw_status sw_scheduler_set_draft(sw_scheduler *sched, const sw_draft_options *opt);
 /* The drafts per verify the scheduler uses (the cost model's choice when
  * draft_max was 0); 0 without a drafter. */
@@ -758,6 +775,12 @@ struct sw_plan_options {
                                 * host (Gemma 4's experts); 0 = the planner's */
     double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */
     int default_rates;         /* 1: ignore doctor's cache, use the defaults */
+    uint64_t draft_device_bytes; /* a drafter beside the model on the device (a
+                                  * Gemma 4 assistant's weights and activations):
+                                  * taken off the device budget before the model
+                                  * is placed, shown as the plan's drafter row;
+                                  * 0: none */
+    const char *drafter;       /* the drafter's name for that row; NULL: "drafter" */
 };
 
 SW_API sw_plan_options sw_plan_options_default(void);
@@ -807,6 +830,10 @@ SW_API double sw_plan_speculative_tokens_per_s(const sw_plan *plan, uint32_t k,
                                                double acceptance, double draft_s);
 SW_API uint32_t sw_plan_best_draft_max(const sw_plan *plan, double acceptance, double draft_s,
                                        uint32_t k_max);
+/* One draft step of a drafter reading `bytes` of weights beside the plan
+ * (a Gemma 4 assistant): at the device's memory rate where the plan
+ * reserved it on the device, else the host's. */
+SW_API double sw_plan_drafter_seconds(const sw_plan *plan, uint64_t bytes);
 
 /* ---- sizes ---------------------------------------------------------------- */
 

@@ -4,7 +4,8 @@ command: with greedy sampling `run`, `chat` and `batch` give the same text
 with --draft-ngram and with a draft model (the tiny model drafting for
 itself) as without; the drafts show in run's stats line, in --report and
 --report-json, and in batch's summary; `plan` prints the draft model's
-plan after the target's (text and JSON) and refuses two drafters.
+plan after the target's (text and JSON) and refuses two drafters. The
+tiny Gemma 4 with its assistant through run, chat, batch and plan.
 
 usage: draft_cli_test.py SPILLWAY MODEL
 """
@@ -99,11 +100,58 @@ def test_plan():
     check(rc == 2 and "one drafter" in err, "plan with two drafters: exit %d %s" % (rc, err))
 
 
+def test_assistant(tmp):
+    """The tiny Gemma 4 with its assistant (a folder beside MODEL): run, chat
+    and batch as without; plan's device row reserves it (text and JSON)."""
+    tiny = os.path.dirname(MODEL)
+    target, asst = os.path.join(tiny, "gemma4-kv.gguf"), os.path.join(tiny, "gemma4-kv-assistant-hf")
+    common = ["-m", target, "-c", "256", "-t", "1", "--temp", "0", "--backend", "sim",
+              "--device-mem", "64M"]
+    draft = ["-md", asst, "--draft-max", "4"]
+    for prompt in PROMPTS:
+        rc, plain, _ = spillway("run", *common, "-n", "24", "-p", prompt)
+        rc2, out, err = spillway("run", *common, *draft, "-n", "24", "-p", prompt, "--report")
+        check(rc == 0 and rc2 == 0 and out == plain,
+              "run -md assistant %r: %r != %r (%s)" % (prompt, out, plain, err[-300:]))
+        check("Gemma 4 assistant drafts" in err and "speculative: " in err,
+              "run -md assistant: %s" % err[-300:])
+    turns = "hello there\nthe cat sat on the mat\n".encode()
+    rc, plain, _ = spillway("chat", *common, "-n", "16", stdin=turns)
+    rc2, out, _ = spillway("chat", *common, *draft, "-n", "16", stdin=turns)
+    check(rc == 0 and rc2 == 0 and out == plain, "chat -md assistant: %r != %r" % (out, plain))
+    path = os.path.join(tmp, "prompts4.jsonl")
+    with open(path, "w") as f:
+        for i, p in enumerate(PROMPTS * 2):
+            f.write(json.dumps({"id": i, "prompt": p}) + "\n")
+    rc, plain, _ = spillway("batch", *common, "-n", "20", "-np", "2", "-f", path)
+    rc2, out, err = spillway("batch", *common, *draft, "-n", "20", "-np", "2", "-f", path)
+
+    def texts(out):
+        return [json.loads(line)["text"] for line in out.decode().splitlines()]
+    check(rc == 0 and rc2 == 0 and texts(out) == texts(plain),
+          "batch -md assistant: %s" % err[-300:])
+    plan = ["plan", "-m", target, "-c", "256", "--backend", "sim", "--device-mem", "64M"]
+    rc, out, _ = spillway(*plan, *draft)
+    text = out.decode()
+    check(rc == 0 and "| drafter gemma4-kv-assistant-hf " in text and
+          "a Gemma 4 assistant over the target's caches" in text,
+          "plan -md assistant: exit %d\n%s" % (rc, text[-800:]))
+    rc, out, _ = spillway(*plan, *draft, "--json")
+    try:
+        doc = json.loads(out)
+        ok = doc["budget"]["drafter_bytes"] > 0 and doc["drafter"]["model"] == asst and \
+            doc["budget"]["device_bytes"] + doc["budget"]["drafter_bytes"] == 64 << 20
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    check(rc == 0 and ok, "plan -md assistant --json: exit %d %s" % (rc, out[-400:]))
+
+
 with tempfile.TemporaryDirectory() as tmp:
     test_run(tmp)
     test_chat()
     test_batch(tmp)
     test_plan()
+    test_assistant(tmp)
 failures = serve_util.failures
 print("draft_cli_test: %s" % ("ok" if failures == 0 else "%d failures" % failures))
 sys.exit(1 if failures else 0)

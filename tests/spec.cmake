@@ -32,3 +32,17 @@ if(SW_HAVE_PJRT)
   set_tests_properties(spec_cli_pjrt PROPERTIES LABELS "pjrt;model;slow" TIMEOUT 1800
                        ENVIRONMENT "SW_TEST_DATA=${SW_TEST_DATA}")
 endif()
+# test_assist: a Gemma 4 assistant (MTP drafter) on the tiny pairs of
+# tools/golden/make_tiny_assistant.py: its logits against transformers'
+# on the target's states, and assisted greedy generation (output, verify
+# rounds and drafts accepted as transformers') on cpu and the simulated
+# device (resident and streamed), and (test_assist_pjrt) on XLA's CPU
+# plugin; refusals of mismatched pairs.
+sw_add_c_test(test_assist ${CMAKE_CURRENT_SOURCE_DIR}/test_assist.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/golden.c)
+set_tests_properties(test_assist PROPERTIES TIMEOUT 300)
+if(SW_HAVE_PJRT)
+  add_test(NAME test_assist_pjrt COMMAND test_assist pjrt)
+  set_tests_properties(test_assist_pjrt PROPERTIES LABELS "pjrt" TIMEOUT 600
+                       ENVIRONMENT "SW_TEST_DATA=${SW_TEST_DATA}")
+endif()

@@ -12,9 +12,11 @@
 #       8 and Gemma 4's shared KV, so rewinds cross the window rings) on cpu,
 #       sim and streamed sim, prompts longer than the window and -n 160:
 #       n-grams, the model itself and another model with its vocabulary as
-#       drafter, and -b 4 (3 drafts a verify at most).
+#       drafter, the Gemma 4 ones' assistants (tools/golden/make_tiny_assistant.py),
+#       and -b 4 (3 drafts a verify at most).
 #   refuse SPILLWAY DATA_DIR  a draft model with another vocabulary, both
-#       drafters, --draft-max outside 1..16: usage errors (exit 2), one line.
+#       drafters, --draft-max outside 1..16, an assistant for another target
+#       or run on its own: usage errors (exit 2), one line.
 # Drafting is seen in --report-json's "speculative" counters: drafted
 # tokens (a draft model always drafts), and for a model drafting for
 # itself greedily every draft kept.
@@ -180,6 +182,12 @@ tiny)
                     done
                     model_identity "$name, -md ${other[$m]} --draft-max 5" "$tmp/plain" \
                         -md "$data/tiny/${other[$m]}.gguf" "${dflags[@]}" --draft-max 5
+                    if [ -d "$data/tiny/$m-assistant-hf" ]; then # its Gemma 4 assistant
+                        for k in 3 16; do
+                            model_identity "$name, -md its assistant --draft-max $k" "$tmp/plain" \
+                                -md "$data/tiny/$m-assistant-hf" --draft-max "$k"
+                        done
+                    fi
                 done
             done
             check "$m, $be: n-gram drafts were verified ($ngram_verified runs)" [ $ngram_verified -gt 0 ]
@@ -195,6 +203,15 @@ refuse)
     refused "another vocabulary on sim" vocabulary -m "$t/gemma3.gguf" "${base[@]}" --backend sim --device-mem 1G -md "$t/gemma4-moe.gguf"
     refused "--draft-ngram with --draft-model" "draft" -m "$t/gemma3.gguf" "${base[@]}" --draft-ngram -md "$t/gemma3.gguf"
     refused "--draft-model with --draft-ngram" "draft" -m "$t/gemma3.gguf" "${base[@]}" -md "$t/gemma3.gguf" --draft-ngram
+    refused "an assistant for another target" "not its assistant" -m "$t/gemma4-kv.gguf" "${base[@]}" -md "$t/gemma4-ple-assistant-hf"
+    refused "an assistant for a Gemma 3 target" "Gemma 4 target" -m "$t/gemma3.gguf" "${base[@]}" -md "$t/gemma4-kv-assistant-hf"
+    refused "an assistant with --draft-device-mem" "--draft-device-mem" -m "$t/gemma4-kv.gguf" "${base[@]}" --backend sim --device-mem 1G -md "$t/gemma4-kv-assistant-hf" --draft-device-mem 1M
+    # not a usage error: a model Spillway does not run on its own (exit 5, as
+    # an unsupported architecture)
+    "$bin" run -m "$t/gemma4-kv-assistant-hf" "${base[@]}" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    check "an assistant run on its own: exit 5 ($rc)" [ $rc -eq 5 ]
+    check "an assistant run on its own: the message" contains "$(cat "$tmp/err")" "--draft-model"
     refused "--draft-max 0" "--draft-max" -m "$t/gemma3.gguf" "${base[@]}" --draft-ngram --draft-max 0
     refused "--draft-max 17" "--draft-max" -m "$t/gemma3.gguf" "${base[@]}" --draft-ngram --draft-max 17
     refused "--draft-max abc" "--draft-max" -m "$t/gemma3.gguf" "${base[@]}" --draft-ngram --draft-max abc

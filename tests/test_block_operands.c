@@ -122,8 +122,10 @@ static void fill_weights(const block_shape *s, btensor *w) {
         w[r] = weight(r, shapes[r][0], shapes[r][1]);
 }
 
-static void check_block(const char *label, const block_shape *shape, block_phase phase,
-                        float layer_scale) {
+/* apos: attention masks by positions of their own (a Gemma 4
+ * assistant's). */
+static void check_block_apos(const char *label, const block_shape *shape, block_phase phase,
+                             float layer_scale, bool apos) {
     recorder rec = {.label = label};
     backend be = {.vt = &rec_vt, .impl = &rec};
     block_args a = {.shape = shape, .window = 4, .rope_base = 1e4f, .rope_scale = 1.0f,
@@ -140,6 +142,8 @@ static void check_block(const char *label, const block_shape *shape, block_phase
                        BO_MOE_X, BO_MOE_GU, BO_MOE_YD};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         *fields[i] = at(ids[i]);
+    if (apos)
+        t->apos = at(BO_APOS);
 
     block_args walked = a;
     SW_CHECK_OK(block_for_each_mem(&walked, declare, &rec));
@@ -154,6 +158,11 @@ static void check_block(const char *label, const block_shape *shape, block_phase
         SW_CHECK(!(s->decl.access & MEM_WRITE) || s->written,
                  "%s: operand %d declared written, never written", label, i);
     }
+}
+
+static void check_block(const char *label, const block_shape *shape, block_phase phase,
+                        float layer_scale) {
+    check_block_apos(label, shape, phase, layer_scale, false);
 }
 
 int main(void) {
@@ -177,6 +186,8 @@ int main(void) {
     block_shape shared = g4;
     shared.kv_shared = true;
     check_block("gemma 4 shared KV", &shared, BLOCK_WHOLE, 0.0f);
+    check_block_apos("gemma 4 assistant (shared KV, attention positions)", &shared, BLOCK_WHOLE,
+                     0.5f, true);
     block_shape ple = g4;
     ple.n_pl = 4;
     check_block("gemma 4 per-layer input", &ple, BLOCK_WHOLE, 0.25f);

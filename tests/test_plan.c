@@ -173,7 +173,7 @@ static void test_catalog_kv(void) {
     };
     plan_model m;
     plan_rates r;
-    plan_budget b = {true, "test", 1ull << 50, 1ull << 50, 1ull << 50, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "test", 1ull << 50, 1ull << 50, 1ull << 50, UINT64_MAX, 0, "sim", 0, ""};
     plan *p = new_plan();
     plan_rates_default(&r);
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {

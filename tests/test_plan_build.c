@@ -116,7 +116,7 @@ static void sweep(const char *name, const char *type, uint32_t n_ctx, bool sim) 
     plan_model m;
     plan_rates r;
     plan_workload w = {n_ctx, 1, 64, 4, PLAN_KV_F32, false, false};
-    plan_budget b = {true, "test", 0, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "test", 0, 0, 64ull << 30, UINT64_MAX, 0, "sim", 0, ""};
     plan *p = alloc_plan(), *q = alloc_plan();
     char what[96];
     SW_CHECK_OK(plan_model_from_catalog(name, type, &m));
@@ -165,7 +165,7 @@ static void expect_failure(const char *name, const char *type, uint32_t n_ctx, u
     plan_model m;
     plan_rates r;
     plan_workload w = {n_ctx, 1, 64, 8, PLAN_KV_F32, false, false};
-    plan_budget b = {true, "test", budget, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "test", budget, 0, 64ull << 30, UINT64_MAX, 0, "sim", 0, ""};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog(name, type, &m));
@@ -182,7 +182,7 @@ static void test_failure_message(void) {
     plan_model m;
     plan_rates r;
     plan_workload w = {131072, 1, 512, 8, PLAN_KV_F32, false, false};
-    plan_budget b = {false, "", 0, 0, 64ull << 20, UINT64_MAX, 0, "cpu"};
+    plan_budget b = {false, "", 0, 0, 64ull << 20, UINT64_MAX, 0, "cpu", 0, ""};
     plan *p = alloc_plan();
     const char *const want_7b[] = {"device memory (test) is short by", "-c ", "--kv-type f16",
                                    "a smaller model: gemma", " q4_k_m (", "--backend cpu",
@@ -251,7 +251,7 @@ static void test_levers(void) {
     plan_model m;
     plan_rates r;
     plan_workload w = {32768, 4, 64, 2, PLAN_KV_F32, false, false};
-    plan_budget b = {false, "", 0, 0, 4ull << 30, UINT64_MAX, 0, "cpu"};
+    plan_budget b = {false, "", 0, 0, 4ull << 30, UINT64_MAX, 0, "cpu", 0, ""};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog("gemma3-27b", NULL, &m));
@@ -272,7 +272,7 @@ static void test_levers(void) {
      * layer's ring slots do not fit; bf16 or q8_0 ones do) */
     SW_CHECK_OK(plan_model_from_catalog("gemma3-4b", "f32", &m));
     w = (plan_workload){8192, 2, 64, 2, PLAN_KV_F32, false, false};
-    b = (plan_budget){true, "test", 300ull << 20, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
+    b = (plan_budget){true, "test", 300ull << 20, 0, 64ull << 30, UINT64_MAX, 0, "sim", 0, ""};
     st = plan_build(&m, &b, &r, &w, NULL, p);
     snprintf(copy, sizeof copy, "%s", sw_last_error());
     SW_CHECK(st == SW_ERR_OOM_DEVICE && strstr(copy, "\n  --weights bf16 ("),
@@ -287,7 +287,7 @@ static void test_pins_honoured(void) {
     plan_rates r;
     plan_pins pins;
     plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32, false, false};
-    plan_budget b = {true, "test", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "test", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim", 0, ""};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog("gemma3-1b", NULL, &m));
@@ -314,7 +314,7 @@ static void test_cpu_backend(void) {
     plan_model m;
     plan_rates r;
     plan_workload w = {4096, 1, 64, 4, PLAN_KV_F32, false, false};
-    plan_budget b = {false, "", 0, 0, 8ull << 30, UINT64_MAX, 0, "cpu"};
+    plan_budget b = {false, "", 0, 0, 8ull << 30, UINT64_MAX, 0, "cpu", 0, ""};
     plan *p = alloc_plan();
     plan_rates_default(&r);
     SW_CHECK_OK(plan_model_from_catalog("gemma3-270m", NULL, &m));
@@ -338,7 +338,7 @@ static void test_link_bound(void) {
     plan_rates r;
     plan_pins pins;
     plan_workload w = {2048, 1, 32, 4, PLAN_KV_F32, false, false};
-    plan_budget b = {true, "sim", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "sim", 1ull << 34, 0, 64ull << 30, UINT64_MAX, 0, "sim", 0, ""};
     plan *p = alloc_plan();
     rates_for(true, &r);
     r.h2d_pinned_Bps = r.h2d_pageable_Bps = 0.2e9;
@@ -361,7 +361,7 @@ static void test_kernel_rates(void) {
     plan_model m;
     plan_rates r;
     plan_workload w = {2048, 1, 64, 4, PLAN_KV_F32, false, false};
-    plan_budget b = {true, "cuda:0", 1ull << 40, 1ull << 40, 64ull << 30, UINT64_MAX, 0, "cuda"};
+    plan_budget b = {true, "cuda:0", 1ull << 40, 1ull << 40, 64ull << 30, UINT64_MAX, 0, "cuda", 0, ""};
     plan *p = alloc_plan();
     const int bf16 = type_decode_index(SW_TYPE_BF16);
     SW_CHECK_OK(plan_model_from_catalog("gemma2-9b", "bf16", &m));

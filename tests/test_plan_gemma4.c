@@ -87,7 +87,7 @@ static void test_k_eq_v_and_experts(void) {
     /* Decode reads the experts its token is routed to: 8 of 128. */
     plan_rates r;
     plan_rates_default(&r);
-    plan_budget b = {false, "", 0, 0, 1ull << 40, UINT64_MAX, 0, "cpu"};
+    plan_budget b = {false, "", 0, 0, 1ull << 40, UINT64_MAX, 0, "cpu", 0, ""};
     plan_workload w = {4096, 1, 64, 2, PLAN_KV_F16, false, false};
     plan *p = calloc(2, sizeof *p);
     if (p == NULL)
@@ -105,7 +105,7 @@ static void test_plan_keeps_no_shared_cache(void) {
     plan_model m;
     plan_rates r;
     plan_rates_default(&r);
-    plan_budget b = {true, "test", 4ull << 30, 4ull << 30, 1ull << 40, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "test", 4ull << 30, 4ull << 30, 1ull << 40, UINT64_MAX, 0, "sim", 0, ""};
     plan_workload w = {8192, 1, 64, 2, PLAN_KV_F16, false, false};
     plan *p = calloc(1, sizeof *p);
     if (p == NULL)
@@ -134,7 +134,7 @@ static void test_experts_on_host(void) {
     plan_model m;
     plan_rates r;
     plan_rates_default(&r);
-    plan_budget b = {true, "test", 8ull << 30, 8ull << 30, 32ull << 30, UINT64_MAX, 0, "sim"};
+    plan_budget b = {true, "test", 8ull << 30, 8ull << 30, 32ull << 30, UINT64_MAX, 0, "sim", 0, ""};
     plan_workload w = {4096, 1, 64, 2, PLAN_KV_F16, false, false};
     plan *p = calloc(1, sizeof *p);
     plan_pins pins;

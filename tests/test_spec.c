@@ -14,7 +14,9 @@
  *     distributed as without drafts (two-sample chi-square), a token
  *     is the n-gram drafter's first draft as often as without drafts,
  *     and the stats say drafts were made, verified and kept; every
- *     request ends well (one seed's sequence after another's on a lane).
+ *     request ends well (one seed's sequence after another's on a lane);
+ *   - the same on the tiny Gemma 4 (gemma4-kv) drafted by its assistant
+ *     (tools/golden/make_tiny_assistant.py), for two settings.
  * Bounds are six standard deviations: a correct implementation passes
  * them reliably. Checked when written, on a scratch copy of verify.c:
  * keeping every draft fails the synthetic and the scheduler checks (the
@@ -485,10 +487,49 @@ done:
     free(spec);
 }
 
+/* The tiny Gemma 4 (gemma4-kv) drafted by its assistant: sampled tokens
+ * distributed as without drafts, for two settings. */
+static void test_assistant_sampled(void) {
+    sw_model *m = NULL, *am = NULL;
+    sw_engine *e = NULL;
+    sample *plain = calloc(N_SEEDS, sizeof *plain), *spec = calloc(N_SEEDS, sizeof *spec);
+    SW_CHECK_OK(sw_model_open(sw_test_data("tiny/gemma4-kv-hf"), &m));
+    SW_CHECK_OK(sw_model_open(sw_test_data("tiny/gemma4-kv-assistant-hf"), &am));
+    if (m == NULL || am == NULL || plain == NULL || spec == NULL || (e = launch(m)) == NULL)
+        goto done;
+    const char *text = "the people of the water and the people of the";
+    int32_t prompt[N_CTX];
+    size_t n_prompt = 0;
+    SW_CHECK_OK(sw_tokenize(m, text, strlen(text), SW_TOK_ADD_BOS, prompt, N_CTX, &n_prompt));
+    const sw_sampler_options settings[] = {
+        {.temp = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},
+        {.temp = 0.7f, .top_k = 40, .top_p = 0.9f, .min_p = 0.0f},
+    };
+    sw_draft_options d = sw_draft_options_default();
+    d.assistant = am;
+    d.draft_max = 3;
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const sw_sampler_options *so = &settings[i];
+        sw_scheduler_stats st;
+        printf(" gemma4-kv, temp %.1f top-k %d top-p %.2f\n", so->temp, so->top_k, so->top_p);
+        generate(e, m, NULL, so, 7000000 * (i + 1), prompt, n_prompt, plain, &st);
+        generate(e, m, &d, so, 7000000 * (i + 1) + N_SEEDS, prompt, n_prompt, spec, &st);
+        check_stats("its assistant's drafts", &st);
+        compare("its assistant's drafts", plain, spec, sw_engine_n_vocab(e));
+    }
+done:
+    sw_engine_destroy(e);
+    sw_model_close(am);
+    sw_model_close(m);
+    free(plain);
+    free(spec);
+}
+
 int main(void) {
     test_ngram();
     test_verify_greedy();
     test_verify_sampled();
     test_scheduler();
+    test_assistant_sampled();
     return sw_check_finish("test_spec");
 }

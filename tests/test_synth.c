@@ -5,7 +5,8 @@
  * the join of two earlier ones), the streaming GGUF and safetensors writers
  * (read back by our readers from memory, misuse refused), Gemma 4's tensor
  * lists at full size (never written here: KV-shared layers without keys,
- * per-layer embeddings, 3-D experts), and synth_write's errors (bad
+ * per-layer embeddings, 3-D experts), Gemma 4 assistants' lists and
+ * token ordering, and synth_write's errors (bad
  * options, existing or unwritable paths, cancellation), which must leave
  * nothing behind.
  */
@@ -218,11 +219,13 @@ static void test_st_writer(void) {
     membuf mb = {0};
     byte_sink sink = {mem_write, &mb};
     SW_CHECK_OK(st_writer_create(&w));
-    uint64_t s_a[2] = {3, 4}, s_b[1] = {5};
+    uint64_t s_a[2] = {3, 4}, s_b[1] = {5}, s_d[1] = {2};
+    /* the widest dtype first, as safetensors orders them (aligned data) */
+    SW_CHECK_OK(st_writer_add(w, "d.ordering", ST_I64, 1, s_d));
     SW_CHECK_OK(st_writer_add(w, "a.weight", ST_BF16, 2, s_a));
     SW_CHECK_OK(st_writer_add(w, "b/norm.weight", ST_F32, 1, s_b));
     SW_CHECK(st_writer_add(w, "a.weight", ST_F16, 1, s_b) == SW_ERR_ARG, "duplicate name");
-    SW_CHECK(st_writer_add(w, "c", ST_I64, 1, s_b) == SW_ERR_ARG, "integer dtype refused");
+    SW_CHECK(st_writer_add(w, "c", ST_I32, 1, s_b) == SW_ERR_ARG, "I32 dtype refused");
     uint64_t total = 0;
     SW_CHECK_OK(st_writer_file_bytes(w, &total));
     SW_CHECK(st_writer_add(w, "late", ST_F32, 1, s_b) == SW_ERR_ARG, "sealed after sizing");
@@ -232,6 +235,8 @@ static void test_st_writer(void) {
     float b[5] = {0.5f, -1, 2, 3, 4};
     for (int i = 0; i < 12; i++)
         a[i] = half_f32_to_bf16((float)i);
+    const uint8_t d[16] = {7, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}; /* 7, 257 */
+    SW_CHECK_OK(st_writer_write_data(w, &sink, d, sizeof d));
     SW_CHECK_OK(st_writer_write_data(w, &sink, a, 7));
     SW_CHECK(st_writer_finish(w) == SW_ERR_ARG, "incomplete");
     SW_CHECK_OK(st_writer_write_data(w, &sink, (uint8_t *)a + 7, sizeof a - 7));
@@ -249,6 +254,9 @@ static void test_st_writer(void) {
         SW_CHECK(ta && ta->dtype == ST_BF16 && ta->n_dims == 2 && ta->shape[0] == 3 &&
                  ta->shape[1] == 4 && !memcmp(ta->data, a, sizeof a), "bf16 round trip");
         SW_CHECK(tb && tb->dtype == ST_F32 && !memcmp(tb->data, b, sizeof b), "f32 round trip");
+        const st_tensor *td = st_find(f, "d.ordering");
+        SW_CHECK(td && td->dtype == ST_I64 && td->shape[0] == 2 && !memcmp(td->data, d, sizeof d),
+                 "i64 round trip");
         SW_CHECK(st_meta(f, "format") && !strcmp(st_meta(f, "format"), "pt"), "format pt");
     }
     st_close(f);
@@ -465,6 +473,113 @@ static void test_gemma4_lists(void) {
     synth_model_free(&m);
 }
 
+/* Gemma 4 assistants: 4 KV-shared layers at the target's head shapes (no
+ * keys, values or k_norm), projections to and from the target's width,
+ * and a centroid head for the small ones whose cluster count divides the
+ * vocabulary. */
+static void test_assistant_lists(void) {
+    synth_model m;
+    const uint32_t B = SW_TYPE_BF16, F32 = SW_TYPE_F32;
+    SW_CHECK(synth_is_assistant("gemma4-31b-assistant") && synth_is_assistant("X-ASSISTANT") &&
+             !synth_is_assistant("gemma4-31b") && !synth_is_assistant("-assistant") &&
+             !synth_is_assistant(NULL), "assistant names");
+    SW_CHECK_OK(synth_assistant_build("gemma4-31b-assistant", 0, B, &m));
+    SW_CHECK(m.c.assistant && m.c.n_layer == 4 && m.n_layer_full == 4 &&
+             m.c.backbone_embd == 5376 && m.c.n_centroid == 0 && m.c.n_vocab == 262144 &&
+             !strcmp(m.name, "gemma4-31b-assistant"), "31B assistant config");
+    want_t(&m, "token_embd.weight", 1024, 262144, 1, B);
+    want_t(&m, "blk.0.attn_q.weight", 1024, 32 * 256, 1, B);
+    want_t(&m, "blk.3.attn_q.weight", 1024, 32 * 512, 1, B);
+    want_t(&m, "blk.3.attn_output.weight", 32 * 512, 1024, 1, B);
+    want_t(&m, "blk.3.attn_q_norm.weight", 512, 1, 1, F32);
+    want_t(&m, "blk.2.ffn_down.weight", 8192, 1024, 1, B);
+    want_t(&m, "blk.1.layer_output_scale.weight", 1, 1, 1, F32);
+    want_t(&m, "mtp.pre_proj.weight", 2 * 5376, 1024, 1, B);
+    want_t(&m, "mtp.post_proj.weight", 1024, 5376, 1, B);
+    SW_CHECK(find_t(&m, "blk.0.attn_k.weight") == NULL && find_t(&m, "blk.3.attn_v.weight") ==
+             NULL && find_t(&m, "blk.1.attn_k_norm.weight") == NULL &&
+             find_t(&m, "mtp.centroids.weight") == NULL && find_t(&m, "rope_freqs.weight") ==
+             NULL, "no keys, values or centroids");
+    SW_CHECK(model_layer_n_head_kv(&m.c, 0) == 16 && model_layer_n_head_kv(&m.c, 3) == 4 &&
+             model_layer_head_dim(&m.c, 3) == 512 && !model_layer_owns_kv(&m.c, 3),
+             "the target's KV heads per layer type");
+    uint64_t n_params = 0;
+    for (size_t i = 0; i < m.n; i++)
+        n_params += synth_is_param(&m.t[i]) ? m.t[i].ne0 * synth_rows(&m.t[i]) : 0;
+    SW_CHECK(n_params == 469518596ull, "31B assistant: %llu parameters (~470M on its card)",
+             (unsigned long long)n_params);
+    synth_model_free(&m);
+
+    static const struct { uint32_t vocab, centroids, top_k; } heads[] = {
+        {0, 2048, 32}, {512, 32, 16}, {1000, 8, 4}, {513, 1, 1}, {4096, 256, 32}};
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        SW_CHECK_OK(synth_assistant_build("gemma4-e2b-assistant", heads[i].vocab, B, &m));
+        const synth_tensor *o = find_t(&m, "mtp.token_order");
+        SW_CHECK(m.c.n_centroid == heads[i].centroids && m.c.centroid_top_k == heads[i].top_k &&
+                 m.c.n_vocab % m.c.n_centroid == 0 && o != NULL && o->kind == SYNTH_INDEX &&
+                 o->ne0 == m.c.n_vocab && !synth_is_param(o),
+                 "--vocab %u: %u centroids, top %u", heads[i].vocab, m.c.n_centroid,
+                 m.c.centroid_top_k);
+        if (heads[i].centroids > 1) /* want_t takes one row for a vector */
+            want_t(&m, "mtp.centroids.weight", 256, heads[i].centroids, 1, B);
+        synth_model_free(&m);
+    }
+    SW_CHECK(synth_assistant_build("gemma3-1b-assistant", 0, B, &m) == SW_ERR_ARG &&
+             strstr(sw_last_error(), "gemma4-e4b-assistant"), "unknown assistant: %s",
+             sw_last_error());
+    SW_CHECK(synth_assistant_build("gemma4-e2b-assistant", 100, B, &m) == SW_ERR_ARG,
+             "--vocab too small");
+}
+
+/* An assistant written as a folder: no tokenizer, its token ordering a
+ * permutation that the seed picks; GGUF and --layers refused. */
+static void test_assistant_write(const char *dir) {
+    char path[512], file[600];
+    synth_options o = synth_options_default();
+    synth_result r;
+    snprintf(path, sizeof path, "%s/asst", dir);
+    snprintf(file, sizeof file, "%s/model.safetensors", path);
+    o.path = path;
+    o.type = "bf16";
+    o.shape = "gemma4-e4b-assistant";
+    o.n_vocab = 512;
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG && strstr(sw_last_error(), "--format hf"),
+             "gguf assistant refused: %s", sw_last_error());
+    o.format = "hf";
+    o.n_layers = 4;
+    SW_CHECK(synth_write(&o, &r) == SW_ERR_ARG && strstr(sw_last_error(), "--layers"),
+             "--layers refused: %s", sw_last_error());
+    o.n_layers = 0;
+    int64_t first[512] = {0};
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        o.seed = seed;
+        o.force = seed > 1;
+        SW_CHECK_OK(synth_write(&o, &r));
+        SW_CHECK(r.n_files == 2 && r.n_layer == 4 && r.n_vocab == 512, "2 files, 4 layers");
+        st_file *f = NULL;
+        SW_CHECK_OK(st_open(file, &f));
+        const st_tensor *t = f ? st_find(f, "masked_embedding.token_ordering") : NULL;
+        bool seen[512] = {false}, perm = t && t->dtype == ST_I64 && t->n_elements == 512;
+        int64_t v[512];
+        if (perm)
+            memcpy(v, t->data, sizeof v); /* little-endian hosts */
+        for (int i = 0; perm && i < 512; i++) {
+            perm = v[i] >= 0 && v[i] < 512 && !seen[v[i]];
+            if (perm)
+                seen[v[i]] = true;
+        }
+        SW_CHECK(perm, "seed %llu: the token ordering is a permutation",
+                 (unsigned long long)seed);
+        if (seed == 1 && perm)
+            memcpy(first, v, sizeof v);
+        if (seed == 2)
+            SW_CHECK(perm && memcmp(first, v, sizeof v) != 0, "the seed picks the ordering");
+        st_close(f);
+    }
+    snprintf(file, sizeof file, "%s/tokenizer.json", path);
+    SW_CHECK(access(file, F_OK) != 0, "an assistant has no tokenizer of its own");
+}
+
 /* --type q4_k_m: llama.cpp's Q4_K_M choices. The default model is a Q4_K_M
  * file that llama.cpp's quantizer wrote (gemma-3-270m-q4_k_m.gguf): every
  * matrix our mix stores as Q4_K or Q6_K has that type there too (its
@@ -527,6 +642,7 @@ static void test_q4_k_m_mix(void) {
 int main(void) {
     test_generator();
     test_gemma4_lists();
+    test_assistant_lists();
     test_q4_k_m_mix();
     test_vocab();
     test_gguf_writer();
@@ -535,6 +651,7 @@ int main(void) {
     char dir[] = "/tmp/sw_synth_XXXXXX";
     if (mkdtemp(dir) != NULL) {
         test_errors(dir);
+        test_assistant_write(dir);
         nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     } else {
         SW_CHECK(0, "mkdtemp failed");

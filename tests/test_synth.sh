@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_synth.sh — `spillway synth` on the command line: bad flags exit 2
-# with one error line, file-system problems exit 3 and leave nothing, and a
-# small synthetic model is described by `info` and generates with `run`.
+# with one error line, file-system problems exit 3 and leave nothing, a
+# small synthetic model is described by `info` and generates with `run`,
+# and a synthetic Gemma 4 assistant drafts for its target without changing
+# its greedy output.
 #   bash tests/test_synth.sh build/spillway
 set -u
 S=${1:?usage: test_synth.sh path/to/spillway}
@@ -80,6 +82,47 @@ checks=$((checks + 1))
 for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do
     [ -f "$dir/hf/$f" ] || { echo "FAIL: hf/$f missing"; fails=$((fails + 1)); }
 done
+rm -rf "$dir/hf"
+
+# Gemma 4 assistants: Hugging Face folders of 4 layers, no tokenizer. The
+# E2B one drafts for a 5-layer E2B target (ending on its full layer, as an
+# HF folder must): greedy output is the target's, exactly, on the CPU and
+# on the simulated device. A 31B target's smallest HF folder (6 layers) is
+# ~4 GB, too slow here, so the mismatched pair is the 31B assistant beside
+# the E2B target.
+expect 2 "assistant as gguf" "$S" synth --shape gemma4-e2b-assistant --vocab 512 -o "$dir/a.gguf"
+expect_err "... says --format hf" "--format hf"
+expect 2 "assistant with --layers" "$S" synth --shape gemma4-e2b-assistant --format hf \
+    --layers 2 -o "$dir/a"
+expect 2 "unknown assistant" "$S" synth --shape gemma3-1b-assistant --format hf -o "$dir/a"
+expect_err "... lists the assistants" "gemma4-31b-assistant"
+expect 0 "write e2b assistant" "$S" synth --shape gemma4-e2b-assistant --format hf --vocab 512 \
+    -o "$dir/a2"
+checks=$((checks + 1))
+grep -q "gemma4-e2b-assistant bf16 hf, 4/4 layers, 512 tokens" "$dir/out" &&
+    [ -f "$dir/a2/config.json" ] && [ -f "$dir/a2/model.safetensors" ] &&
+    [ ! -e "$dir/a2/tokenizer.json" ] ||
+    { echo "FAIL: assistant folder:"; cat "$dir/out"; ls "$dir/a2"; fails=$((fails + 1)); }
+expect 0 "write 31b assistant" "$S" synth --shape gemma4-31b-assistant --format hf --vocab 512 \
+    -q -o "$dir/a31"
+expect 0 "write e2b target" "$S" synth --shape gemma4-e2b --format hf --vocab 512 --layers 5 \
+    -q -o "$dir/t2"
+gen=(-p Hello -n 8 --temp 0 -t 2 -c 256)
+expect 0 "target alone" "$S" run -m "$dir/t2" "${gen[@]}" --backend cpu
+cp "$dir/out" "$dir/alone"
+for be in "--backend cpu" "--backend sim --device-mem 2G"; do
+    # shellcheck disable=SC2086 # $be is two or four words
+    expect 0 "target + assistant ($be)" "$S" run -m "$dir/t2" -md "$dir/a2" "${gen[@]}" $be
+    checks=$((checks + 1))
+    if ! cmp -s "$dir/alone" "$dir/out" || ! grep -qi "draft" "$dir/err"; then
+        echo "FAIL: $be: with the assistant, output differs or nothing was drafted:"
+        cat "$dir/alone" "$dir/out" "$dir/err"; fails=$((fails + 1))
+    fi
+done
+expect 2 "mismatched pair" "$S" run -m "$dir/t2" -md "$dir/a31" "${gen[@]}" --backend cpu
+expect_err "... not its assistant" "not its assistant"
+rm -rf "$dir/a2" "$dir/a31" "$dir/t2"
+
 checks=$((checks + 1))
 left=$(find "$dir" -name '*.tmp.*' | wc -l)
 [ "$left" -eq 0 ] || { echo "FAIL: $left temporary files left"; fails=$((fails + 1)); }

@@ -37,7 +37,8 @@ class PlanOptions(Structure):
                 ("n_ctx", c_uint32), ("n_batch", c_uint32), ("n_seq", c_uint32),
                 ("n_threads", c_int), ("kv_type", c_char_p), ("cpu_dots", c_char_p),
                 ("weights", c_char_p), ("place", c_char_p), ("n_gpu_layers", c_int),
-                ("n_cpu_moe", c_int), ("sim_link_Bps", c_double), ("default_rates", c_int)]
+                ("n_cpu_moe", c_int), ("sim_link_Bps", c_double), ("default_rates", c_int),
+                ("draft_device_bytes", c_uint64), ("drafter", c_char_p)]
 
 
 class SamplerOptions(Structure):
@@ -76,7 +77,8 @@ DRAFT_MAX = 16   # SW_DRAFT_MAX
 
 class DraftOptions(Structure):
     _fields_ = [("ngram", c_int), ("ngram_min", c_uint32), ("ngram_max", c_uint32),
-                ("engine", c_void_p), ("model", c_void_p), ("draft_max", c_uint32)]
+                ("engine", c_void_p), ("model", c_void_p), ("assistant", c_void_p),
+                ("draft_max", c_uint32)]
 
 
 class ChatMessage(Structure):
@@ -102,6 +104,9 @@ sw_version = _fn("sw_version", c_char_p)
 sw_last_error = _fn("sw_last_error", c_char_p)
 sw_model_open = _fn("sw_model_open", c_int, c_char_p, POINTER(P))
 sw_model_close = _fn("sw_model_close", None, P)
+sw_model_is_assistant = _fn("sw_model_is_assistant", c_int, P)
+sw_assistant_device_bytes = _fn("sw_assistant_device_bytes", c_int, P, c_uint32,
+                                POINTER(c_uint64))
 sw_default_model_path = _fn("sw_default_model_path", c_int, c_char_p, c_size_t)
 sw_model_special_tokens = _fn("sw_model_special_tokens", c_int, P, POINTER(SpecialTokens))
 sw_tokenize = _fn("sw_tokenize", c_int, P, c_char_p, c_size_t, c_uint, POINTER(c_int32),

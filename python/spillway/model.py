@@ -4,6 +4,7 @@ batching `spillway batch` and `serve` run on)."""
 import codecs
 import ctypes
 import json
+import os
 import threading
 
 from . import _lib as L
@@ -54,7 +55,9 @@ class Model:
     draft_ngram=True drafts from the text's own n-grams; draft_model=PATH
     from a smaller model with the same vocabulary, planned like this one
     (no placement pins, this model's context and sequences) on a budget of
-    its own, draft_device_mem (default: device_mem). draft_max: drafts per
+    its own, draft_device_mem (default: device_mem) — or, when PATH is a
+    Gemma 4 assistant folder, from that assistant over this model's caches,
+    its device bytes reserved in this model's plan. draft_max: drafts per
     verify, 1 to 16 (None: the cost model's choice). Greedy output is
     exactly the output without drafts; sampled output keeps its
     distribution."""
@@ -74,6 +77,20 @@ class Model:
         _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._model)))
         try:
             opts, self._keep = self._plan_options(plan_options)
+            if draft_model is not None:   # an assistant's bytes go into this plan
+                _check(L.sw_model_open(_bytes(str(draft_model)),
+                                       ctypes.byref(self._draft_model)))
+                if L.sw_model_is_assistant(self._draft_model):
+                    if draft_device_mem is not None:
+                        raise ValueError("draft_device_mem: a Gemma 4 assistant has no budget "
+                                         "of its own (its bytes come off device_mem)")
+                    need = ctypes.c_uint64()
+                    _check(L.sw_assistant_device_bytes(self._draft_model, opts.n_seq or 1,
+                                                       ctypes.byref(need)))
+                    opts.draft_device_bytes = need.value
+                    name = _bytes(os.path.basename(str(draft_model).rstrip("/")))
+                    self._keep.append(name)
+                    opts.drafter = name
             _check(L.sw_engine_launch(self._model, ctypes.byref(opts), None,
                                       ctypes.byref(self._engine)))
             _check(L.sw_scheduler_create(self._engine, self._model, ctypes.byref(self._sched)))
@@ -119,7 +136,9 @@ class Model:
                 raise ValueError("draft_max %r: 1 to %d drafts per verify"
                                  % (draft_max, L.DRAFT_MAX))
             d.draft_max = draft_max
-        if path is not None:
+        if path is not None and L.sw_model_is_assistant(self._draft_model):
+            d.assistant = self._draft_model
+        elif path is not None:
             po = L.PlanOptions.from_buffer_copy(opts)
             po.place, po.n_gpu_layers, po.n_cpu_moe = None, -1, 0
             po.n_ctx = L.sw_engine_n_ctx(self._engine)
@@ -127,7 +146,6 @@ class Model:
                 po.device_mem_bytes, po.device_mem_fraction = 0, float(device_mem[:-1]) / 100.0
             elif device_mem is not None:
                 po.device_mem_bytes, po.device_mem_fraction = _size(device_mem), 0.0
-            _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._draft_model)))
             _check(L.sw_engine_launch(self._draft_model, ctypes.byref(po), None,
                                       ctypes.byref(self._draft_engine)))
             d.engine, d.model = self._draft_engine, self._draft_model

@@ -100,7 +100,9 @@ static sw_status attention_half(backend *b, const block_args *a) {
                             .u.kv_append = {.k = t->k, .v = t->v, .pos = t->pos, .seq = t->seq,
                                             .cache = a->kv, .n_tokens = n}});
     BOP_SUBMIT(b, (bop){.kind = BOP_ATTENTION,
-                        .u.attention = {.q = t->q, .out = t->att, .pos = t->pos, .seq = t->seq,
+                        .u.attention = {.q = t->q, .out = t->att,
+                                        .pos = t->apos.buf != NULL ? t->apos : t->pos,
+                                        .seq = t->seq,
                                         .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
                                         .n_head_kv = s->n_head_kv, .head_dim = hd,
                                         .window = a->window, .softcap = s->attn_softcap}});

@@ -60,6 +60,11 @@ typedef struct block_acts {
      * gate/up and down scratch, and their output */
     bmem moe_r, moe_scores, moe_ids, moe_w, moe_x, moe_gu, moe_yd, moe_out;
     bmem pos, seq;       /* (n_tok) int32: position and sequence of each token */
+    /* (n_tok) int32: the positions attention masks by, where they differ
+     * from pos (a Gemma 4 assistant's query, RoPE'd at the position after
+     * the last key it may see); buf NULL: pos. The engine's own forwards
+     * leave it unset. */
+    bmem apos;
 } block_acts;
 
 /* Which part of a block a call runs: all of it, or (Gemma 4's experts
@@ -89,7 +94,7 @@ typedef struct block_args {
  * positions and sequences; then the block's scratch. */
 typedef enum block_operand {
     BO_X, BO_H, BO_MOE_OUT, BO_PLE,
-    BO_KV_K, BO_KV_V, BO_POS, BO_SEQ,
+    BO_KV_K, BO_KV_V, BO_POS, BO_SEQ, BO_APOS,
     BO_Q, BO_ATT, BO_K, BO_V, BO_GATE, BO_UP,
     BO_MOE_R, BO_MOE_SCORES, BO_MOE_IDS, BO_MOE_W, BO_MOE_X, BO_MOE_GU, BO_MOE_YD,
     BO_WEIGHT,                  /* + role: weight `role` */

@@ -298,6 +298,8 @@ static sw_status walk_attention_half(const block_walk *w) {
     SW_TRY(operand(w, BO_KV_V, &a->kv.v, half, cache, !s->kv_shared, MEM_ROWS_NONE));
     SW_TRY(operand(w, BO_POS, &a->act.pos, n * I, MEM_READ, false, MEM_ROWS_POS));
     SW_TRY(operand(w, BO_SEQ, &a->act.seq, n * I, MEM_READ, false, MEM_ROWS_SEQ));
+    if (a->act.apos.buf != NULL)
+        SW_TRY(operand(w, BO_APOS, &a->act.apos, n * I, MEM_READ, false, MEM_ROWS_POS));
     SW_TRY(scratch(w, BO_Q, &a->act.q, q));
     SW_TRY(scratch(w, BO_ATT, &a->act.att, q));
     if (!s->kv_shared) {

@@ -1,8 +1,9 @@
 /*
  * draft.c — the draft flags and the drafter of a command's scheduler
- * (draft.h). The draft model is planned as a model of its own on the same
- * backend: the planner does not yet place both models in one budget
- * (issue 36), so --draft-device-mem says what the drafter may take.
+ * (draft.h). A draft model is planned as a model of its own on the same
+ * backend, so --draft-device-mem says what it may take; a Gemma 4
+ * assistant has no plan of its own: the target's plan reserves its device
+ * bytes (draft_reserve) and it runs beside the target's caches.
  */
 #include "cli/draft.h"
 
@@ -55,11 +56,12 @@ void draft_flags_usage(FILE *out) {
     fputs("  --draft-ngram    speculative decoding, drafts from the text's own n-grams\n"
           "                   (pays where the output repeats the prompt)\n"
           "  --draft-model PATH, -md PATH  speculative decoding, drafts from a smaller\n"
-          "                   model with the same vocabulary\n"
+          "                   model with the same vocabulary, or from a Gemma 4 assistant\n"
+          "                   folder (Gemma4AssistantForCausalLM) over the target's KV\n"
           "  --draft-max N    drafts verified per forward (1..16; default: the cost\n"
           "                   model's best for the plan and the drafter)\n"
           "  --draft-device-mem SIZE  the draft model's device budget (default:\n"
-          "                   --device-mem)\n",
+          "                   --device-mem; an assistant's bytes come off --device-mem)\n",
           out);
 }
 
@@ -75,6 +77,36 @@ sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target) 
     return p;
 }
 
+int draft_reserve(const draft_flags *d, sw_plan_options *p, bool *assistant) {
+    *assistant = false;
+    if (d->model == NULL)
+        return CLI_EXIT_OK;
+    sw_model *m = NULL;
+    int rc = cli_open_model(d->model, &m);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    uint64_t bytes = 0;
+    sw_status st = SW_OK;
+    if (sw_model_is_assistant(m)) {
+        *assistant = true;
+        st = sw_assistant_device_bytes(m, p->n_seq ? p->n_seq : 1, &bytes);
+        p->draft_device_bytes = bytes;
+        const char *slash = strrchr(d->model, '/');
+        p->drafter = slash != NULL && slash[1] ? slash + 1 : d->model;
+    }
+    sw_model_close(m);
+    if (st != SW_OK) {
+        cli_error("the assistant '%s': %s", d->model, sw_last_error());
+        return cli_exit_code(st);
+    }
+    if (*assistant && d->device_mem_bytes) {
+        cli_error("--draft-device-mem: a Gemma 4 assistant has no budget of its own (its "
+                  "device bytes come off --device-mem)");
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_model *target,
                 sw_scheduler *q, draft_ctx *ctx) {
     memset(ctx, 0, sizeof *ctx);
@@ -87,12 +119,18 @@ int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_mode
     if (d->max > 0)
         o.draft_max = (uint32_t)d->max;
     int rc = CLI_EXIT_OK;
+    const char *kind = d->ngram ? "n-gram" : "draft-model";
     if (d->model != NULL) {
+        if ((rc = cli_open_model(d->model, &ctx->model)) != CLI_EXIT_OK)
+            return rc;
+    }
+    if (sw_model_is_assistant(ctx->model)) {
+        o.assistant = ctx->model;
+        kind = "Gemma 4 assistant";
+    } else if (d->model != NULL) {
         const sw_plan_options p = draft_plan(d, plan);
         sw_engine_options eo = sw_engine_options_default();
         eo.load_progress = cli_load_progress;
-        if ((rc = cli_open_model(d->model, &ctx->model)) != CLI_EXIT_OK)
-            return rc;
         sw_status st = sw_engine_launch(ctx->model, &p, &eo, &ctx->engine);
         if (st != SW_OK) { /* one line: which model, and the planner's or loader's why */
             cli_error("the draft model '%s': %s", d->model,
@@ -104,10 +142,13 @@ int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_mode
     }
     (void)target; /* the scheduler compares the vocabularies */
     sw_status st = sw_scheduler_set_draft(q, &o);
-    if (st != SW_OK)
-        return cli_fail(st);
-    fprintf(stderr, "speculative decoding: %s drafts, %u per verify%s\n",
-            d->ngram ? "n-gram" : "draft-model", sw_scheduler_draft_max(q),
+    if (st != SW_OK) {
+        cli_error("the drafter '%s': %s", d->model ? d->model : "n-grams",
+                  sw_last_error()[0] ? sw_last_error() : sw_status_name(st));
+        return cli_exit_code(st);
+    }
+    fprintf(stderr, "speculative decoding: %s drafts, %u per verify%s\n", kind,
+            sw_scheduler_draft_max(q),
             d->max > 0 ? "" : " (the cost model's choice)");
     return CLI_EXIT_OK;
 }

@@ -4,7 +4,11 @@
  *   --draft-ngram          drafts from the sequence's own n-grams
  *   --draft-model PATH     (-md) drafts from a smaller model with the
  *                          target's vocabulary, planned on the same
- *                          backend with --draft-device-mem of its own
+ *                          backend with --draft-device-mem of its own;
+ *                          or, when PATH is a Gemma 4 assistant folder
+ *                          (its config says Gemma4AssistantForCausalLM),
+ *                          from that assistant over the target's caches,
+ *                          its device bytes taken off the target's plan
  *   --draft-max N          drafts per verify (1..16; default: the cost
  *                          model's best for the plan and the drafter)
  */
@@ -43,6 +47,12 @@ int draft_flags_check(const draft_flags *d);
  * --draft-device-mem for its budget when given. `spillway plan` plans the
  * drafter with them as draft_start does. */
 sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target);
+
+/* Before the target is planned: when --draft-model is a Gemma 4
+ * assistant, *assistant is set and its device bytes (for the target's
+ * sequences) go into p's draft_device_bytes, for the plan's drafter row.
+ * Returns an exit status (error printed). */
+int draft_reserve(const draft_flags *d, sw_plan_options *p, bool *assistant);
 
 /* Gives scheduler q the drafter d asks for (none: nothing). A draft model
  * is opened and planned like the target (plan: the target's options) but

@@ -189,7 +189,12 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
 int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out) {
     sw_engine_options eo = o->engine;
     eo.load_progress = cli_load_progress;
-    sw_status st = sw_engine_launch(m, &o->plan, &eo, out);
+    sw_plan_options po = o->plan;
+    bool assistant = false; /* its device bytes come off the target's budget */
+    int rc = draft_reserve(&o->draft, &po, &assistant);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    sw_status st = sw_engine_launch(m, &po, &eo, out);
     if (st != SW_OK)
         return cli_fail(st);
     if (sw_engine_notes(*out)[0])

@@ -26,6 +26,7 @@ typedef struct plan_args {
     bool json;
     sw_plan_options opt;
     draft_flags draft;       /* --draft-ngram, --draft-model, --draft-max, ... */
+    bool assistant;          /* --draft-model is a Gemma 4 assistant: no plan of its own */
 } plan_args;
 
 static void usage(FILE *out) {
@@ -156,7 +157,10 @@ static uint32_t plan_draft_max(const plan_args *a, const sw_plan *target,
     if (!*chosen)
         return (uint32_t)a->draft.max;
     const uint32_t k_max = n_batch > 1 && n_batch - 1 < SW_DRAFT_MAX ? n_batch - 1 : SW_DRAFT_MAX;
-    const double draft_s = drafter ? sw_plan_forward_seconds(drafter, 1) : 0.0;
+    const double draft_s = drafter ? sw_plan_forward_seconds(drafter, 1)
+                           : a->assistant ? sw_plan_drafter_seconds(target,
+                                                                    a->opt.draft_device_bytes)
+                                          : 0.0;
     return sw_plan_best_draft_max(target, SW_DRAFT_ACCEPTANCE, draft_s, k_max);
 }
 
@@ -190,7 +194,8 @@ static int print_drafter(const plan_args *a, const sw_plan *target, const char *
     plan_workload(target_json, &n_ctx, &n_batch);
     sw_plan *dp = NULL;
     char *text = NULL;
-    int rc = a->draft.model ? plan_drafter(a, n_ctx, &dp, &text) : CLI_EXIT_OK;
+    int rc = a->draft.model && !a->assistant ? plan_drafter(a, n_ctx, &dp, &text)
+                                             : CLI_EXIT_OK;
     bool chosen = false;
     const uint32_t k = rc == CLI_EXIT_OK ? plan_draft_max(a, target, dp, n_batch, &chosen) : 0;
     if (rc != CLI_EXIT_OK && a->json) {
@@ -203,6 +208,12 @@ static int print_drafter(const plan_args *a, const sw_plan *target, const char *
             fputs("null", stdout);
         printf(",\"draft_max\":%u,\"draft_max_chosen\":%s,\"plan\":%s}}\n", k,
                chosen ? "true" : "false", text ? text : "null");
+    } else if (rc == CLI_EXIT_OK && a->assistant) {
+        printf("\ndrafter: %s (a Gemma 4 assistant over the target's caches: %.1f MiB "
+               "beside the plan where its caches are on the device; speculative decoding, "
+               "--draft-max %u%s)\n", a->draft.model,
+               (double)a->opt.draft_device_bytes / 1048576.0, k,
+               chosen ? ": the cost model's choice" : "");
     } else if (rc == CLI_EXIT_OK) {
         printf("\ndrafter: %s (speculative decoding, --draft-max %u%s)\n",
                a->draft.model ? a->draft.model : "n-grams of the text, no memory of its own",
@@ -228,6 +239,10 @@ int cmd_plan(int argc, char **argv) {
     if ((rc = open_source(a.model, &model, &name)) != CLI_EXIT_OK)
         return rc;
     const bool drafter = a.draft.model != NULL || a.draft.ngram;
+    if ((rc = draft_reserve(&a.draft, &a.opt, &a.assistant)) != CLI_EXIT_OK) {
+        sw_model_close(model);
+        return rc;
+    }
     sw_status st = sw_plan_create(model, name, &a.opt, &p);
     if (st != SW_OK) {
         rc = cli_fail(st);

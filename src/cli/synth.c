@@ -1,7 +1,8 @@
 /*
  * synth.c — `spillway synth`: write a synthetic model of an official Gemma
  * shape (random weights, synthetic vocabulary) as a GGUF file or a Hugging
- * Face folder, to rehearse models that are not on this machine. The work
+ * Face folder (Gemma 4 assistants, the drafters: folders only), to
+ * rehearse models that are not on this machine. The work
  * is src/synth/; this file parses flags, draws the progress bar (stderr,
  * when it is a terminal), prints the one-line summary and turns Ctrl-C
  * into a clean stop (the temporary output is removed).
@@ -25,6 +26,12 @@ static void usage(FILE *out) {
           "  --shape NAME     official Gemma shape: gemma-2b gemma-7b gemma2-2b gemma2-9b\n"
           "                   gemma2-27b gemma3-270m gemma3-1b gemma3-4b gemma3-12b gemma3-27b\n"
           "                   gemma4-e2b gemma4-e4b gemma4-26b-a4b gemma4-31b\n"
+          "                   or a Gemma 4 assistant (a speculative-decoding drafter, --format\n"
+          "                   hf only, always 4 layers; run it with -md beside its target):\n"
+          "                   gemma4-e2b-assistant gemma4-e4b-assistant (width 256, MLP 2048,\n"
+          "                   centroid head) gemma4-26b-a4b-assistant gemma4-31b-assistant\n"
+          "                   (width 1024, MLP 8192, dense head); these widths are estimates\n"
+          "                   (only the 31B one's ~470M parameters is published)\n"
           "  -o PATH          output file (gguf) or folder (hf); written as PATH.tmp.<pid>\n"
           "                   and renamed when complete\n"
           "  --type T         bf16 (default), f16, q8_0, q4_k, q4_k_m (llama.cpp's mix:\n"
@@ -34,7 +41,9 @@ static void usage(FILE *out) {
           "  --layers N       keep only the first N layers (widths unchanged; a Gemma 4\n"
           "                   hf folder must end on a full-attention layer)\n"
           "  --vocab N        vocabulary of N tokens instead of the shape's (>= 512; small\n"
-          "                   test files)\n"
+          "                   test files; give a target and its assistant the same N; an\n"
+          "                   assistant's centroids: the largest power of two dividing N,\n"
+          "                   at most 2048 and N/16)\n"
           "  --seed S         weight seed (default 1); same seed, same bytes\n"
           "  --shard-size S   hf: largest safetensors file (default 5GB, as transformers)\n"
           "  --chunk SIZE     f32 generated per step (default 4M; output is the same)\n"
@@ -45,6 +54,10 @@ static void usage(FILE *out) {
           "finite; the text they generate is noise. Example, a 9B rehearsal:\n"
           "  spillway synth --shape gemma2-9b -o /tmp/g2-9b.gguf\n"
           "  spillway run -m /tmp/g2-9b.gguf --backend sim --device-mem 4G -p Hello -n 3\n"
+          "and a drafter beside its target:\n"
+          "  spillway synth --shape gemma4-e2b --format hf --layers 5 -o /tmp/e2b\n"
+          "  spillway synth --shape gemma4-e2b-assistant --format hf -o /tmp/e2b-asst\n"
+          "  spillway run -m /tmp/e2b -md /tmp/e2b-asst -p Hello -n 8 --temp 0\n"
           "exit status: 0 written, 2 bad flags, 3 file system (exists, no space, ...)\n",
           out);
 }

@@ -84,7 +84,9 @@ static sw_status create_backends(sw_engine *e) {
         .sizes = {.max_attn_keys = e->n_ctx, .attn_group = model_attn_group(&e->config),
                   .max_row_elems = model_max_row_elems(&e->config)},
         .exact_dots = p->workload.exact_dots, .bf16_dots = p->workload.bf16_dots,
-        .capacity_bytes = p->budget.device_bytes, .link_Bps = p->budget.sim_link_Bps,
+        /* the whole budget: a drafter's share is the engine's to allocate too */
+        .capacity_bytes = p->budget.device_bytes + p->budget.drafter_bytes,
+        .link_Bps = p->budget.sim_link_Bps,
         .test = testing ? test : NULL,
     };
     sw_status st = cpu_pool_create(e->n_threads, &e->pool);

@@ -10,6 +10,7 @@
  *   forward.c       one forward over a batch: sides, transfers, logits
  *   batch.c         sequences, sessions, sw_engine_eval_batch
  *   report.c        --report
+ *   assist.c        a Gemma 4 assistant (drafter) over the target's caches
  *
  * Two sides can compute: the host (the cpu backend, weights in host
  * memory) and the device (its backend, weights resident or in a ring
@@ -130,6 +131,8 @@ struct sw_engine {
     btensor ple_embd, ple_proj, ple_proj_norm; /* host: Gemma 4's per-layer inputs */
     btensor lm_head[2], out_norm[2];   /* per side: the LM head's copy there */
     backend_buf *logits_dev;           /* (n_tok, n_vocab) when the LM head is resident */
+    float *hidden_out;                 /* (n_out, n_embd) host: this forward's normed rows
+                                        * for an assistant (assist.h); NULL: none */
     bkv *kv;                           /* (n_layer) on its layer's side */
     void *host_kv;                     /* host arena for KV on the host */
     act_layout act;

@@ -202,8 +202,15 @@ static sw_status run_logits(sw_engine *e, uint32_t n, uint32_t n_out, float *log
                            .x = side->act.x, .rows = side->out_rows, .h = side->act.h,
                            .logits = out, .n_tokens = n, .n_out = n_out};
     SW_TRY(logits_run_ops(be, &a));
-    if (s == SIDE_HOST)
+    /* the normed rows the LM head read, for an assistant */
+    const uint64_t hidden_bytes = (uint64_t)n_out * c->n_embd * sizeof(float);
+    if (s == SIDE_HOST) {
+        if (e->hidden_out != NULL)
+            memcpy(e->hidden_out, (const void *)(uintptr_t)side->act.h.off, hidden_bytes);
         return SW_OK;
+    }
+    if (e->hidden_out != NULL)
+        SW_TRY(be->vt->copy_d2h(be, BQ_COMPUTE, e->hidden_out, side->act.h, hidden_bytes));
     return be->vt->copy_d2h(be, BQ_COMPUTE, logits, out,
                             (uint64_t)n_out * c->n_vocab * sizeof(float));
 }

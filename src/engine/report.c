@@ -16,8 +16,9 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     if (e->device) {
         backend_stats bs;
         e->device->vt->get_stats(e->device, &bs);
-        r->device_budget_bytes = e->plan->budget.device_bytes;
-        r->plan_device_bytes = e->plan->tier_bytes[TIER_DEVICE];
+        /* a drafter's reservation is part of both (the plan's drafter row) */
+        r->device_budget_bytes = e->plan->budget.device_bytes + e->plan->budget.drafter_bytes;
+        r->plan_device_bytes = e->plan->tier_bytes[TIER_DEVICE] + e->plan->budget.drafter_bytes;
         r->peak_device_bytes = bs.peak_bytes;
         r->bytes_to_device = bs.bytes_to_device;
         r->copy_busy_s = bs.copy_busy_s;

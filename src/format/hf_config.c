@@ -58,13 +58,14 @@ static sw_status get_cap(const json_object *o, const char *key, const char *what
 
 /* Family from architectures[0] (else model_type). */
 static sw_status read_family(const json_object *root, const char *what, hf_config *c) {
-    static const struct { const char *arch, *type; hf_family fam; bool mm; } known[] = {
-        {"GemmaForCausalLM", "gemma", HF_GEMMA1, false},
-        {"Gemma2ForCausalLM", "gemma2", HF_GEMMA2, false},
-        {"Gemma3ForCausalLM", "gemma3_text", HF_GEMMA3, false},
-        {"Gemma3ForConditionalGeneration", "gemma3", HF_GEMMA3, true},
-        {"Gemma4ForCausalLM", "gemma4_text", HF_GEMMA4, false},
-        {"Gemma4ForConditionalGeneration", "gemma4", HF_GEMMA4, true},
+    static const struct { const char *arch, *type; hf_family fam; bool mm, asst; } known[] = {
+        {"GemmaForCausalLM", "gemma", HF_GEMMA1, false, false},
+        {"Gemma2ForCausalLM", "gemma2", HF_GEMMA2, false, false},
+        {"Gemma3ForCausalLM", "gemma3_text", HF_GEMMA3, false, false},
+        {"Gemma3ForConditionalGeneration", "gemma3", HF_GEMMA3, true, false},
+        {"Gemma4ForCausalLM", "gemma4_text", HF_GEMMA4, false, false},
+        {"Gemma4ForConditionalGeneration", "gemma4", HF_GEMMA4, true, false},
+        {"Gemma4AssistantForCausalLM", "gemma4_assistant", HF_GEMMA4, true, true},
     };
     json_object *archs = NULL;
     const char *name = NULL;
@@ -86,13 +87,15 @@ static sw_status read_family(const json_object *root, const char *what, hf_confi
             (!name && type && !strcmp(type, known[i].type))) {
             c->family = known[i].fam;
             c->multimodal = known[i].mm;
+            c->assistant = known[i].asst;
             snprintf(c->architecture, sizeof c->architecture, "%s", known[i].arch);
             return SW_OK;
         }
     return sw_errorf(SW_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (Spillway "
                      "runs GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-                     "Gemma4ForCausalLM and the text part of Gemma3ForConditionalGeneration "
-                     "and Gemma4ForConditionalGeneration)", what,
+                     "Gemma4ForCausalLM, the text part of Gemma3ForConditionalGeneration "
+                     "and Gemma4ForConditionalGeneration, and Gemma4AssistantForCausalLM "
+                     "drafters)", what,
                      name ? name : type ? type : "(none given)");
 }
 
@@ -339,7 +342,12 @@ sw_status hf_config_translate(const json_object *root, const char *what, gguf_me
     rope_spec r;
     uint32_t pattern = 0;
     bool tie = true;
-    if (c->family == HF_GEMMA4)
+    if (c->assistant && text == NULL)
+        st = sw_errorf(SW_ERR_FORMAT, "%s: a Gemma 4 assistant's config needs its "
+                       "'text_config'", what);
+    else if (c->assistant)
+        st = hf_config_gemma4_assistant(root, t, what, b);
+    else if (c->family == HF_GEMMA4)
         st = hf_config_gemma4(t, what, b);
     else if ((st = check_features(t, what, c->family)) == SW_OK &&
              (st = read_sizes(t, what, c->family, &z)) == SW_OK &&

@@ -25,6 +25,8 @@ typedef enum hf_family { HF_GEMMA1 = 1, HF_GEMMA2 = 2, HF_GEMMA3 = 3, HF_GEMMA4 
 typedef struct hf_config {
     hf_family family;
     bool multimodal;          /* Gemma3ForConditionalGeneration: text under a prefix */
+    bool assistant;           /* Gemma4AssistantForCausalLM: a drafter (MTP) for a
+                               * Gemma 4 target, its text model in text_config */
     bool tie_embeddings;      /* lm_head shares the token embedding */
     char architecture[64];    /* "Gemma2ForCausalLM", for messages */
 } hf_config;
@@ -40,5 +42,14 @@ sw_status hf_config_translate(const json_object *root, const char *what, gguf_me
 /* The Gemma 4 part of it (hf_config_gemma4.c): text config t into the
  * gemma4.* keys and the rope_freqs tensor of llama.cpp's converter. */
 sw_status hf_config_gemma4(const json_object *t, const char *what, gguf_mem *b);
+
+/* A Gemma 4 assistant (hf_config_gemma4.c): its text config t as above
+ * with every layer KV-shared (it reads its target's caches), and root's
+ * own keys as gemma4.assistant.* (model/config.h's assistant fields):
+ * backbone_embedding_length, centroid_count (0: the dense tied head) and
+ * centroid_top_k. Refuses what transformers' Gemma4AssistantConfig
+ * refuses (per-layer inputs, experts, a double-wide MLP), by name. */
+sw_status hf_config_gemma4_assistant(const json_object *root, const json_object *t,
+                                     const char *what, gguf_mem *b);
 
 #endif

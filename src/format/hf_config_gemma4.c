@@ -12,6 +12,11 @@
  * index: head_dim, num_key_value_heads). Absent keys take
  * Gemma4TextConfig's defaults (transformers 5.24): among them a
  * per-layer input width of 256 and no final soft-cap.
+ *
+ * A Gemma 4 assistant (Gemma4AssistantForCausalLM, transformers 5.25) is
+ * a text config of the same kind under text_config, every layer KV-shared,
+ * plus its own keys (backbone width, the centroid-masked head's sizes),
+ * written as gemma4.assistant.*.
  */
 #include <math.h>
 #include <stdio.h>
@@ -265,10 +270,24 @@ static sw_status check_features(const json_object *t, const char *what) {
     return st == SW_ERR_ARG ? SW_OK : st;
 }
 
-sw_status hf_config_gemma4(const json_object *t, const char *what, gguf_mem *b) {
+/* What transformers' Gemma4AssistantConfig refuses; its layers all read
+ * the target's caches. */
+static sw_status assistant_sizes(const char *what, g4_sizes *z) {
+    if (z->pl != 0 || z->moe || z->double_wide)
+        return sw_errorf(SW_ERR_FORMAT, "%s: a Gemma 4 assistant's text model has no "
+                         "per-layer inputs, experts or double-wide MLP (this one has %s)",
+                         what, z->pl ? "per-layer inputs" : z->moe ? "experts"
+                                                                   : "a double-wide MLP");
+    z->shared = z->layers;
+    return SW_OK;
+}
+
+static sw_status translate(const json_object *t, const char *what, bool assistant,
+                           gguf_mem *b) {
     g4_sizes z;
     sw_status st = check_features(t, what);
-    if (st != SW_OK || (st = read_sizes(t, what, &z)) != SW_OK)
+    if (st != SW_OK || (st = read_sizes(t, what, &z)) != SW_OK ||
+        (assistant && (st = assistant_sizes(what, &z)) != SW_OK))
         return st;
     if (z.heads % z.kv || z.heads % z.kv_full)
         return sw_errorf(SW_ERR_FORMAT, "%s: %lld query heads are not a multiple of %lld "
@@ -300,4 +319,30 @@ sw_status hf_config_gemma4(const json_object *t, const char *what, gguf_mem *b) 
                   (st = put_u32(b, "expert_feed_forward_length", z.moe_inter))))
         return st;
     return SW_OK;
+}
+
+sw_status hf_config_gemma4(const json_object *t, const char *what, gguf_mem *b) {
+    return translate(t, what, false, b);
+}
+
+sw_status hf_config_gemma4_assistant(const json_object *root, const json_object *t,
+                                     const char *what, gguf_mem *b) {
+    int64_t backbone = 0, centroids = 0, top_k = 0;
+    bool ordered = false;
+    sw_status st = translate(t, what, true, b);
+    if (st != SW_OK ||
+        (st = jsonu_get_int_in(root, "backbone_hidden_size", what, 1536, 1, 1 << 20,
+                               &backbone)) ||
+        (st = get_b(root, "use_ordered_embeddings", what, &ordered)) ||
+        (st = jsonu_get_int_in(root, "num_centroids", what, 2048, 1, 1 << 24, &centroids)) ||
+        (st = jsonu_get_int_in(root, "centroid_intermediate_top_k", what, 32, 1, 1 << 24,
+                               &top_k)))
+        return st;
+    if (ordered && top_k > centroids)
+        return sw_errorf(SW_ERR_FORMAT, "%s: centroid_intermediate_top_k %lld exceeds "
+                         "num_centroids %lld", what, (long long)top_k, (long long)centroids);
+    if ((st = put_u32(b, "assistant.backbone_embedding_length", backbone)) ||
+        (st = put_u32(b, "assistant.centroid_count", ordered ? centroids : 0)))
+        return st;
+    return put_u32(b, "assistant.centroid_top_k", ordered ? top_k : 0);
 }

@@ -166,9 +166,10 @@ static sw_status open_shards(const char *dir, shard_set *s) {
 /* ---- names ------------------------------------------------------------------ */
 
 /* How a tensor is held: a matrix as stored, a norm as f32 1 + w (Gemma
- * 1-3; Gemma 4 multiplies by w itself), a vector (scales) as f32 w, or
- * experts (3-D) as stored. */
-typedef enum tensor_kind { TK_MATRIX, TK_NORM, TK_VECTOR, TK_EXPERTS } tensor_kind;
+ * 1-3; Gemma 4 multiplies by w itself), a vector (scales) as f32 w,
+ * experts (3-D) as stored, or integer indices (an assistant's token
+ * ordering) as f32 values, exact below 2^24. */
+typedef enum tensor_kind { TK_MATRIX, TK_NORM, TK_VECTOR, TK_EXPERTS, TK_INDEX } tensor_kind;
 
 typedef struct name_map {
     const char *hf;            /* after "layers.N." */
@@ -201,6 +202,15 @@ static const kind_map GEMMA4_GLOBAL_NAMES[] = {
     {"embed_tokens_per_layer.weight", "per_layer_token_embd.weight", TK_MATRIX},
     {"per_layer_model_projection.weight", "per_layer_model_proj.weight", TK_MATRIX},
     {"per_layer_projection_norm.weight", "per_layer_proj_norm.weight", TK_NORM},
+};
+
+/* A Gemma 4 assistant's own tensors, outside its text model (names as
+ * model/config.h's assistant fields use them). */
+static const kind_map ASSISTANT_NAMES[] = {
+    {"pre_projection.weight", "mtp.pre_proj.weight", TK_MATRIX},
+    {"post_projection.weight", "mtp.post_proj.weight", TK_MATRIX},
+    {"masked_embedding.centroids.weight", "mtp.centroids.weight", TK_MATRIX},
+    {"masked_embedding.token_ordering", "mtp.token_order", TK_INDEX},
 };
 
 static const name_map LAYER_NAMES[] = {
@@ -243,9 +253,18 @@ static const kind_map *find_kind(const kind_map *table, size_t n, const char *re
 
 /* GGUF name for HF tensor `hf` into out; false when it is not part of the
  * text model (vision and audio towers, rotary buffers). */
-static bool map_name(const char *hf, const char *prefix, hf_family fam, char *out,
+static bool map_name(const char *hf, const char *prefix, const hf_config *c, char *out,
                      size_t cap, tensor_kind *kind) {
+    const hf_family fam = c->family;
+    const kind_map *k = NULL;
     *kind = TK_MATRIX;
+    if (c->assistant &&
+        (k = find_kind(ASSISTANT_NAMES, sizeof ASSISTANT_NAMES / sizeof ASSISTANT_NAMES[0],
+                       hf))) {
+        snprintf(out, cap, "%s", k->gguf);
+        *kind = k->kind;
+        return true;
+    }
     if (!strcmp(hf, "lm_head.weight") || !strcmp(hf, "language_model.lm_head.weight")) {
         snprintf(out, cap, "output.weight");
         return true;
@@ -255,7 +274,6 @@ static bool map_name(const char *hf, const char *prefix, hf_family fam, char *ou
         return false;
     const char *rest = hf + pl;
     const bool g4 = fam == HF_GEMMA4;
-    const kind_map *k = NULL;
     if (!strcmp(rest, "embed_tokens.weight")) {
         snprintf(out, cap, "token_embd.weight");
         return true;
@@ -337,9 +355,40 @@ static sw_status ggml_type_of(const st_file *f, const st_tensor *t, uint32_t *ou
  * (dimensions reversed into GGUF order), norms as f32 1 + w (Gemma 1-3:
  * HF's x * (1 + w), in f32 as transformers computes it; Gemma 4's norms
  * and every vector as f32 w). */
+/* Integer indices (I64 or I32, 1-D) as f32 values, each in [0, 2^24). */
+static sw_status add_index(gguf_mem *b, const st_file *f, const st_tensor *t,
+                           const char *gname) {
+    if ((t->dtype != ST_I64 && t->dtype != ST_I32) || t->n_dims != 1 || t->n_elements == 0)
+        return sw_errorf(SW_ERR_FORMAT, "%s: tensor '%s' should be a vector of integers "
+                         "(I64 or I32), not %s with %u dimensions", f->path, t->name,
+                         st_dtype_name(t->dtype), t->n_dims);
+    float *w = gguf_mem_alloc(b, t->n_elements * sizeof(float));
+    if (w == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory converting '%s'", t->name);
+    const uint8_t *p = t->data;
+    for (uint64_t i = 0; i < t->n_elements; i++) {
+        int64_t v;
+        if (t->dtype == ST_I64) {
+            memcpy(&v, p + i * 8, 8);
+        } else {
+            int32_t v32;
+            memcpy(&v32, p + i * 4, 4);
+            v = v32;
+        }
+        if (v < 0 || v >= (1 << 24))
+            return sw_errorf(SW_ERR_FORMAT, "%s: tensor '%s'[%llu] = %lld is out of range",
+                             f->path, t->name, (unsigned long long)i, (long long)v);
+        w[i] = (float)v;
+    }
+    const uint64_t ne[1] = {t->n_elements};
+    return gguf_mem_add_tensor(b, gname, SW_TYPE_F32, 1, ne, w, f->data_offset + t->offset);
+}
+
 static sw_status add_tensor(gguf_mem *b, const st_file *f, const st_tensor *t,
                             const char *gname, tensor_kind kind, hf_family fam) {
     uint32_t type = SW_TYPE_F32;
+    if (kind == TK_INDEX)
+        return add_index(b, f, t, gname);
     sw_status st = ggml_type_of(f, t, &type);
     if (st != SW_OK)
         return st;
@@ -383,7 +432,7 @@ static sw_status add_tensors(gguf_mem *b, const shard_set *s, const hf_config *c
         for (uint64_t k = 0; k < f->n_tensors; k++) {
             const st_tensor *t = &f->tensors[k];
             tensor_kind kind;
-            if (!map_name(t->name, prefix, c->family, gname, sizeof gname, &kind)) {
+            if (!map_name(t->name, prefix, c, gname, sizeof gname, &kind)) {
                 info->n_skipped++;
                 continue;
             }

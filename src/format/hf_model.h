@@ -16,7 +16,9 @@
  *    Norm vectors are converted to f32 1 + w here (small, owned by the
  *    description); matrices stay in the mapping in their stored dtype.
  * Tied embeddings: no lm_head tensor means the LM head is the embedding,
- * as in GGUF.
+ * as in GGUF. A Gemma 4 assistant's own tensors take mtp.* names
+ * (mtp.pre_proj, mtp.post_proj, mtp.centroids; its token ordering, int64
+ * in the file, as mtp.token_order in f32).
  */
 #ifndef SW_FORMAT_HF_MODEL_H
 #define SW_FORMAT_HF_MODEL_H

@@ -26,10 +26,11 @@ typedef struct sw_entry {
 /* The dtypes written, by name and element size (kept here so the writer
  * does not depend on the reader's tables). */
 static const char *dtype_name(st_dtype t) {
-    return t == ST_F32 ? "F32" : t == ST_F16 ? "F16" : t == ST_BF16 ? "BF16" : "?";
+    return t == ST_F32 ? "F32" : t == ST_F16 ? "F16" : t == ST_BF16 ? "BF16"
+         : t == ST_I64 ? "I64" : "?";
 }
 
-static uint64_t dtype_size(st_dtype t) { return t == ST_F32 ? 4 : 2; }
+static uint64_t dtype_size(st_dtype t) { return t == ST_I64 ? 8 : t == ST_F32 ? 4 : 2; }
 
 struct st_writer {
     sw_entry *t;
@@ -65,7 +66,7 @@ sw_status st_writer_add(st_writer *w, const char *name, st_dtype dtype, uint32_t
     if (w->header != NULL)
         return sw_errorf(SW_ERR_ARG, "safetensors writer: tensor '%s' declared after the "
                          "header was built", name);
-    if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16)
+    if (dtype != ST_F32 && dtype != ST_F16 && dtype != ST_BF16 && dtype != ST_I64)
         return sw_errorf(SW_ERR_ARG, "safetensors writer: tensor '%s': dtype %s is not "
                          "written", name, dtype_name(dtype));
     if (n_dims > ST_MAX_DIMS)

@@ -12,8 +12,9 @@
  * The file is what the safetensors library writes: u64 header length, a
  * compact JSON header ({"__metadata__":{"format":"pt"}, then the tensors in
  * declaration order) padded with spaces to a multiple of 8, then the data
- * back to back with no holes (declare in name order to match
- * safetensors.torch.save_file, which sorts). The header is serialized with
+ * back to back with no holes (declare as safetensors.torch.save_file
+ * sorts: wider dtypes first, so each tensor's data is aligned to its
+ * elements, then by name). The header is serialized with
  * json-c. byte_sink is declared in byte_sink.h.
  */
 #ifndef SW_FORMAT_SAFETENSORS_WRITE_H
@@ -33,7 +34,7 @@ void st_writer_destroy(st_writer *w); /* accepts NULL */
 
 /* Declares the next tensor; shape[0] is the slowest dimension. Errors:
  * SW_ERR_ARG (after the header, duplicate name, rank > ST_MAX_DIMS, a
- * dtype other than F32/F16/BF16, size overflow), SW_ERR_OOM_HOST. */
+ * dtype other than F32/F16/BF16/I64, size overflow), SW_ERR_OOM_HOST. */
 sw_status st_writer_add(st_writer *w, const char *name, st_dtype dtype, uint32_t n_dims,
                         const uint64_t *shape);
 

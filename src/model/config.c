@@ -188,7 +188,7 @@ static float query_scale(const model_config *c, arch_id id) {
     return 1.0f / sqrtf(d);
 }
 
-sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
+static sw_status from_gguf(const gguf_file *f, model_config *c) {
     arch_id id = ARCH_GEMMA1;
     sw_status st;
     memset(c, 0, sizeof *c);
@@ -218,6 +218,22 @@ sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
     if (!(c->query_scale > 0.0f))
         return sw_errorf(SW_ERR_FORMAT, "model metadata '%s.attention.scale' must be positive",
                          c->arch);
+    return SW_OK;
+}
+
+sw_status model_config_from_gguf(const gguf_file *f, model_config *c) {
+    SW_TRY(from_gguf(f, c));
+    if (c->assistant)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "this is a Gemma 4 assistant (a drafter, "
+                         "Gemma4AssistantForCausalLM): it drafts beside its Gemma 4 target "
+                         "(--draft-model) and does not run on its own");
+    return SW_OK;
+}
+
+sw_status model_config_assistant_from_gguf(const gguf_file *f, model_config *c) {
+    SW_TRY(from_gguf(f, c));
+    if (!c->assistant)
+        return sw_errorf(SW_ERR_ARG, "not a Gemma 4 assistant (%s model)", c->arch);
     return SW_OK;
 }
 
@@ -302,6 +318,8 @@ sw_status model_config_check_layers(const model_config *c) {
         if (!s->kv_shared)
             continue;
         const uint32_t src = s->kv_source;
+        if (src == MODEL_KV_TARGET && c->assistant)
+            continue; /* the target's: checked when the two meet */
         if (src >= il || !model_layer_owns_kv(c, src))
             return sw_errorf(SW_ERR_FORMAT, "layer %u shares the KV cache of layer %u, which is "
                              "not an earlier layer with a cache of its own", il, src);

@@ -16,6 +16,11 @@
 
 #define MODEL_MAX_LAYERS 512
 
+/* kv_source of a Gemma 4 assistant's layers: the target's cache of the
+ * layer's attention type (its last full or last sliding layer that keeps
+ * one), not a layer of the assistant. */
+#define MODEL_KV_TARGET UINT32_MAX
+
 /* What one layer has of its own where a model's layers differ (Gemma 4:
  * head size and KV heads by attention type, a double-wide MLP in the
  * KV-shared layers, KV sharing, keys as values). A zero field means the
@@ -64,6 +69,14 @@ typedef struct model_config {
     uint32_t n_expert;        /* experts per layer beside the dense MLP; 0: none */
     uint32_t n_expert_used;   /* routed to per token */
     uint32_t n_ff_exp;        /* an expert's gate/up width */
+    /* A Gemma 4 assistant (Gemma4AssistantForCausalLM, a drafter): every
+     * layer KV-shared with kv_source MODEL_KV_TARGET; its input is
+     * pre_proj(target embedding, target hidden state), its hidden state
+     * goes back through post_proj (mtp.* tensors) */
+    bool assistant;
+    uint32_t backbone_embd;   /* the target's residual width */
+    uint32_t n_centroid;      /* the centroid-masked head's clusters; 0: dense head */
+    uint32_t centroid_top_k;  /* clusters scored per token */
     model_layer_shape layer[MODEL_MAX_LAYERS];
 } model_config;
 
@@ -83,9 +96,14 @@ bool model_layer_owns_kv(const model_config *c, uint32_t il);
 uint32_t model_layer_kv_owner(const model_config *c, uint32_t il);
 
 /* Reads the config from GGUF metadata and the token embedding's shape.
- * Errors: SW_ERR_UNSUPPORTED (architecture not gemma/gemma2/gemma3/gemma4),
+ * Errors: SW_ERR_UNSUPPORTED (architecture not gemma/gemma2/gemma3/gemma4,
+ * or a Gemma 4 assistant, which runs only beside its target),
  * SW_ERR_FORMAT (missing or inconsistent key: message names it). */
 sw_status model_config_from_gguf(const gguf_file *f, model_config *out);
+
+/* The same for a Gemma 4 assistant (and only for one: anything else is
+ * SW_ERR_ARG, "not a Gemma 4 assistant"). */
+sw_status model_config_assistant_from_gguf(const gguf_file *f, model_config *out);
 
 /* ARCH.<suffix>, a finite non-negative number, into *out; absent keeps
  * *out. Errors: SW_ERR_FORMAT naming the key. */

@@ -145,9 +145,40 @@ static sw_status read_layers(const gguf_file *f, model_config *c, uint32_t hd_fu
         snprintf(name, sizeof name, "blk.%u.attn_v.weight", il);
         l->k_eq_v = !l->local && il < c->n_layer - n_shared && gguf_find_tensor(f, name) == NULL;
     }
-    if ((st = model_config_share_kv(c, n_shared)) != SW_OK)
+    if (c->assistant) {
+        if (n_shared != c->n_layer)
+            return sw_errorf(SW_ERR_FORMAT, "a Gemma 4 assistant shares the KV of all its %u "
+                             "layers, not %u", c->n_layer, n_shared);
+        for (uint32_t il = 0; il < c->n_layer; il++) {
+            c->layer[il].kv_shared = true;
+            c->layer[il].kv_source = MODEL_KV_TARGET;
+        }
+    } else if ((st = model_config_share_kv(c, n_shared)) != SW_OK) {
         return st;
+    }
     return model_config_check_layers(c);
+}
+
+/* gemma4.assistant.*: present only in a Gemma 4 assistant. */
+static sw_status read_assistant(const gguf_file *f, model_config *c) {
+    uint64_t v;
+    sw_status st = gguf_get_uint(f, "gemma4.assistant.backbone_embedding_length", &v);
+    if (st == SW_ERR_ARG)
+        return SW_OK;
+    if (st != SW_OK)
+        return st;
+    if (v == 0 || v > (1u << 20))
+        return sw_errorf(SW_ERR_FORMAT, "model metadata 'gemma4.assistant.backbone_embedding_"
+                         "length' = %llu is out of range", (unsigned long long)v);
+    c->assistant = true;
+    c->backbone_embd = (uint32_t)v;
+    if ((st = key_u32(f, "assistant.centroid_count", &c->n_centroid, true)) != SW_OK ||
+        (st = key_u32(f, "assistant.centroid_top_k", &c->centroid_top_k, true)) != SW_OK)
+        return st;
+    if (c->n_centroid != 0 && (c->centroid_top_k == 0 || c->centroid_top_k > c->n_centroid))
+        return sw_errorf(SW_ERR_FORMAT, "the assistant scores %u of its %u centroids",
+                         c->centroid_top_k, c->n_centroid);
+    return SW_OK;
 }
 
 sw_status model_config_gemma4(const gguf_file *f, model_config *c) {
@@ -207,7 +238,8 @@ sw_status model_config_gemma4(const gguf_file *f, model_config *c) {
     if (rot_swa != hd_swa)
         return sw_errorf(SW_ERR_UNSUPPORTED, "sliding layers turn %u of %u head dimensions "
                          "with RoPE; only all of them is supported", rot_swa, hd_swa);
-    if ((st = read_pattern(f, c)) != SW_OK || (st = read_rope_freqs(f, c, hd_full)) != SW_OK)
+    if ((st = read_pattern(f, c)) != SW_OK || (st = read_rope_freqs(f, c, hd_full)) != SW_OK ||
+        (st = read_assistant(f, c)) != SW_OK)
         return st;
     return read_layers(f, c, hd_full, hd_swa, kv, ff);
 }

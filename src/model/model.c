@@ -226,3 +226,8 @@ sw_status sw_model_tensor_to_f32(const sw_model *m, size_t index, float *dst) {
         return sw_error_prefix(st, "tensor '%s'", t->name);
     return SW_OK;
 }
+
+int sw_model_is_assistant(const sw_model *model) {
+    return model != NULL &&
+           gguf_find_kv(model->gguf, "gemma4.assistant.backbone_embedding_length") != NULL;
+}

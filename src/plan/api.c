@@ -141,6 +141,25 @@ static sw_status plugin_budget(const sw_plan_options *o, plan_budget *b) {
     return SW_OK;
 }
 
+/* A drafter on the device first (it is small and runs every step): its
+ * bytes come off the device budget before the model is placed. */
+static sw_status reserve_drafter(const sw_plan_options *o, plan_budget *b) {
+    if (o->draft_device_bytes == 0 || !b->has_device)
+        return SW_OK;
+    snprintf(b->drafter, sizeof b->drafter, "%s", o->drafter ? o->drafter : "drafter");
+    if (o->draft_device_bytes >= b->device_bytes) {
+        char need[32], have[32];
+        plan_format_size(o->draft_device_bytes, need, sizeof need);
+        plan_format_size(b->device_bytes, have, sizeof have);
+        return sw_errorf(SW_ERR_OOM_DEVICE, "the drafter %s takes %s of the device, whose "
+                         "budget is %s: nothing is left for the model (raise --device-mem)",
+                         b->drafter, need, have);
+    }
+    b->drafter_bytes = o->draft_device_bytes;
+    b->device_bytes -= o->draft_device_bytes;
+    return SW_OK;
+}
+
 /* The backend and the budgets; *note receives a remark ("" if none). */
 static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *note, size_t cap) {
     backend_info info;
@@ -176,7 +195,7 @@ static sw_status make_budget(const sw_plan_options *o, plan_budget *b, char *not
         b->host_bytes = o->host_mem_bytes;   /* a rehearsal: as given */
     else
         b->host_bytes = plan_host_available(o->host_mem_bytes);
-    return SW_OK;
+    return reserve_drafter(o, b);
 }
 
 /* Doctor's rates or the defaults; a simulated device computes with the

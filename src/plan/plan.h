@@ -105,6 +105,9 @@ typedef struct plan_budget {
     uint64_t pinned_limit_bytes;    /* page-lock limit; UINT64_MAX if none */
     double sim_link_Bps;            /* sim: the link cap it is made with; 0 = memcpy */
     char backend[16];               /* registry name the engine creates: "cpu", "sim" */
+    uint64_t drafter_bytes;         /* device bytes a drafter takes beside the plan
+                                     * (already off device_bytes); 0: none */
+    char drafter[64];               /* its name */
 } plan_budget;
 
 /* Rates in bytes/s and flop/s: doctor's measurements or stated defaults. */

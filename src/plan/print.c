@@ -48,7 +48,8 @@ static void print_header(FILE *out, const plan *p) {
             plan_convert_name(p->model.convert), model,
             p->model.file_bytes ? "" : " est.");
     if (p->budget.has_device) {
-        plan_format_size(p->budget.device_bytes, budget, sizeof budget);
+        plan_format_size(p->budget.device_bytes + p->budget.drafter_bytes, budget,
+                         sizeof budget);
         fprintf(out, "%s, budget %s", p->budget.device_name, budget);
         if (p->budget.device_total_bytes > p->budget.device_bytes) {
             plan_format_size(p->budget.device_total_bytes, total, sizeof total);
@@ -92,7 +93,12 @@ static void print_device_row(FILE *out, const plan *p) {
         fprintf(out, " | lm head %s | logits %s", d, e);
     }
     short_size(sum_kind(p, TIER_DEVICE, BUF_ACTIVATIONS, &n), a, sizeof a);
-    fprintf(out, " | activations %s\n", a);
+    fprintf(out, " | activations %s", a);
+    if (p->budget.drafter_bytes) { /* beside the plan's buffers, off its budget */
+        short_size(p->budget.drafter_bytes, b, sizeof b);
+        fprintf(out, " | drafter %s %s", p->budget.drafter, b);
+    }
+    fputc('\n', out);
 }
 
 static void print_host_rows(FILE *out, const plan *p) {
@@ -289,6 +295,10 @@ static void json_budget_workload(jsonw *j, const plan *p) {
     jw_key_uint(j, "device_bytes", b->device_bytes);
     jw_key_uint(j, "device_total_bytes", b->device_total_bytes);
     jw_key_uint(j, "host_bytes", b->host_bytes);
+    if (b->drafter_bytes) { /* off device_bytes: the drafter's, beside the plan */
+        jw_key_str(j, "drafter", b->drafter);
+        jw_key_uint(j, "drafter_bytes", b->drafter_bytes);
+    }
     jw_key(j, "pinned_limit_bytes");
     if (b->pinned_limit_bytes == UINT64_MAX)
         jw_null(j);

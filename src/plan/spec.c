@@ -50,3 +50,11 @@ uint32_t sw_plan_best_draft_max(const sw_plan *sp, double acceptance, double dra
     }
     return best;
 }
+
+double sw_plan_drafter_seconds(const sw_plan *sp, uint64_t bytes) {
+    const plan *p = plan_of(sp);
+    const double rate = p->budget.has_device && p->budget.drafter_bytes
+                            ? p->rates.device_mem_Bps
+                            : p->rates.host_mem_Bps;
+    return rate > 0.0 ? (double)bytes / rate : 0.0;
+}

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/assist.h"
 #include "sched/spec.h"
 #include "sched/stop.h"
 #include "util/bytebuf.h"
@@ -95,6 +96,7 @@ struct sw_scheduler {
     /* speculative decoding (sw_scheduler_set_draft) */
     sw_draft_options draft;
     spec_model *dmodel;          /* a draft model, or NULL */
+    spec_assist *assist;         /* a Gemma 4 assistant, or NULL */
     spec_lane *dlanes;           /* (n_lanes) the lanes it drafts for in a step */
     uint32_t step_taken;         /* tokens taken in this step's consume */
 };
@@ -402,7 +404,7 @@ size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *
 /* Drafts per verify for r: its own setting, else the scheduler's; 0 when
  * the scheduler has no drafter. */
 static uint32_t draft_of(const sw_scheduler *q, const sw_request *r) {
-    if (!q->draft.ngram && q->dmodel == NULL)
+    if (!q->draft.ngram && q->dmodel == NULL && q->assist == NULL)
         return 0;
     return r->draft_max >= 0 ? (uint32_t)r->draft_max : q->draft.draft_max;
 }
@@ -413,9 +415,10 @@ static sw_status lane_start(sw_scheduler *q, lane *l, sw_request *r, size_t n_ke
     l->n_toks = n_keep;
     l->n_draft = l->want_draft = 0;
     l->draft_q = NULL;
-    if (q->dmodel == NULL || draft_of(q, r) == 0)
+    if ((q->dmodel == NULL && q->assist == NULL) || draft_of(q, r) == 0)
         return SW_OK;
-    SW_TRY(spec_model_reset_lane(q->dmodel, (uint32_t)(l - q->lanes), n_keep));
+    if (q->dmodel != NULL)
+        SW_TRY(spec_model_reset_lane(q->dmodel, (uint32_t)(l - q->lanes), n_keep));
     if (r->sampling.temp != 0.0f && l->q == NULL && /* once per lane, at its first need */
         (l->q = malloc((size_t)SW_DRAFT_MAX * q->n_vocab * sizeof *l->q)) == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a lane's draft "
@@ -459,7 +462,7 @@ static uint32_t plan_drafts(sw_scheduler *q) {
         const uint32_t k = draft_room(q, l, &spare);
         if (k == 0)
             continue;
-        if (q->dmodel == NULL) {
+        if (q->dmodel == NULL && q->assist == NULL) {
             l->n_draft = spec_ngram_draft(l->toks, l->n_toks, q->draft.ngram_min,
                                           q->draft.ngram_max, k, l->draft);
             spare += k - l->n_draft;
@@ -467,7 +470,8 @@ static uint32_t plan_drafts(sw_scheduler *q) {
         }
         l->want_draft = k;
         l->draft_q = l->req->sampling.temp != 0.0f ? l->q : NULL;
-        q->dlanes[n_model++] = (spec_lane){.lane = i, .toks = l->toks, .n_toks = l->n_toks,
+        q->dlanes[n_model++] = (spec_lane){.lane = i, .session = l->session,
+                                           .toks = l->toks, .n_toks = l->n_toks,
                                            .k = k, .sampler = l->dsampler, .out = l->draft,
                                            .q = (float *)l->draft_q};
     }
@@ -478,7 +482,8 @@ static uint32_t plan_drafts(sw_scheduler *q) {
  * lock (the lanes stay as they are: stepping); a failure fails their
  * requests. */
 static void model_drafts(sw_scheduler *q, uint32_t n) {
-    const sw_status st = spec_model_draft(q->dmodel, q->dlanes, n);
+    const sw_status st = q->assist != NULL ? spec_assist_draft(q->assist, q->dlanes, n)
+                                           : spec_model_draft(q->dmodel, q->dlanes, n);
     pthread_mutex_lock(&q->mu);
     for (uint32_t i = 0; i < n; i++) {
         lane *l = &q->lanes[q->dlanes[i].lane];
@@ -620,7 +625,7 @@ static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint
  * rows are taken in order until the request ends, the sequence is rewound
  * to just after the last draft kept, and the draft model to what it still
  * shares (under mu). */
-static void verify(sw_scheduler *q, lane *l, sw_request *r, const float *rows) {
+static void verify(sw_scheduler *q, lane *l, sw_request *r, const float *rows, uint32_t row0) {
     const uint32_t k = l->n_draft;
     int32_t out[SW_DRAFT_MAX + 1];
     const uint32_t n_out = spec_verify(r->sampler, rows, q->n_vocab, l->draft, k, l->draft_q,
@@ -637,6 +642,8 @@ static void verify(sw_scheduler *q, lane *l, sw_request *r, const float *rows) {
         taken++;
     }
     q->stats.verify_tokens += taken;
+    if (q->assist != NULL && taken > 0) /* the row that gave the last token taken */
+        spec_assist_keep(q->assist, (uint32_t)(l - q->lanes), row0 + taken - 1);
     /* evaluated and kept: the last token and the drafts output before the
      * last token taken */
     sw_status st = sw_session_truncate(l->session, p0 + taken);
@@ -671,11 +678,13 @@ static void consume(sw_scheduler *q, uint32_t n) {
         const float *rows = q->logits + (size_t)row * q->n_vocab;
         if (r->state == SW_REQ_DECODE && l->n_draft > 0) {
             const uint32_t k = l->n_draft;
-            verify(q, l, r, rows);
+            verify(q, l, r, rows, row);
             t += k;
             row += k + 1;
             continue;
         }
+        if (q->assist != NULL)
+            spec_assist_keep(q->assist, (uint32_t)(l - q->lanes), row);
         row++;
         take_token(q, l, r, sw_sampler_sample(r->sampler, rows), sw_session_pos(l->session));
     }
@@ -715,7 +724,10 @@ sw_status sw_scheduler_step(sw_scheduler *q, uint32_t *n_tokens) {
     /* The engine is the stepping thread's alone; the items' sessions and
      * tokens are not touched by the other calls meanwhile. */
     const double t0 = sw_clock_s();
-    const sw_status st = sw_engine_eval_batch(q->engine, q->items, n, q->logits);
+    const sw_status st =
+        q->assist != NULL ? engine_eval_batch_hidden(q->engine, q->items, n, q->logits,
+                                                     spec_assist_hidden_rows(q->assist))
+                          : sw_engine_eval_batch(q->engine, q->items, n, q->logits);
     const double dt = sw_clock_s() - t0;
     pthread_mutex_lock(&q->mu);
     q->stepping = false;
@@ -830,6 +842,7 @@ void sw_scheduler_destroy(sw_scheduler *q) {
         free(q->lanes[i].q);
     }
     spec_model_destroy(q->dmodel);
+    spec_assist_destroy(q->assist);
     free(q->dlanes);
     pthread_mutex_destroy(&q->mu);
     free(q->lanes);
@@ -854,8 +867,8 @@ static sw_status check_draft(const sw_scheduler *q, const sw_draft_options *o) {
                          "<= 64)", o->ngram_min, o->ngram_max);
     if ((o->engine == NULL) != (o->model == NULL))
         return sw_errorf(SW_ERR_ARG, "a draft model needs both its engine and its model");
-    if (o->engine != NULL && o->ngram)
-        return sw_errorf(SW_ERR_ARG, "draft from a model or from n-grams, not both");
+    if ((o->engine != NULL) + (o->assistant != NULL) + (o->ngram != 0) > 1)
+        return sw_errorf(SW_ERR_ARG, "one drafter: a draft model, an assistant or n-grams");
     if (o->engine != NULL && o->engine == q->engine)
         return sw_errorf(SW_ERR_ARG, "the draft model needs an engine of its own (it keeps "
                          "its own KV cache)");
@@ -863,11 +876,18 @@ static sw_status check_draft(const sw_scheduler *q, const sw_draft_options *o) {
 }
 
 /* The draft length the cost model finds best for the target's plan, a
- * draft costing one forward of the draft model's (nothing for n-grams),
- * at the acceptance rate SW_DRAFT_ACCEPTANCE. */
+ * draft costing one forward of the draft model's, an assistant's step
+ * its bytes read where it runs (nothing for n-grams), at the acceptance
+ * rate SW_DRAFT_ACCEPTANCE. */
 static uint32_t default_draft_max(const sw_scheduler *q, const sw_draft_options *o) {
-    const double draft_s = o->engine != NULL
-                               ? sw_plan_forward_seconds(sw_engine_plan(o->engine), 1)
+    uint64_t assistant_bytes = 0;
+    if (o->assistant != NULL &&
+        sw_assistant_device_bytes(o->assistant, q->n_lanes, &assistant_bytes) != SW_OK)
+        assistant_bytes = 0; /* its creation reports why */
+    const double draft_s =
+        o->engine != NULL ? sw_plan_forward_seconds(sw_engine_plan(o->engine), 1)
+        : o->assistant != NULL ? sw_plan_drafter_seconds(sw_engine_plan(q->engine),
+                                                         assistant_bytes)
                                : 0.0;
     const uint32_t k_max = q->per_seq - 1 < SW_DRAFT_MAX ? q->per_seq - 1 : SW_DRAFT_MAX;
     return sw_plan_best_draft_max(sw_engine_plan(q->engine), SW_DRAFT_ACCEPTANCE, draft_s,
@@ -887,13 +907,16 @@ sw_status sw_scheduler_set_draft(sw_scheduler *q, const sw_draft_options *opt) {
     if (chosen.draft_max == 0)
         chosen.draft_max = default_draft_max(q, o);
     spec_model *m = NULL;
+    spec_assist *as = NULL;
     spec_lane *dl = NULL;
-    if (o->engine != NULL) {
+    if (o->engine != NULL)
         SW_TRY(spec_model_create(o->engine, o->model, q->model, q->n_vocab, q->n_lanes, &m));
-        if ((dl = calloc(q->n_lanes, sizeof *dl)) == NULL) {
-            spec_model_destroy(m);
-            return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the draft model");
-        }
+    if (o->assistant != NULL)
+        SW_TRY(spec_assist_create(q->engine, o->assistant, q->n_lanes, &as));
+    if ((m != NULL || as != NULL) && (dl = calloc(q->n_lanes, sizeof *dl)) == NULL) {
+        spec_model_destroy(m);
+        spec_assist_destroy(as);
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the drafter");
     }
     pthread_mutex_lock(&q->mu);
     sw_status st = SW_OK;
@@ -902,15 +925,19 @@ sw_status sw_scheduler_set_draft(sw_scheduler *q, const sw_draft_options *opt) {
             st = sw_errorf(SW_ERR_ARG, "set the drafter before the first request runs");
     if (st == SW_OK) {
         spec_model_destroy(q->dmodel);
+        spec_assist_destroy(q->assist);
         free(q->dlanes);
         q->dmodel = m;
+        q->assist = as;
         q->dlanes = dl;
         q->draft = *o;
         m = NULL;
+        as = NULL;
         dl = NULL;
     }
     pthread_mutex_unlock(&q->mu);
     spec_model_destroy(m);
+    spec_assist_destroy(as);
     free(dl);
     return st;
 }

@@ -1,7 +1,8 @@
 /*
  * spec.h — speculative decoding inside the scheduler: where drafts come
  * from (draft.c: the sequence's own earlier n-grams, or a draft model's
- * engine) and how a verify forward's rows turn into output tokens
+ * engine; assist_draft.c: a Gemma 4 assistant over the target's caches)
+ * and how a verify forward's rows turn into output tokens
  * (verify.c). The scheduler puts a lane's last token and its k drafts in
  * one forward of the target (the batched path: a streamed layer crosses
  * the link once for all k+1), keeps the agreeing prefix plus one token,
@@ -39,6 +40,7 @@ typedef struct spec_model spec_model;
  * yet evaluated by the target) and what the draft model has of them. */
 typedef struct spec_lane {
     uint32_t lane;            /* the draft model's sequence of this lane */
+    const sw_session *session;/* the target's sequence (a Gemma 4 assistant reads it) */
     const int32_t *toks;
     size_t n_toks;
     uint32_t k;               /* drafts wanted (>= 1) */
@@ -67,6 +69,28 @@ sw_status spec_model_draft(spec_model *m, spec_lane *lanes, uint32_t n);
  * sequence keeps what still agrees with the target's tokens. */
 sw_status spec_model_accept(spec_model *m, uint32_t lane, size_t n_toks_before, uint32_t k,
                             uint32_t accepted);
+
+/* ---- drafts from a Gemma 4 assistant --------------------------------------- */
+
+/* A Gemma 4 assistant (engine/assist.h) drafting over the target's own
+ * caches: no sequences of its own. Each lane keeps the target's final
+ * hidden row of the forward row that gave its last token (the target's
+ * forwards write them where spec_assist_hidden_rows points); a round's
+ * first step starts from it and the lane's last token, each later step
+ * from the previous draft and the assistant's own hidden row. */
+typedef struct spec_assist spec_assist;
+
+/* Errors: engine_assist_create's, OOM. */
+sw_status spec_assist_create(sw_engine *target, const sw_model *assistant, uint32_t n_lanes,
+                             spec_assist **out);
+void spec_assist_destroy(spec_assist *a);
+/* (max tokens per forward, the target's n_embd): where the target's
+ * forwards write each logits row's hidden row. */
+float *spec_assist_hidden_rows(spec_assist *a);
+/* Lane's last token came from row `row` of the last forward. */
+void spec_assist_keep(spec_assist *a, uint32_t lane, uint32_t row);
+/* Drafts for n lanes, the lanes batched in each step. */
+sw_status spec_assist_draft(spec_assist *a, spec_lane *lanes, uint32_t n);
 
 /* ---- verification ---------------------------------------------------------- */
 

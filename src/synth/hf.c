@@ -4,7 +4,9 @@
  * Gemma3ForCausalLM (config.json with its key set, sorted, indent 2), the
  * weights as safetensors with HF names (norms without the +1), sharded at
  * 5 GB with model.safetensors.index.json, plus tokenizer.json and
- * tokenizer_config.json (hf_tokenizer.c).
+ * tokenizer_config.json (hf_tokenizer.c); a Gemma 4 assistant
+ * (Gemma4AssistantForCausalLM) has no tokenizer files, as it uses its
+ * target's, and one I64 tensor (its token ordering).
  *
  * Everything is written into PATH.tmp.<pid>/, each file fsynced, and the
  * folder renamed to PATH at the end; on failure the temporary folder is
@@ -165,6 +167,10 @@ static void config_body(jsonw *j, const void *ctx) {
     const synth_model *m = cc->m;
     const model_config *c = &m->c;
     int f = m->family;
+    if (m->c.assistant) {
+        synth_gemma4_assistant_config_json(j, m, cc->type == SW_TYPE_F16);
+        return;
+    }
     if (f == 4) {
         synth_gemma4_config_json(j, m, cc->type == SW_TYPE_F16);
         return;
@@ -251,7 +257,14 @@ typedef struct hf_job {
     uint64_t data_bytes;  /* sum of tensor bytes */
 } hf_job;
 
-static uint64_t hf_bytes(const synth_tensor *t) { return t->ne0 * synth_rows(t) * 2; }
+/* I64 for an index tensor, else the requested 2-byte float type. */
+static uint64_t hf_bytes(const synth_tensor *t) {
+    return t->ne0 * synth_rows(t) * (t->kind == SYNTH_INDEX ? 8 : 2);
+}
+
+static st_dtype hf_dtype(const synth_tensor *t, uint32_t type) {
+    return t->kind == SYNTH_INDEX ? ST_I64 : type == SW_TYPE_F16 ? ST_F16 : ST_BF16;
+}
 
 /* Tensors transformers computes itself (rope_freqs) are GGUF only. */
 static bool in_hf(const synth_tensor *t) { return t->hf_name[0] != '\0'; }
@@ -261,9 +274,18 @@ static int by_hf_name(const void *a, const void *b) {
                   (*(const synth_tensor *const *)b)->hf_name);
 }
 
+/* The order safetensors.torch.save_file lays a file out in: wider dtypes
+ * first (so every tensor's data is aligned to its elements: here the I64
+ * token ordering before the 2-byte floats), then by name. */
+static int by_st_order(const void *a, const void *b) {
+    const synth_tensor *x = *(const synth_tensor *const *)a, *y = *(const synth_tensor *const *)b;
+    const int wx = x->kind == SYNTH_INDEX, wy = y->kind == SYNTH_INDEX;
+    return wx != wy ? wy - wx : strcmp(x->hf_name, y->hf_name);
+}
+
 /* Splits the state-dict order into shards of at most 5 GB, as
  * transformers' shard_checkpoint does, and declares each shard's tensors
- * in name order. */
+ * in safetensors' order. */
 static sw_status plan_shards(hf_job *h) {
     const synth_model *m = h->m;
     uint64_t cur = 0, max = h->x->o->shard_bytes ? h->x->o->shard_bytes : SHARD_MAX_BYTES;
@@ -297,13 +319,13 @@ static sw_status plan_shards(hf_job *h) {
         for (size_t i = 0, k = 0; i < m->n; i++)
             if (h->shard_of[i] == s)
                 sh->order[k++] = &m->t[i];
-        qsort(sh->order, sh->n, sizeof *sh->order, by_hf_name);
+        qsort(sh->order, sh->n, sizeof *sh->order, by_st_order);
         sw_status st = st_writer_create(&sh->w);
         for (size_t k = 0; st == SW_OK && k < sh->n; k++) {
             const synth_tensor *t = sh->order[k];
             uint64_t shape[3] = {t->ne2, t->ne1, t->ne0}; /* HF order: outermost first */
-            st = st_writer_add(sh->w, t->hf_name, h->type == SW_TYPE_F16 ? ST_F16 : ST_BF16,
-                               t->n_dims, shape + 3 - t->n_dims);
+            st = st_writer_add(sh->w, t->hf_name, hf_dtype(t, h->type), t->n_dims,
+                               shape + 3 - t->n_dims);
         }
         uint64_t file_bytes = 0;
         if (st == SW_OK && (st = st_writer_file_bytes(sh->w, &file_bytes)) == SW_OK)
@@ -337,10 +359,13 @@ static sw_status write_shard(hf_job *h, shard *sh, uint64_t *bytes) {
         (st = synth_advance(h->x, f.written + f.len)) != SW_OK)
         goto fail;
     st_emit e = {sh->w, &f.sink};
-    for (size_t k = 0; k < sh->n; k++)
-        if ((st = synth_stream_tensor(h->x, sh->order[k], h->type, 0.0f, emit_data, &e)) !=
-            SW_OK)
+    for (size_t k = 0; k < sh->n; k++) {
+        const synth_tensor *t = sh->order[k];
+        st = t->kind == SYNTH_INDEX ? synth_stream_index(h->x, t, emit_data, &e)
+                                    : synth_stream_tensor(h->x, t, h->type, 0.0f, emit_data, &e);
+        if (st != SW_OK)
             goto fail;
+    }
     if ((st = st_writer_finish(sh->w)) != SW_OK || (st = out_file_close(&f)) != SW_OK)
         goto fail;
     *bytes += f.written;
@@ -359,7 +384,7 @@ static void index_body(jsonw *j, const void *ctx) {
     size_t n_hf = 0;
     for (size_t i = 0; i < m->n; i++)
         if (in_hf(&m->t[i])) {
-            n_params += m->t[i].ne0 * synth_rows(&m->t[i]);
+            n_params += synth_is_param(&m->t[i]) ? m->t[i].ne0 * synth_rows(&m->t[i]) : 0;
             n_hf++;
         }
     jw_obj(j);
@@ -400,14 +425,16 @@ static void job_free(hf_job *h) {
     free(h->tmp);
 }
 
-/* All files into h->tmp. */
+/* All files into h->tmp (the tokenizer's only with a vocabulary v). */
 static sw_status write_files(hf_job *h, const synth_vocab *v, uint64_t *bytes) {
     config_ctx cc = {h->m, h->type};
     sw_status st;
-    if ((st = write_json(h->tmp, "config.json", config_body, &cc, bytes)) != SW_OK ||
-        (st = write_json(h->tmp, "tokenizer.json", synth_tokenizer_json, v, bytes)) != SW_OK ||
-        (st = write_json(h->tmp, "tokenizer_config.json", synth_tokenizer_config_json, v,
-                          bytes)) != SW_OK)
+    if ((st = write_json(h->tmp, "config.json", config_body, &cc, bytes)) != SW_OK)
+        return st;
+    if (v != NULL &&
+        ((st = write_json(h->tmp, "tokenizer.json", synth_tokenizer_json, v, bytes)) != SW_OK ||
+         (st = write_json(h->tmp, "tokenizer_config.json", synth_tokenizer_config_json, v,
+                          bytes)) != SW_OK))
         return st;
     for (size_t s = 0; s < h->n_shards; s++)
         if ((st = write_shard(h, &h->shards[s], bytes)) != SW_OK)
@@ -478,7 +505,7 @@ sw_status synth_write_hf(synth_ctx *x, const synth_model *m, const synth_vocab *
         goto done;
     made_dir = false;
     r->bytes_written = bytes;
-    r->n_files = (uint32_t)h.n_shards + 3 + (h.n_shards > 1);
+    r->n_files = (uint32_t)h.n_shards + (v != NULL ? 3 : 1) + (h.n_shards > 1);
 done:
     if (made_dir)
         remove_dir(h.tmp, false); /* best effort: every entry in it is ours */

@@ -3,7 +3,9 @@
  * 5.24 saves a Gemma4ForCausalLM in the layout of the released checkpoints
  * (global_head_dim and num_global_key_value_heads for the full layers,
  * use_double_wide_mlp for the KV-shared ones; gemma4-facts, "Text
- * configs"), keys sorted as json.dumps(sort_keys=True) writes them.
+ * configs"), keys sorted as json.dumps(sort_keys=True) writes them; and
+ * that of a Gemma 4 assistant (Gemma4AssistantForCausalLM, transformers
+ * 5.25), the same text keys nested as its text_config.
  */
 #include <string.h>
 
@@ -70,25 +72,34 @@ static g4_keys keys_of(const model_config *c) {
     return k;
 }
 
-void synth_gemma4_config_json(jsonw *j, const synth_model *m, bool f16) {
+/* The text model's keys, sorted. A standalone model (dtype != NULL) adds
+ * architectures, dtype and transformers_version; an assistant's nested
+ * text_config has neither those nor a per-layer-input vocabulary. */
+static void text_keys(jsonw *j, const synth_model *m, const char *dtype) {
     const model_config *c = &m->c;
     const g4_keys k = keys_of(c);
-    jw_obj(j);
-    jw_key(j, "architectures");
-    jw_arr(j);
-    jw_str(j, "Gemma4ForCausalLM");
-    jw_arr_end(j);
+    if (dtype != NULL) {
+        jw_key(j, "architectures");
+        jw_arr(j);
+        jw_str(j, "Gemma4ForCausalLM");
+        jw_arr_end(j);
+    }
     jw_key_bool(j, "attention_bias", false);
     jw_key(j, "attention_dropout");
     jw_float(j, 0.0);
     jw_key_bool(j, "attention_k_eq_v", k.k_eq_v);
     jw_key_int(j, "bos_token_id", 2);
-    jw_key(j, "dtype");
-    jw_str(j, f16 ? "float16" : "bfloat16");
+    if (dtype != NULL) {
+        jw_key(j, "dtype");
+        jw_str(j, dtype);
+    }
     jw_key_bool(j, "enable_moe_block", c->n_expert != 0);
     jw_key_int(j, "eos_token_id", 1);
     jw_key(j, "final_logit_softcapping");
-    jw_float(j, c->final_softcap);
+    if (c->final_softcap != 0.0f)
+        jw_float(j, c->final_softcap);
+    else
+        jw_null(j);
     jw_key_int(j, "global_head_dim", k.hd_full);
     jw_key_int(j, "head_dim", k.hd_swa);
     jw_key(j, "hidden_activation");
@@ -120,13 +131,53 @@ void synth_gemma4_config_json(jsonw *j, const synth_model *m, bool f16) {
     jw_key_int(j, "sliding_window", c->sliding_window);
     jw_key_bool(j, "tie_word_embeddings", true);
     key_int_or_null(j, "top_k_experts", c->n_expert_used);
-    jw_key(j, "transformers_version");
-    jw_str(j, HF_VERSION);
+    if (dtype != NULL) {
+        jw_key(j, "transformers_version");
+        jw_str(j, HF_VERSION);
+    }
     jw_key(j, "use_bidirectional_attention");
     jw_null(j);
     jw_key_bool(j, "use_cache", true);
     jw_key_bool(j, "use_double_wide_mlp", k.double_wide);
     jw_key_int(j, "vocab_size", c->n_vocab);
-    jw_key_int(j, "vocab_size_per_layer_input", c->n_vocab);
+    jw_key_int(j, "vocab_size_per_layer_input", c->assistant ? 0 : c->n_vocab);
+}
+
+void synth_gemma4_config_json(jsonw *j, const synth_model *m, bool f16) {
+    jw_obj(j);
+    text_keys(j, m, f16 ? "float16" : "bfloat16");
+    jw_obj_end(j);
+}
+
+/* transformers 5.25's Gemma4AssistantConfig: a dense head still saves the
+ * centroid defaults, which nothing reads then. */
+#define ASSISTANT_HF_VERSION "5.25.0"
+#define DEFAULT_CENTROIDS 2048
+#define DEFAULT_CENTROID_TOP_K 32
+
+void synth_gemma4_assistant_config_json(jsonw *j, const synth_model *m, bool f16) {
+    const model_config *c = &m->c;
+    const bool ordered = c->n_centroid != 0;
+    jw_obj(j);
+    jw_key(j, "architectures");
+    jw_arr(j);
+    jw_str(j, "Gemma4AssistantForCausalLM");
+    jw_arr_end(j);
+    jw_key_int(j, "backbone_hidden_size", c->backbone_embd);
+    jw_key_int(j, "centroid_intermediate_top_k",
+               ordered ? c->centroid_top_k : DEFAULT_CENTROID_TOP_K);
+    jw_key(j, "dtype");
+    jw_str(j, f16 ? "float16" : "bfloat16");
+    jw_key(j, "model_type");
+    jw_str(j, "gemma4_assistant");
+    jw_key_int(j, "num_centroids", ordered ? c->n_centroid : DEFAULT_CENTROIDS);
+    jw_key(j, "text_config");
+    jw_obj(j);
+    text_keys(j, m, NULL);
+    jw_obj_end(j);
+    jw_key_bool(j, "tie_word_embeddings", true);
+    jw_key(j, "transformers_version");
+    jw_str(j, ASSISTANT_HF_VERSION);
+    jw_key_bool(j, "use_ordered_embeddings", ordered);
     jw_obj_end(j);
 }

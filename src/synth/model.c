@@ -36,13 +36,22 @@ static inline float unit(uint32_t bits) {
     return (float)(int32_t)bits * (1.0f / 2147483648.0f);
 }
 
+/* The generator's key of tensor stream `stream` under `seed`. */
+static inline uint64_t stream_key(uint64_t seed, uint64_t stream) {
+    return mix64(seed * GOLDEN + mix64(stream + 0x632be59bd9b4e019ull));
+}
+
+uint64_t synth_random(uint64_t seed, uint64_t stream, uint64_t i) {
+    return mix64(stream_key(seed, stream) + (i + 1) * GOLDEN);
+}
+
 void synth_fill(uint64_t seed, const synth_tensor *t, uint64_t start, size_t n, float *out) {
     if (t->kind == SYNTH_ROPE) { /* rotated pairs, then pairs left alone */
         for (size_t k = 0; k < n; k++)
             out[k] = start + k < t->n_ones ? 1.0f : 1e30f;
         return;
     }
-    uint64_t key = mix64(seed * GOLDEN + mix64(t->stream + 0x632be59bd9b4e019ull));
+    uint64_t key = stream_key(seed, t->stream);
     float a = t->half_width;
     size_t i = 0;
     uint64_t e = start;
@@ -128,9 +137,10 @@ static uint32_t matrix_type(synth_model *m, uint32_t type, uint64_t ne0) {
     return t;
 }
 
-static void set_tensor(synth_tensor *t, synth_kind kind, uint64_t ne0, uint64_t ne1,
-                       uint64_t stream, uint32_t gguf_type) {
-    const bool vec = kind == SYNTH_NORM || kind == SYNTH_SCALE || kind == SYNTH_ROPE;
+void synth_tensor_set(synth_tensor *t, synth_kind kind, uint64_t ne0, uint64_t ne1,
+                      uint64_t stream, uint32_t gguf_type) {
+    const bool vec = kind == SYNTH_NORM || kind == SYNTH_SCALE || kind == SYNTH_ROPE ||
+                     kind == SYNTH_INDEX;
     t->kind = kind;
     t->ne0 = ne0;
     t->ne1 = ne1;
@@ -149,8 +159,9 @@ static void add_layer(synth_model *m, uint32_t il, uint32_t type) {
         synth_tensor *t = &m->t[m->n++];
         uint64_t ne0 = dim_value(&m->c, sp->ne0), ne1 = dim_value(&m->c, sp->ne1);
         bool norm = sp->ne1 == D_ONE;
-        set_tensor(t, norm ? SYNTH_NORM : SYNTH_MATRIX, ne0, ne1, ((uint64_t)il + 1) << 8 | s,
-                   norm ? SW_TYPE_F32 : matrix_type(m, type, ne0));
+        synth_tensor_set(t, norm ? SYNTH_NORM : SYNTH_MATRIX, ne0, ne1,
+                         ((uint64_t)il + 1) << 8 | s,
+                         norm ? SW_TYPE_F32 : matrix_type(m, type, ne0));
         snprintf(t->hf_name, sizeof t->hf_name, "model.layers.%u.%s.weight", il, sp->hf);
         snprintf(t->gguf_name, sizeof t->gguf_name, "blk.%u.%s.weight", il, sp->gguf);
     }
@@ -165,16 +176,14 @@ static synth_tensor *add_global(synth_model *m, const char *gguf, synth_kind kin
                                 uint64_t ne0, uint64_t ne1, uint64_t stream, uint32_t type) {
     synth_tensor *t = &m->t[m->n++];
     const bool vec = kind == SYNTH_NORM || kind == SYNTH_SCALE || kind == SYNTH_ROPE;
-    set_tensor(t, kind, ne0, ne1, stream, vec ? SW_TYPE_F32 : matrix_type(m, type, ne0));
+    synth_tensor_set(t, kind, ne0, ne1, stream, vec ? SW_TYPE_F32 : matrix_type(m, type, ne0));
     snprintf(t->gguf_name, sizeof t->gguf_name, "%s.weight", gguf);
     if (!hf_gemma4_name(t->gguf_name, t->hf_name, sizeof t->hf_name))
         t->hf_name[0] = '\0'; /* rope_freqs: transformers computes it */
     return t;
 }
 
-/* Layer il's tensors: norms and scales as full multipliers near 1 (Gemma 4
- * has no +1), matrices and the 3-D experts in the requested type. */
-static void add_gemma4_layer(synth_model *m, uint32_t il, uint32_t type) {
+void synth_add_gemma4_layer(synth_model *m, uint32_t il, uint32_t type) {
     size_t n_table;
     const layer_tensor *table = model_layer_tensors(&n_table);
     for (size_t i = 0; i < n_table; i++) {
@@ -185,10 +194,10 @@ static void add_gemma4_layer(synth_model *m, uint32_t il, uint32_t type) {
         const uint64_t ne0 = model_dim_value(&m->c, il, lt->ne0);
         const uint64_t stream = ((uint64_t)il + 1) << 8 | (uint64_t)lt->role;
         if (lt->is_norm) {
-            set_tensor(t, SYNTH_SCALE, ne0, 1, stream, SW_TYPE_F32);
+            synth_tensor_set(t, SYNTH_SCALE, ne0, 1, stream, SW_TYPE_F32);
         } else {
-            set_tensor(t, SYNTH_MATRIX, ne0, model_dim_value(&m->c, il, lt->ne1), stream,
-                       matrix_type(m, type, ne0));
+            synth_tensor_set(t, SYNTH_MATRIX, ne0, model_dim_value(&m->c, il, lt->ne1),
+                             stream, matrix_type(m, type, ne0));
             t->ne2 = model_dim_value(&m->c, il, lt->ne2);
             t->n_dims = t->ne2 > 1 ? 3 : 2;
         }
@@ -233,7 +242,7 @@ static sw_status build_gemma4(synth_model *m, uint32_t type) {
     if (pl != 0)
         add_global(m, "per_layer_token_embd", SYNTH_EMBD, pl, c->n_vocab, S_PLE_EMBD, type);
     for (uint32_t il = 0; il < c->n_layer; il++)
-        add_gemma4_layer(m, il, type);
+        synth_add_gemma4_layer(m, il, type);
     add_global(m, "output_norm", SYNTH_SCALE, c->n_embd, 1, S_NORM, SW_TYPE_F32);
     if (pl != 0) {
         add_global(m, "per_layer_model_proj", SYNTH_MATRIX, c->n_embd, pl, S_PLE_PROJ, type);
@@ -255,9 +264,11 @@ static sw_status catalog_config(const char *shape, synth_model *m) {
     }
     free(pm);
     if (st == SW_ERR_ARG) {
-        char list[256];
+        char list[256], assistants[256];
         plan_catalog_list(list, sizeof list);
-        return sw_errorf(SW_ERR_ARG, "unknown shape '%s'; choose one of: %s", shape, list);
+        synth_assistant_list(assistants, sizeof assistants);
+        return sw_errorf(SW_ERR_ARG, "unknown shape '%s'; choose one of: %s; or (--format hf) "
+                         "%s", shape, list, assistants);
     }
     return st;
 }
@@ -288,14 +299,14 @@ sw_status synth_model_build(const char *shape, uint32_t n_layers, uint32_t n_voc
     if (m->t == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "synth: out of host memory");
     synth_tensor *e = &m->t[m->n++];
-    set_tensor(e, SYNTH_EMBD, m->c.n_embd, m->c.n_vocab, 0,
+    synth_tensor_set(e, SYNTH_EMBD, m->c.n_embd, m->c.n_vocab, 0,
                matrix_type(m, type, m->c.n_embd));
     snprintf(e->hf_name, sizeof e->hf_name, "model.embed_tokens.weight");
     snprintf(e->gguf_name, sizeof e->gguf_name, "token_embd.weight");
     for (uint32_t il = 0; il < m->c.n_layer; il++)
         add_layer(m, il, type);
     synth_tensor *fn = &m->t[m->n++];
-    set_tensor(fn, SYNTH_NORM, m->c.n_embd, 1, 1, SW_TYPE_F32);
+    synth_tensor_set(fn, SYNTH_NORM, m->c.n_embd, 1, 1, SW_TYPE_F32);
     snprintf(fn->hf_name, sizeof fn->hf_name, "model.norm.weight");
     snprintf(fn->gguf_name, sizeof fn->gguf_name, "output_norm.weight");
     return SW_OK;

@@ -171,6 +171,14 @@ static sw_status check_options(const synth_options *o) {
         return sw_errorf(SW_ERR_ARG, "--format hf takes --type bf16 or f16: Hugging Face "
                          "checkpoints hold float weights (use --format gguf for %s)",
                          synth_type_name(o->type));
+    if (synth_is_assistant(o->shape) && strcasecmp(fmt, "hf") != 0)
+        return sw_errorf(SW_ERR_ARG, "--shape %s: synth writes a Gemma 4 assistant only as a "
+                         "Hugging Face folder (what transformers saves for "
+                         "Gemma4AssistantForCausalLM); pass --format hf", o->shape);
+    if (synth_is_assistant(o->shape) && o->n_layers != 0)
+        return sw_errorf(SW_ERR_ARG, "--layers %u: a Gemma 4 assistant always has 4 layers "
+                         "(3 sliding, 1 full, all reading its target's caches); drop --layers",
+                         o->n_layers);
     if (o->chunk_bytes != 0 && o->chunk_bytes < 4)
         return sw_errorf(SW_ERR_ARG, "chunk of %zu bytes is too small", o->chunk_bytes);
     return SW_OK;
@@ -198,15 +206,15 @@ static sw_status ctx_init(synth_ctx *x, const synth_options *o, const synth_mode
 }
 
 
-static void fill_result(const synth_model *m, const synth_vocab *v, synth_result *r) {
+static void fill_result(const synth_model *m, synth_result *r) {
     snprintf(r->shape, sizeof r->shape, "%s", m->name);
     snprintf(r->arch, sizeof r->arch, "%s", m->c.arch);
     r->n_layer = m->c.n_layer;
     r->n_layer_full = m->n_layer_full;
-    r->n_vocab = v->n;
+    r->n_vocab = m->c.n_vocab;
     r->n_tensors = m->n;
     for (size_t i = 0; i < m->n; i++)
-        r->n_params += m->t[i].kind == SYNTH_ROPE ? 0 : m->t[i].ne0 * synth_rows(&m->t[i]);
+        r->n_params += synth_is_param(&m->t[i]) ? m->t[i].ne0 * synth_rows(&m->t[i]) : 0;
     r->n_fallback = m->n_fallback;
     snprintf(r->fallback_note, sizeof r->fallback_note, "%s", m->fallback_note);
 }
@@ -227,16 +235,20 @@ sw_status synth_write(const synth_options *o, synth_result *r) {
         return st;
     uint32_t type = type_id(o->type);
     bool hf = o->format && !strcasecmp(o->format, "hf");
-    if ((st = synth_model_build(o->shape, o->n_layers, o->n_vocab, type, &m)) != SW_OK)
+    const bool assistant = synth_is_assistant(o->shape); /* no tokenizer: its target's */
+    st = assistant ? synth_assistant_build(o->shape, o->n_vocab, type, &m)
+                   : synth_model_build(o->shape, o->n_layers, o->n_vocab, type, &m);
+    if (st != SW_OK)
         goto done;
     if (type_mix(o->type))
         synth_model_mix_q4_k_m(&m);
     const uint32_t sot = m.family >= 3 ? 105 : 106;
-    if ((st = synth_vocab_build(m.c.n_vocab, sot, m.family == 4, &v)) != SW_OK ||
+    if ((!assistant && (st = synth_vocab_build(m.c.n_vocab, sot, m.family == 4, &v)) != SW_OK) ||
         (st = ctx_init(&x, o, &m)) != SW_OK)
         goto done;
-    fill_result(&m, &v, r);
-    st = hf ? synth_write_hf(&x, &m, &v, type, r) : synth_write_gguf(&x, &m, &v, type, r);
+    fill_result(&m, r);
+    const synth_vocab *vp = assistant ? NULL : &v;
+    st = hf ? synth_write_hf(&x, &m, vp, type, r) : synth_write_gguf(&x, &m, vp, type, r);
     r->seconds = sw_clock_s() - t0;
 done:
     free(x.f32);

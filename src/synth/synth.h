@@ -4,7 +4,9 @@
  * official Gemma configuration (the catalog `spillway plan -m NAME` uses),
  * random weights and a synthetic SentencePiece-BPE vocabulary. They stand
  * in for checkpoints that cannot be downloaded, for scale tests and
- * benchmarks (`spillway synth`).
+ * benchmarks (`spillway synth`). "<gemma 4 shape>-assistant" names a
+ * Gemma 4 assistant (a 4-layer drafter that reads its target's caches;
+ * Hugging Face folder only, no tokenizer: assistant.c).
  *
  *   synth_options o = synth_options_default();
  *   o.shape = "gemma2-9b"; o.type = "bf16"; o.format = "gguf";
@@ -44,11 +46,12 @@
 typedef void (*synth_progress_fn)(void *user, uint64_t done_bytes, uint64_t total_bytes);
 
 typedef struct synth_options {
-    const char *shape;    /* catalog name: "gemma2-9b", "gemma-3-27b", ... */
+    const char *shape;    /* catalog name: "gemma2-9b", "gemma-3-27b", ..., or an
+                           * assistant: "gemma4-31b-assistant" */
     const char *type;     /* "bf16", "f16", "q8_0", "q4_k", "q4_k_m" (hf: bf16, f16) */
     const char *format;   /* "gguf" (default) or "hf" */
     const char *path;     /* output file (gguf) or folder (hf) */
-    uint32_t n_layers;    /* 0: the shape's depth; else 1..depth */
+    uint32_t n_layers;    /* 0: the shape's depth; else 1..depth (assistants: 0) */
     uint32_t n_vocab;     /* 0: the shape's vocabulary; else >= SYNTH_MIN_VOCAB
                            * (small files for tests) */
     uint64_t seed;        /* default 1 */
@@ -79,10 +82,11 @@ typedef struct synth_result {
 } synth_result;
 
 /* Writes the model described by *o. Errors: SW_ERR_ARG (unknown shape,
- * type or format, q8_0/q4_k with hf, --layers or --vocab out of range: the message
- * lists the valid values), SW_ERR_IO (PATH exists without force, folder
- * missing, not enough space, disk full, interrupted: nothing is left
- * behind), SW_ERR_OOM_HOST. */
+ * type or format, q8_0/q4_k with hf, --layers or --vocab out of range, an
+ * assistant as gguf or with --layers: the message lists the valid
+ * values), SW_ERR_IO (PATH exists without force, folder missing, not
+ * enough space, disk full, interrupted: nothing is left behind),
+ * SW_ERR_OOM_HOST. */
 sw_status synth_write(const synth_options *o, synth_result *out);
 
 /* Canonical lower-case name of a synth type ("q4_k"), or NULL. */

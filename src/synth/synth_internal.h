@@ -20,8 +20,12 @@
 
 /* SYNTH_NORM: Gemma 1-3's w, stored as 1 + w in GGUF; SYNTH_SCALE: a full
  * multiplier near 1 (Gemma 4's norms and scales), the same value in both
- * formats; SYNTH_ROPE: Gemma 4's rope_freqs, a constant (GGUF only). */
-typedef enum { SYNTH_EMBD, SYNTH_MATRIX, SYNTH_NORM, SYNTH_SCALE, SYNTH_ROPE } synth_kind;
+ * formats; SYNTH_ROPE: Gemma 4's rope_freqs, a constant (GGUF only);
+ * SYNTH_INDEX: a seeded permutation of 0..ne0-1 stored as I64, a buffer
+ * rather than a parameter (an assistant's token ordering, HF only). */
+typedef enum {
+    SYNTH_EMBD, SYNTH_MATRIX, SYNTH_NORM, SYNTH_SCALE, SYNTH_ROPE, SYNTH_INDEX
+} synth_kind;
 
 typedef struct synth_tensor {
     char gguf_name[48];     /* "blk.3.attn_q.weight" */
@@ -69,8 +73,43 @@ void synth_model_free(synth_model *m);
 void synth_model_mix_q4_k_m(synth_model *m);
 
 /* Fills out[0..n) with elements start..start+n of tensor t (f32), the HF
- * value for norms (w, not 1 + w). */
+ * value for norms (w, not 1 + w). Not for SYNTH_INDEX. */
 void synth_fill(uint64_t seed, const synth_tensor *t, uint64_t start, size_t n, float *out);
+
+/* Element i of the generator's stream `stream`: 64 random bits, a function
+ * of (seed, stream, i) only (the bits synth_fill draws its values from). */
+uint64_t synth_random(uint64_t seed, uint64_t stream, uint64_t i);
+
+/* Sets t's kind, shape (ne0 x ne1, 1-D for vectors), stream and GGUF type,
+ * and the spread of its values: 0.1 around the base for vectors, std
+ * 1/sqrt(ne0) for matrices and embeddings. Names are left to the caller. */
+void synth_tensor_set(synth_tensor *t, synth_kind kind, uint64_t ne0, uint64_t ne1,
+                      uint64_t stream, uint32_t gguf_type);
+
+/* Appends Gemma 4 layer il's tensors (model/weights.c's table, as m->c
+ * says: none of K, V and k_norm in a KV-shared layer) at m->t[m->n]. */
+void synth_add_gemma4_layer(synth_model *m, uint32_t il, uint32_t type);
+
+/* Whether t is a model parameter (counted in params), not a buffer. */
+static inline bool synth_is_param(const synth_tensor *t) {
+    return t->kind != SYNTH_ROPE && t->kind != SYNTH_INDEX;
+}
+
+/* ---- Gemma 4 assistants (assistant.c) ------------------------------------ */
+
+/* Whether `shape` names an assistant ("<gemma 4 shape>-assistant"). */
+bool synth_is_assistant(const char *shape);
+/* The assistant shapes, comma-separated, into buf. */
+void synth_assistant_list(char *buf, size_t cap);
+
+/* Builds the description of assistant `shape` (4 KV-shared layers; head
+ * shapes, window and RoPE of its target's catalog entry; widths in
+ * assistant.c's table) with n_vocab tokens (0: 262144; a centroid head
+ * then gets a number of centroids that divides n_vocab). m->c.assistant
+ * is set. Errors: SW_ERR_ARG (unknown assistant: lists them; n_vocab out
+ * of range), SW_ERR_OOM_HOST. */
+sw_status synth_assistant_build(const char *shape, uint32_t n_vocab, uint32_t type,
+                                synth_model *out);
 
 /* Rows of all of t's matrices (ne1 * ne2). */
 static inline uint64_t synth_rows(const synth_tensor *t) {
@@ -191,8 +230,18 @@ const char *synth_chat_template(bool gemma4);
 /* config.json of a Gemma 4 model (hf_config4.c): ctx is the synth_model;
  * f16 picks the dtype named. */
 void synth_gemma4_config_json(jsonw *j, const synth_model *m, bool f16);
+/* config.json of a Gemma 4 assistant (m->c.assistant): its own keys
+ * around the text model's config (text_config). */
+void synth_gemma4_assistant_config_json(jsonw *j, const synth_model *m, bool f16);
 
-/* The two output formats. */
+/* Streams SYNTH_INDEX tensor t (a seeded permutation of 0..ne0-1) as
+ * little-endian I64 through emit, in chunks (assistant.c). Errors:
+ * SW_ERR_OOM_HOST, emit's, SW_ERR_IO (cancelled). */
+sw_status synth_stream_index(synth_ctx *x, const synth_tensor *t, synth_emit_fn emit,
+                             void *user);
+
+/* The two output formats. v is NULL for an assistant (hf only), which has
+ * no tokenizer of its own (it uses its target's). */
 sw_status synth_write_gguf(synth_ctx *x, const synth_model *m, const synth_vocab *v,
                            uint32_t type, synth_result *r);
 sw_status synth_write_hf(synth_ctx *x, const synth_model *m, const synth_vocab *v,

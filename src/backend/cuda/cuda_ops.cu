@@ -239,7 +239,7 @@ static bool fused_accepts(const block_args *a) {
                   "implement the new field");
     return a->phase == BLOCK_WHOLE && a->layer_scale == 0.0f && !s->v_norm && !s->k_eq_v &&
            !s->kv_shared && s->rope_pairs == 0 && s->n_pl == 0 && s->n_expert == 0 &&
-           s->n_expert_used == 0;
+           s->n_expert_used == 0 && a->act.apos.buf == NULL;
 }
 
 static sw_status block_attention(cuda_backend *c, const block_args *a) {
