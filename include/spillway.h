@@ -811,6 +811,7 @@ typedef struct sw_plan_summary {
     uint32_t n_resident, n_streamed, n_host;           /* layers */
     double prefill_tokens_per_s, decode_tokens_per_s;  /* predicted */
     char weights[16];    /* --weights value the plan converts with ("bf16-dequant"), "" if none */
+    uint32_t n_ctx;      /* the context it resolved (-c 0: the model's default) */
 } sw_plan_summary;
 
 SW_API sw_status sw_plan_get_summary(const sw_plan *plan, sw_plan_summary *out);

@@ -96,6 +96,14 @@ def test_plan():
     except (ValueError, KeyError, TypeError):
         ok = False
     check(rc == 0 and ok, "plan -md --json: exit %d %s" % (rc, out[-300:]))
+    # one budget: on a device the draft model is planned first and its share
+    # reserved in the target's plan (its device row), the drafter planned in it
+    rc, out, _ = spillway("plan", "-m", MODEL, "-c", "256", "--backend", "sim",
+                          "--device-mem", "64M", "-md", MODEL)
+    text = out.decode()
+    row = [l for l in text.splitlines() if l.startswith("device ")]
+    check(rc == 0 and len(row) == 2 and "| drafter %s " % os.path.basename(MODEL) in row[0],
+          "plan -md on sim: exit %d\n%s" % (rc, text[-800:]))
     rc, _, err = spillway("plan", *COMMON[:-2], "-md", MODEL, "--draft-ngram")
     check(rc == 2 and "one drafter" in err, "plan with two drafters: exit %d %s" % (rc, err))
 

@@ -81,6 +81,13 @@ class DraftOptions(Structure):
                 ("draft_max", c_uint32)]
 
 
+class PlanSummary(Structure):
+    _fields_ = [("device_bytes", c_uint64), ("pinned_bytes", c_uint64), ("host_bytes", c_uint64),
+                ("n_resident", c_uint32), ("n_streamed", c_uint32), ("n_host", c_uint32),
+                ("prefill_tokens_per_s", c_double), ("decode_tokens_per_s", c_double),
+                ("weights", c_char * 16), ("n_ctx", c_uint32)]
+
+
 class ChatMessage(Structure):
     _fields_ = [("role", c_char_p), ("content", c_char_p), ("len", c_size_t)]
 
@@ -117,6 +124,9 @@ sw_vocab_size = _fn("sw_vocab_size", c_size_t, P)
 sw_parse_size = _fn("sw_parse_size", c_int, c_char_p, c_uint64, POINTER(c_uint64))
 sw_plan_options_default = _fn("sw_plan_options_default", PlanOptions)
 sw_plan_format = _fn("sw_plan_format", c_int, P, c_int, c_char_p, c_size_t, POINTER(c_size_t))
+sw_plan_create = _fn("sw_plan_create", c_int, P, c_char_p, POINTER(PlanOptions), POINTER(P))
+sw_plan_get_summary = _fn("sw_plan_get_summary", c_int, P, POINTER(PlanSummary))
+sw_plan_destroy = _fn("sw_plan_destroy", None, P)
 sw_engine_launch = _fn("sw_engine_launch", c_int, P, POINTER(PlanOptions), c_void_p,
                        POINTER(P))
 sw_engine_destroy = _fn("sw_engine_destroy", None, P)

@@ -54,8 +54,9 @@ class Model:
     Speculative decoding, as `spillway run --draft-ngram | --draft-model`:
     draft_ngram=True drafts from the text's own n-grams; draft_model=PATH
     from a smaller model with the same vocabulary, planned like this one
-    (no placement pins, this model's context and sequences) on a budget of
-    its own, draft_device_mem (default: device_mem) — or, when PATH is a
+    (no placement pins, this model's context and sequences) first, its
+    device bytes reserved in this model's plan (or on a budget of its own,
+    draft_device_mem) — or, when PATH is a
     Gemma 4 assistant folder, from that assistant over this model's caches,
     its device bytes reserved in this model's plan. draft_max: drafts per
     verify, 1 to 16 (None: the cost model's choice). Greedy output is
@@ -77,20 +78,8 @@ class Model:
         _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._model)))
         try:
             opts, self._keep = self._plan_options(plan_options)
-            if draft_model is not None:   # an assistant's bytes go into this plan
-                _check(L.sw_model_open(_bytes(str(draft_model)),
-                                       ctypes.byref(self._draft_model)))
-                if L.sw_model_is_assistant(self._draft_model):
-                    if draft_device_mem is not None:
-                        raise ValueError("draft_device_mem: a Gemma 4 assistant has no budget "
-                                         "of its own (its bytes come off device_mem)")
-                    need = ctypes.c_uint64()
-                    _check(L.sw_assistant_device_bytes(self._draft_model, opts.n_seq or 1,
-                                                       ctypes.byref(need)))
-                    opts.draft_device_bytes = need.value
-                    name = _bytes(os.path.basename(str(draft_model).rstrip("/")))
-                    self._keep.append(name)
-                    opts.drafter = name
+            if draft_model is not None:   # the drafter's device bytes go into this plan
+                self._reserve_drafter(opts, draft_model, draft_device_mem)
             _check(L.sw_engine_launch(self._model, ctypes.byref(opts), None,
                                       ctypes.byref(self._engine)))
             _check(L.sw_scheduler_create(self._engine, self._model, ctypes.byref(self._sched)))
@@ -123,6 +112,57 @@ class Model:
             setattr(o, field, value)
         return o, keep
 
+    def _plan(self, model, opts):
+        """A plan's summary (sw_plan_create; nothing is loaded)."""
+        plan, summary = L.P(), L.PlanSummary()
+        _check(L.sw_plan_create(model, None, ctypes.byref(opts), ctypes.byref(plan)))
+        try:
+            _check(L.sw_plan_get_summary(plan, ctypes.byref(summary)))
+        finally:
+            L.sw_plan_destroy(plan)
+        return summary
+
+    def _reserve_drafter(self, opts, path, device_mem):
+        """As the CLI's draft_reserve: one device budget, the drafter's
+        share reserved in this model's plan (its drafter row) — a Gemma 4
+        assistant's bytes, or a draft model's plan on the device, planned
+        first at this model's context; draft_device_mem instead gives a
+        draft model a budget of its own."""
+        _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._draft_model)))
+        if not opts.n_ctx:
+            opts.n_ctx = self._plan(self._model, opts).n_ctx
+        need = 0
+        if L.sw_model_is_assistant(self._draft_model):
+            if device_mem is not None:
+                raise ValueError("draft_device_mem: a Gemma 4 assistant has no budget of its "
+                                 "own (its bytes come off device_mem)")
+            n = ctypes.c_uint64()
+            _check(L.sw_assistant_device_bytes(self._draft_model, opts.n_seq or 1,
+                                               ctypes.byref(n)))
+            need = n.value
+        elif device_mem is None:
+            po = self._draft_options(opts, None)
+            need = self._plan(self._draft_model, po).device_bytes
+        if need:
+            opts.draft_device_bytes = need
+            name = _bytes(os.path.basename(str(path).rstrip("/")))
+            self._keep.append(name)
+            opts.drafter = name
+
+    @staticmethod
+    def _draft_options(opts, device_mem):
+        """The draft model's plan options, as the CLI's draft_plan()."""
+        po = L.PlanOptions.from_buffer_copy(opts)
+        po.place, po.n_gpu_layers, po.n_cpu_moe = None, -1, 0
+        po.draft_device_bytes, po.drafter = 0, None
+        if isinstance(device_mem, str) and device_mem.endswith("%"):
+            po.device_mem_bytes, po.device_mem_fraction = 0, float(device_mem[:-1]) / 100.0
+        elif device_mem is not None:
+            po.device_mem_bytes, po.device_mem_fraction = _size(device_mem), 0.0
+        elif opts.draft_device_bytes:   # its share, reserved in this model's plan
+            po.device_mem_bytes, po.device_mem_fraction = opts.draft_device_bytes, 0.0
+        return po
+
     def _start_draft(self, opts, ngram, path, draft_max, device_mem):
         """The scheduler's drafter (sw_scheduler_set_draft); a draft model
         planned as the CLI's draft_plan() plans it."""
@@ -139,13 +179,8 @@ class Model:
         if path is not None and L.sw_model_is_assistant(self._draft_model):
             d.assistant = self._draft_model
         elif path is not None:
-            po = L.PlanOptions.from_buffer_copy(opts)
-            po.place, po.n_gpu_layers, po.n_cpu_moe = None, -1, 0
+            po = self._draft_options(opts, device_mem)
             po.n_ctx = L.sw_engine_n_ctx(self._engine)
-            if isinstance(device_mem, str) and device_mem.endswith("%"):
-                po.device_mem_bytes, po.device_mem_fraction = 0, float(device_mem[:-1]) / 100.0
-            elif device_mem is not None:
-                po.device_mem_bytes, po.device_mem_fraction = _size(device_mem), 0.0
             _check(L.sw_engine_launch(self._draft_model, ctypes.byref(po), None,
                                       ctypes.byref(self._draft_engine)))
             d.engine, d.model = self._draft_engine, self._draft_model

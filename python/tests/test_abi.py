@@ -14,7 +14,8 @@ from conftest import ROOT
 STRUCTS = {"sw_plan_options": L.PlanOptions, "sw_sampler_options": L.SamplerOptions,
            "sw_request_options": L.RequestOptions, "sw_request_info": L.RequestInfo,
            "sw_scheduler_stats": L.SchedulerStats, "sw_chat_message": L.ChatMessage,
-           "sw_special_tokens": L.SpecialTokens, "sw_draft_options": L.DraftOptions}
+           "sw_special_tokens": L.SpecialTokens, "sw_draft_options": L.DraftOptions,
+           "sw_plan_summary": L.PlanSummary}
 
 
 def test_layouts(tmp_path):

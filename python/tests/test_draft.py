@@ -41,11 +41,18 @@ def test_request_draft_max(ngram):
 
 
 def test_draft_model_greedy_equals_plain(model, tiny_path):
-    with spillway.Model(tiny_path, draft_model=tiny_path, draft_max=4, **PLAN) as m:
-        for p in PROMPTS:
-            assert m(p, max_tokens=24, temperature=0) == model(p, max_tokens=24, temperature=0)
-        st = m.stats()
-        assert st["draft_max"] == 4 and st["accepted_tokens"] > 0
+    # on the cpu; and on the simulated device, where the draft model is
+    # planned first and its share reserved in this model's plan
+    for plan in (PLAN, dict(PLAN, backend="sim", device_mem="64M")):
+        with spillway.Model(tiny_path, draft_model=tiny_path, draft_max=4, **plan) as m:
+            for p in PROMPTS:
+                assert m(p, max_tokens=24, temperature=0) == \
+                    model(p, max_tokens=24, temperature=0)
+            st = m.stats()
+            assert st["draft_max"] == 4 and st["accepted_tokens"] > 0
+            budget = m.plan()["budget"]
+            assert budget.get("drafter_bytes", 0) > 0 if budget["has_device"] else \
+                "drafter" not in budget
 
 
 def test_draft_errors(tiny_path):

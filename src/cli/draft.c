@@ -1,9 +1,11 @@
 /*
  * draft.c — the draft flags and the drafter of a command's scheduler
- * (draft.h). A draft model is planned as a model of its own on the same
- * backend, so --draft-device-mem says what it may take; a Gemma 4
- * assistant has no plan of its own: the target's plan reserves its device
- * bytes (draft_reserve) and it runs beside the target's caches.
+ * (draft.h). One device budget for both models: a draft model is planned
+ * first on the whole of it (it is small and runs every step), and what it
+ * places on the device is reserved in the target's plan (its drafter row);
+ * --draft-device-mem instead gives it a budget of its own, beside. A Gemma
+ * 4 assistant has no plan of its own: the target's plan reserves its
+ * device bytes and it runs beside the target's caches.
  */
 #include "cli/draft.h"
 
@@ -60,8 +62,9 @@ void draft_flags_usage(FILE *out) {
           "                   folder (Gemma4AssistantForCausalLM) over the target's KV\n"
           "  --draft-max N    drafts verified per forward (1..16; default: the cost\n"
           "                   model's best for the plan and the drafter)\n"
-          "  --draft-device-mem SIZE  the draft model's device budget (default:\n"
-          "                   --device-mem; an assistant's bytes come off --device-mem)\n",
+          "  --draft-device-mem SIZE  a device budget of the draft model's own, beside\n"
+          "                   --device-mem (default: it is planned first and its share\n"
+          "                   reserved in the target's --device-mem, as an assistant is)\n",
           out);
 }
 
@@ -70,17 +73,62 @@ sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target) 
     p.place = NULL;
     p.n_gpu_layers = -1;
     p.n_cpu_moe = 0;
+    p.draft_device_bytes = 0;
+    p.drafter = NULL;
     if (d->device_mem_bytes) {
         p.device_mem_bytes = d->device_mem_bytes;
+        p.device_mem_fraction = 0;
+    } else if (target->draft_device_bytes) { /* its share, reserved in the target's plan */
+        p.device_mem_bytes = target->draft_device_bytes;
         p.device_mem_fraction = 0;
     }
     return p;
 }
 
-int draft_reserve(const draft_flags *d, sw_plan_options *p, bool *assistant) {
+/* The drafter's name in the target's plan: the path's last part. */
+static const char *drafter_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash != NULL && slash[1] ? slash + 1 : path;
+}
+
+/* One budget: the draft model is planned first, on the whole device
+ * budget (it is small, and runs every step), and what it plans on the
+ * device is reserved in the target's plan. */
+static sw_status reserve_model(const draft_flags *d, const sw_model *m, sw_plan_options *p) {
+    const sw_plan_options dp = draft_plan(d, p);
+    sw_plan *plan = NULL;
+    sw_plan_summary s;
+    sw_status st = sw_plan_create(m, NULL, &dp, &plan);
+    if (st == SW_OK && (st = sw_plan_get_summary(plan, &s)) == SW_OK && s.device_bytes) {
+        p->draft_device_bytes = s.device_bytes;
+        p->drafter = drafter_name(d->model);
+    }
+    sw_plan_destroy(plan);
+    return st;
+}
+
+/* -c 0: the context the target's plan resolves (the drafter holds the
+ * target's sequences whole, so it is planned at that context). */
+static sw_status resolve_ctx(const sw_model *target, const char *catalog, sw_plan_options *p) {
+    if (p->n_ctx != 0)
+        return SW_OK;
+    sw_plan *plan = NULL;
+    sw_plan_summary s;
+    sw_status st = sw_plan_create(target, catalog, p, &plan);
+    if (st == SW_OK && (st = sw_plan_get_summary(plan, &s)) == SW_OK)
+        p->n_ctx = s.n_ctx;
+    sw_plan_destroy(plan);
+    return st;
+}
+
+int draft_reserve(const draft_flags *d, const sw_model *target, const char *catalog,
+                  sw_plan_options *p, bool *assistant) {
     *assistant = false;
     if (d->model == NULL)
         return CLI_EXIT_OK;
+    sw_status rs = resolve_ctx(target, catalog, p);
+    if (rs != SW_OK)
+        return cli_fail(rs);
     sw_model *m = NULL;
     int rc = cli_open_model(d->model, &m);
     if (rc != CLI_EXIT_OK)
@@ -91,12 +139,14 @@ int draft_reserve(const draft_flags *d, sw_plan_options *p, bool *assistant) {
         *assistant = true;
         st = sw_assistant_device_bytes(m, p->n_seq ? p->n_seq : 1, &bytes);
         p->draft_device_bytes = bytes;
-        const char *slash = strrchr(d->model, '/');
-        p->drafter = slash != NULL && slash[1] ? slash + 1 : d->model;
+        p->drafter = drafter_name(d->model);
+    } else if (d->device_mem_bytes == 0) {
+        st = reserve_model(d, m, p);
     }
     sw_model_close(m);
     if (st != SW_OK) {
-        cli_error("the assistant '%s': %s", d->model, sw_last_error());
+        cli_error("the %s '%s': %s", *assistant ? "assistant" : "draft model", d->model,
+                  sw_last_error()[0] ? sw_last_error() : sw_status_name(st));
         return cli_exit_code(st);
     }
     if (*assistant && d->device_mem_bytes) {

@@ -3,8 +3,10 @@
  * (run, chat, batch, serve) and the drafter they give a scheduler:
  *   --draft-ngram          drafts from the sequence's own n-grams
  *   --draft-model PATH     (-md) drafts from a smaller model with the
- *                          target's vocabulary, planned on the same
- *                          backend with --draft-device-mem of its own;
+ *                          target's vocabulary, planned first on the same
+ *                          backend and device budget (its device bytes off
+ *                          the target's), or within --draft-device-mem of
+ *                          its own;
  *                          or, when PATH is a Gemma 4 assistant folder
  *                          (its config says Gemma4AssistantForCausalLM),
  *                          from that assistant over the target's caches,
@@ -43,16 +45,21 @@ void draft_flags_usage(FILE *out);
 int draft_flags_check(const draft_flags *d);
 
 /* The draft model's plan options: the target's workload and backend, no
- * placement pins (a small model goes to the device first), and
- * --draft-device-mem for its budget when given. `spillway plan` plans the
- * drafter with them as draft_start does. */
+ * placement pins (a small model goes to the device first), and for its
+ * budget --draft-device-mem when given, else the share the target's plan
+ * reserved for it (target->draft_device_bytes), else the target's.
+ * `spillway plan` plans the drafter with them as draft_start does. */
 sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target);
 
-/* Before the target is planned: when --draft-model is a Gemma 4
- * assistant, *assistant is set and its device bytes (for the target's
- * sequences) go into p's draft_device_bytes, for the plan's drafter row.
- * Returns an exit status (error printed). */
-int draft_reserve(const draft_flags *d, sw_plan_options *p, bool *assistant);
+/* Before the target (the model, or the catalog name) is planned: p's
+ * context is resolved (-c 0: the target's default), and the drafter's
+ * device bytes go into p's draft_device_bytes (the plan's drafter row,
+ * off its budget): a Gemma 4 assistant's (*assistant set), or a draft
+ * model's plan on the device (planned first, on p's budget, as draft_plan
+ * plans it; not with --draft-device-mem, a budget of its own). Returns an
+ * exit status (error printed). */
+int draft_reserve(const draft_flags *d, const sw_model *target, const char *catalog,
+                  sw_plan_options *p, bool *assistant);
 
 /* Gives scheduler q the drafter d asks for (none: nothing). A draft model
  * is opened and planned like the target (plan: the target's options) but

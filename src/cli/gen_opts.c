@@ -186,15 +186,14 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
     return draft_flags_check(&o->draft);
 }
 
-int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out) {
+int gen_opts_start_engine(gen_opts *o, const sw_model *m, sw_engine **out) {
     sw_engine_options eo = o->engine;
     eo.load_progress = cli_load_progress;
-    sw_plan_options po = o->plan;
-    bool assistant = false; /* its device bytes come off the target's budget */
-    int rc = draft_reserve(&o->draft, &po, &assistant);
+    bool assistant = false; /* a drafter's device bytes come off the target's budget */
+    int rc = draft_reserve(&o->draft, m, NULL, &o->plan, &assistant);
     if (rc != CLI_EXIT_OK)
         return rc;
-    sw_status st = sw_engine_launch(m, &po, &eo, out);
+    sw_status st = sw_engine_launch(m, &o->plan, &eo, out);
     if (st != SW_OK)
         return cli_fail(st);
     if (sw_engine_notes(*out)[0])

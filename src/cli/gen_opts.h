@@ -43,9 +43,11 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
 void gen_opts_usage(FILE *out);
 
 /* Plans and loads the engine for o (sw_engine_launch, with the load
- * progress bar), prints its notes, and writes --plan-json. Returns an exit
- * status (error printed). */
-int gen_opts_start_engine(const gen_opts *o, const sw_model *m, sw_engine **out);
+ * progress bar), prints its notes, and writes --plan-json. A drafter's
+ * device bytes (draft_reserve) come off the plan's budget first and are
+ * kept in o->plan for gen_opts_start_scheduler. Returns an exit status
+ * (error printed). */
+int gen_opts_start_engine(gen_opts *o, const sw_model *m, sw_engine **out);
 
 /* The scheduler over engine e of model m, with the drafter the draft
  * flags ask for (held by *draft until draft_end, after the scheduler is

@@ -4,8 +4,10 @@
  * a model file or a catalog name (gemma3-27b, gemma-2-9b, ...). When
  * nothing fits, the exit status says which memory ran out (7 device, 8
  * host) and the message lists changes that would fit. With the draft
- * flags of run (draft.h), --draft-model's own plan follows the target's,
- * made as draft_start makes it (its own budget, the target's context).
+ * flags of run (draft.h), the target's plan reserves the drafter's device
+ * share (its drafter row) and --draft-model's own plan follows, made as
+ * draft_start makes it (in that share, or --draft-device-mem; the
+ * target's context); a Gemma 4 assistant has no plan of its own.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -239,7 +241,7 @@ int cmd_plan(int argc, char **argv) {
     if ((rc = open_source(a.model, &model, &name)) != CLI_EXIT_OK)
         return rc;
     const bool drafter = a.draft.model != NULL || a.draft.ngram;
-    if ((rc = draft_reserve(&a.draft, &a.opt, &a.assistant)) != CLI_EXIT_OK) {
+    if ((rc = draft_reserve(&a.draft, model, name, &a.opt, &a.assistant)) != CLI_EXIT_OK) {
         sw_model_close(model);
         return rc;
     }

@@ -376,6 +376,7 @@ sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
     }
     s->prefill_tokens_per_s = p->prefill_tokens_per_s;
     s->decode_tokens_per_s = p->decode_tokens_per_s;
+    s->n_ctx = p->workload.n_ctx;
     if (p->model.convert != PLAN_CONVERT_NONE)
         snprintf(s->weights, sizeof s->weights, "%s", plan_convert_flag(p->model.convert));
     return SW_OK;
