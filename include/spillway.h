@@ -288,6 +288,11 @@ typedef void (*sw_progress_fn)(void *user, size_t done, size_t total);
 typedef struct sw_engine_options {
     sw_progress_fn load_progress; /* weight loading progress (bytes) */
     void *load_progress_user;
+    const char *expert_trace;     /* a file (replaced) for each forward's expert
+                                   * routing, one JSON line per (forward, layer,
+                                   * token): {"step","layer","seq","pos","experts"}
+                                   * (`spillway bench --expert-trace` replays it);
+                                   * NULL: none. Models with experts only. */
 } sw_engine_options;
 
 SW_API sw_engine_options sw_engine_options_default(void);

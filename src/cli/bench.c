@@ -56,7 +56,10 @@ static void usage(FILE *out) {
           "  --cpu-dots D   q8 (default), bf16 or f32 (see spillway run --help)\n"
           "  --json     one JSON array, one object per test, tg objects with the\n"
           "             decode bound (bytes_per_token, read_bandwidth_Bps)\n"
-          "figures as llama-bench prints them: tokens/s, mean ± stddev; cpu backend\n", out);
+          "figures as llama-bench prints them: tokens/s, mean ± stddev; cpu backend\n"
+          "       spillway bench --expert-trace FILE --cache-slots N,...  replays a routing\n"
+          "             trace against expert caches (see spillway bench --expert-trace x -h)\n",
+          out);
 }
 
 /* Parses "128,512" into l (each value in lo..hi). Returns 0 or -1 (printed). */
@@ -270,6 +273,9 @@ static int bench_threads(const sw_model *m, const bench_opts *o, const bench_mod
 }
 
 int cmd_bench(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) /* a trace to replay: no model */
+        if (!strcmp(argv[i], "--expert-trace"))
+            return bench_expert_replay(argc, argv);
     long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bench_opts o = {.n_prompt = {{512}, 1}, .n_gen = {{128}, 1},
                     .threads = {{n_cpus > 0 ? (n_cpus < 256 ? n_cpus : 256) : 1}, 1}, .reps = 5};

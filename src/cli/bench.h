@@ -13,6 +13,10 @@
 
 int cmd_bench(int argc, char **argv);
 
+/* `spillway bench --expert-trace FILE --cache-slots N,...` (bench_experts.c):
+ * a routing trace replayed against expert caches, no model. */
+int bench_expert_replay(int argc, char **argv);
+
 /* The model as llama-bench names it in its rows. */
 typedef struct bench_model {
     const char *file;                /* file name part of the path */

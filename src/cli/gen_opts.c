@@ -43,6 +43,7 @@ static int parse_value(gen_opts *o, const char *f, const char *v) {
     if (!strcmp(f, "--system")) { o->system = v; return 0; }
     if (!strcmp(f, "--report-json")) { o->report_json = v; return 0; }
     if (!strcmp(f, "--plan-json")) { o->plan_json = v; return 0; }
+    if (!strcmp(f, "--expert-trace")) { o->engine.expert_trace = v; return 0; }
     if (!strcmp(f, "-n") || !strcmp(f, "--n-predict"))
         return cli_parse_long(f, v, -1, 1L << 30, &o->n_predict);
     if (!strcmp(f, "--temp")) return parse_float(f, v, 0.0, 100.0, &o->sampler.temp);
@@ -78,7 +79,8 @@ int gen_opts_parse(gen_opts *o, int argc, char **argv, int i) {
     if (!strcmp(f, "--report")) { o->report = true; return 1; }
     static const char *const with_value[] = {
         "-m", "--model", "-p", "--prompt", "-f", "--file", "--system", "-n", "--n-predict",
-        "--temp", "--top-p", "--min-p", "--top-k", "--seed", "--report-json", "--plan-json"};
+        "--temp", "--top-p", "--min-p", "--top-k", "--seed", "--report-json", "--plan-json",
+        "--expert-trace"};
     bool ours = plan_opts_has(f);
     for (size_t k = 0; !ours && k < sizeof with_value / sizeof with_value[0]; k++)
         ours = !strcmp(f, with_value[k]);
@@ -106,7 +108,10 @@ void gen_opts_usage(FILE *out) {
           "  --report         print memory and speed measured vs the plan's prediction\n"
           "  --report-json P  write the same as one JSON object to P\n"
           "  --plan-json P    write the plan being executed as JSON to P (what\n"
-          "                   `spillway plan --json` prints for the same flags)\n",
+          "                   `spillway plan --json` prints for the same flags)\n"
+          "  --expert-trace P write each forward's expert routing to P, one JSON line\n"
+          "                   per layer and token (Gemma 4's experts; replay it with\n"
+          "                   `spillway bench --expert-trace P --cache-slots N,...`)\n",
           out);
     draft_flags_usage(out);
     plan_opts_usage(out);

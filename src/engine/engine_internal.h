@@ -11,6 +11,7 @@
  *   batch.c         sequences, sessions, sw_engine_eval_batch
  *   report.c        --report
  *   assist.c        a Gemma 4 assistant (drafter) over the target's caches
+ *   expert_trace.c  each forward's expert routing, as JSON lines
  *
  * Two sides can compute: the host (the cpu backend, weights in host
  * memory) and the device (its backend, weights resident or in a ring
@@ -20,6 +21,7 @@
 #define SW_ENGINE_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "backend/backend.h"
 #include "backend/block.h"
@@ -133,6 +135,8 @@ struct sw_engine {
     backend_buf *logits_dev;           /* (n_tok, n_vocab) when the LM head is resident */
     float *hidden_out;                 /* (n_out, n_embd) host: this forward's normed rows
                                         * for an assistant (assist.h); NULL: none */
+    FILE *expert_trace;                /* --expert-trace (expert_trace.c); NULL: none */
+    int32_t *trace_ids;                /* (n_tok * n_expert_used) a layer's routing */
     bkv *kv;                           /* (n_layer) on its layer's side */
     void *host_kv;                     /* host arena for KV on the host */
     act_layout act;
@@ -197,6 +201,13 @@ void ring_free(sw_engine *e);
  * n_out is 0). After a failure the device is drained and the ring reset,
  * so the next forward starts clean. */
 sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits);
+
+/* expert_trace.c: opens opt's trace file (SW_ERR_IO; SW_ERR_ARG for a
+ * model without experts); after layer il's block ran on `side`, writes its
+ * n tokens' routings; closes it. */
+sw_status expert_trace_open(sw_engine *e, const sw_engine_options *opt);
+sw_status expert_trace_layer(sw_engine *e, uint32_t il, side_id side, uint32_t n);
+void expert_trace_close(sw_engine *e);
 
 /* Host pointers of the host side's metadata arrays. */
 int32_t *engine_host_meta(sw_engine *e, uint64_t offset);

@@ -178,6 +178,8 @@ static sw_status run_layers(sw_engine *e, uint32_t n, side_id *side) {
         *side = want;
         e->side[want].used = true;
         st = run_block(e, il, w, want, n);
+        if (st == SW_OK && e->expert_trace != NULL)
+            st = expert_trace_layer(e, il, want, n);
         if (st == SW_OK && e->plan->layer_place[il] == PLACE_STREAMED)
             st = ring_release(e, il);
         if (st != SW_OK || (st = run_hook(e, (int)il, want, n)) != SW_OK)
