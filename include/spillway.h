@@ -122,6 +122,12 @@ SW_API sw_status sw_model_open(const char *path, sw_model **out);
 /* Unmaps and frees. Accepts NULL. */
 SW_API void sw_model_close(sw_model *model);
 
+/* 1 when the model looks instruction-tuned (tuned to follow chat turns):
+ * general.finetune or general.name names the tune ("it", "instruct",
+ * "chat"), or the file carries a chat template; else 0 (a base model:
+ * chat answers continue the text). */
+SW_API int sw_model_instruction_tuned(const sw_model *model);
+
 /* 1 when model is a Gemma 4 assistant (Gemma4AssistantForCausalLM, a
  * drafter that runs only beside its Gemma 4 target: sw_draft_options'
  * assistant), else 0. */

@@ -2,7 +2,8 @@
 # End-to-end checks of `spillway run` and `spillway chat` on the default
 # model: greedy is deterministic, the same seed gives the same sample, a
 # prompt longer than the context is a clear error (or --truncate), chat
-# keeps a multi-turn conversation, bad flags are usage errors.
+# keeps a multi-turn conversation and says when the model is a base model,
+# bad flags are usage errors.
 # usage: cli_run_test.sh SPILLWAY_BINARY
 set -u
 exe=$1
@@ -46,6 +47,14 @@ printf 'What is two plus two?\nAnd three plus three?\n' |
 check "chat exits 0 ($rc: $(tail -1 "$tmp/echat"))" $rc
 [ "$(grep -c . "$tmp/chat")" -ge 2 ]; check "chat answered two turns" $?
 ! grep -q "start_of_turn\|end_of_turn" "$tmp/chat"; check "control tokens are not printed" $?
+# the default model is a base model (no chat template, no -it tune): said once, by name
+[ "$(grep -c "does not look instruction-tuned" "$tmp/echat")" -eq 1 ] &&
+    grep -q "'Gemma 3 270m'" "$tmp/echat"
+check "chat says once that the default model is not instruction-tuned" $?
+"$exe" synth --shape gemma3-270m --vocab 512 --layers 1 -o "$tmp/tuned.gguf" -q &&
+    echo hi | "$exe" chat -m "$tmp/tuned.gguf" -t 2 -c 64 -n 2 >/dev/null 2>"$tmp/echat2" &&
+    ! grep -q "instruction-tuned" "$tmp/echat2"
+check "a model with a chat template (synth writes one) gets no such note" $?
 
 echo "cli_run_test: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -131,6 +131,9 @@ def test_models():
     body = json.loads(body)
     check(status == 200 and body["object"] == "list" and len(body["data"]) == 1,
           "models: %d %s" % (status, body))
+    # both models served here are base models: no chat template, no -it tune
+    check(body["data"][0].get("meta", {}).get("instruction_tuned") is False,
+          "models: instruction_tuned should be false: %s" % body)
     return body["data"][0]["id"]
 
 

@@ -149,6 +149,7 @@ int cmd_chat(int argc, char **argv) {
     int rc = cli_open_model(o.model, &st.model);
     if (rc != CLI_EXIT_OK)
         return rc;
+    cli_note_base_model(st.model, "chat");
     if ((rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK ||
         (rc = gen_opts_start_scheduler(&o, st.model, st.engine, &st.sched, &st.draft)) !=
             CLI_EXIT_OK)

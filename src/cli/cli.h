@@ -86,6 +86,11 @@ int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out)
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void json_put_string(FILE *out, const char *s);
 
+/* Says once on stderr, prefixed by `who`, when model does not look
+ * instruction-tuned (sw_model_instruction_tuned): its chat answers
+ * continue the text and may repeat themselves. */
+void cli_note_base_model(const sw_model *model, const char *who);
+
 /* A device's fields as JSON keys, inside an object the caller opened,
  * under the CUDA names scripts read (cc_major, n_multiprocessors). */
 struct jsonw;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -59,4 +60,17 @@ int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out)
     }
     *out = v;
     return 0;
+}
+
+void cli_note_base_model(const sw_model *model, const char *who) {
+    sw_model_summary ms;
+    if (model == NULL || sw_model_instruction_tuned(model) ||
+        sw_model_get_summary(model, &ms) != SW_OK)
+        return;
+    const char *slash = strrchr(ms.path, '/');
+    const char *name = ms.name[0] ? ms.name : slash && slash[1] ? slash + 1 : ms.path;
+    fprintf(stderr, "%s: note: '%s' does not look instruction-tuned (no chat template, no "
+            "\"it\" tune in its name): a base model continues the text, so its chat "
+            "answers may repeat themselves; chat with an instruction-tuned (-it) "
+            "checkpoint\n", who, name);
 }

@@ -182,6 +182,7 @@ int cmd_serve(int argc, char **argv) {
     s.m.t_start = sw_clock_s();
     s.m.created = (int64_t)time(NULL);
     sw_model_special_tokens(m, &s.special);
+    cli_note_base_model(m, "serve");
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work_cv, NULL);
     pthread_cond_init(&s.out_cv, NULL);

@@ -451,6 +451,11 @@ srv_reply srv_api_models(srv_state *s) {
     json_object_object_add(m, "object", json_object_new_string("model"));
     json_object_object_add(m, "created", json_object_new_int64(s->m.created));
     json_object_object_add(m, "owned_by", json_object_new_string("spillway"));
+    /* a base model answers chat by continuing the text: clients may say so */
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "instruction_tuned",
+                           json_object_new_boolean(sw_model_instruction_tuned(s->model)));
+    json_object_object_add(m, "meta", meta);
     json_object_array_add(list, m);
     json_object_object_add(root, "object", json_object_new_string("list"));
     json_object_object_add(root, "data", list);
