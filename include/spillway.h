@@ -540,10 +540,28 @@ typedef struct sw_request_options {
                                    * for sw_scheduler_continue until released */
     int draft_max;                /* drafts per verify (sw_scheduler_set_draft):
                                    * -1 the scheduler's, 0 none, up to SW_DRAFT_MAX */
+    int logprobs;                 /* -1: none; 0..SW_LOGPROBS_MAX: each output token's
+                                   * log-probability and this many alternatives
+                                   * (sw_request_logprobs) */
 } sw_request_options;
 
+#define SW_LOGPROBS_MAX 20
+
+/* One output token's log-probability: log-softmax of the model's logits
+ * row that produced it (as `spillway perplexity` scores text: before
+ * temperature and the other sampling settings), and the n_top most likely
+ * tokens of that row, the likeliest first. */
+typedef struct sw_token_logprob {
+    int32_t id;
+    float logprob;
+    uint32_t text_offset;         /* where its piece starts in the request's text */
+    uint32_t n_top;
+    int32_t top_id[SW_LOGPROBS_MAX];
+    float top_logprob[SW_LOGPROBS_MAX];
+} sw_token_logprob;
+
 /* Default sampling, n_predict -1, no stop strings, no callback, the
- * scheduler's drafts. */
+ * scheduler's drafts, no logprobs. */
 SW_API sw_request_options sw_request_options_default(void);
 
 typedef struct sw_request_info {
@@ -674,6 +692,12 @@ SW_API void sw_request_get_info(sw_scheduler *sched, const sw_request *request,
  * sw_scheduler_end_all. */
 SW_API sw_status sw_request_error(sw_scheduler *sched, const sw_request *request,
                                   const char **message);
+/* Copies up to cap of the request's output tokens' log-probabilities from
+ * token `from` into out (requests made with logprobs >= 0); returns how
+ * many. A stop string that cut the text leaves the records of the tokens
+ * it cut: those whose text_offset is at or past the text's end. */
+SW_API size_t sw_request_logprobs(sw_scheduler *sched, const sw_request *request, size_t from,
+                                  sw_token_logprob *out, size_t cap);
 /* Copies up to cap bytes of the request's text from byte `from` into buf
  * (no NUL added); returns how many. */
 SW_API size_t sw_request_text(sw_scheduler *sched, const sw_request *request, size_t from,

@@ -57,7 +57,7 @@ sw_fuzz_harness(fuzz_codec
                 INSTRUMENT tokenizer/vocab.c tokenizer/partition.c tokenizer/spm.c
                            tokenizer/encode.c tokenizer/decode.c)
 sw_fuzz_harness(fuzz_serve_api
-                SOURCES ${CMAKE_SOURCE_DIR}/src/serve/api.c
+                SOURCES ${CMAKE_SOURCE_DIR}/src/serve/api.c ${CMAKE_SOURCE_DIR}/src/serve/logprobs.c
                 INSTRUMENT sched/chat.c tokenizer/partition.c tokenizer/spm.c
                            tokenizer/encode.c format/json_util.c util/utf8.c)
 

@@ -10,7 +10,9 @@ when it cannot install it.
 
 Checks: models.list(); completions and chat completions, streamed and not,
 with greedy sampling equal `spillway run` for the same prompt (chat: over
-Gemma's turn format); the client's own exceptions for a wrong key (401),
+Gemma's turn format); logprobs (chat's, streamed and not, and
+completions'): each greedy token is its row's likeliest, the pieces make
+the text; the client's own exceptions for a wrong key (401),
 an unknown model (404) and a prompt longer than the context (400).
 
 usage: serve_openai_test.py SPILLWAY [MODEL]
@@ -45,6 +47,57 @@ def run_text(prompt):
                        capture_output=True, timeout=300)
     check(p.returncode == 0, "run: exit %d" % p.returncode)
     return p.stdout.decode("utf-8", "replace")
+
+
+def token_bytes(token):
+    """A logprobs token's bytes: "bytes:\\xe4..." names a partial character."""
+    if token.startswith("bytes:"):
+        return bytes(int(h, 16) for h in token[len("bytes:"):].split("\\x")[1:])
+    return token.encode("utf-8")
+
+
+def greedy_lps_ok(what, entries, text):
+    """Greedy: each token is its row's likeliest (its logprob the first of
+    the alternatives, which are sorted); the pieces' bytes make the text."""
+    ok = bool(entries)
+    for e in entries:
+        tops = [t.logprob for t in e.top_logprobs]
+        ok = ok and e.logprob <= 0 and len(tops) == 3 and tops == sorted(tops, reverse=True) \
+            and abs(e.logprob - tops[0]) < 1e-6 and e.token == e.top_logprobs[0].token \
+            and bytes(e.bytes) == token_bytes(e.token)
+    joined = b"".join(bytes(e.bytes) for e in entries).decode("utf-8", "replace")
+    check(ok and joined == text, "%s: logprobs %r for %r" % (what, entries[:2], text))
+
+
+def check_logprobs(client, name, prompt, msgs, want, want_chat):
+    """logprobs through the client: chat (top_logprobs 3) streamed and not,
+    completions (logprobs 3), and the value the client's shapes hold."""
+    r = client.chat.completions.create(model=name, messages=msgs, max_tokens=N, temperature=0,
+                                       logprobs=True, top_logprobs=3)
+    greedy_lps_ok("chat", r.choices[0].logprobs.content, want_chat)
+    entries = []
+    for c in client.chat.completions.create(model=name, messages=msgs, max_tokens=N,
+                                            temperature=0, logprobs=True, top_logprobs=3,
+                                            stream=True):
+        if c.choices and c.choices[0].logprobs is not None:
+            entries += c.choices[0].logprobs.content or []
+    greedy_lps_ok("streamed chat", entries, want_chat)
+    r = client.completions.create(model=name, prompt=prompt, max_tokens=N, temperature=0,
+                                  logprobs=3)
+    lp = r.choices[0].logprobs
+    got = b"".join(token_bytes(t) for t in lp.tokens)
+    offsets_ok = all(got[o:].startswith(token_bytes(t)) for o, t in zip(lp.text_offset, lp.tokens))
+    check(got.decode("utf-8", "replace") == want and len(lp.token_logprobs) == len(lp.tokens) and
+          all(max(d.values()) == v for d, v in zip(lp.top_logprobs, lp.token_logprobs)) and
+          offsets_ok, "completions logprobs: %r" % (lp,))
+    r = client.chat.completions.create(model=name, messages=msgs, max_tokens=N, temperature=0)
+    check(r.choices[0].logprobs is None, "no logprobs asked, none given")
+    try:
+        client.chat.completions.create(model=name, messages=msgs, max_tokens=2,
+                                       top_logprobs=3)
+        check(False, "top_logprobs without logprobs: no error")
+    except openai.BadRequestError:
+        pass
 
 
 def main():
@@ -84,6 +137,7 @@ def main():
         text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
             model=name, messages=msgs, max_tokens=N, temperature=0, stream=True))
         check(text == want_chat, "streamed chat %r != %r" % (text, want_chat))
+        check_logprobs(client, name, prompt, msgs, want, want_chat)
         for what, call, exc in (
                 ("wrong key", lambda: openai.OpenAI(base_url=base, api_key="wrong",
                                                     max_retries=0).models.list(),

@@ -46,3 +46,6 @@ if(SW_HAVE_PJRT)
   set_tests_properties(test_assist_pjrt PROPERTIES LABELS "pjrt" TIMEOUT 600
                        ENVIRONMENT "SW_TEST_DATA=${SW_TEST_DATA}")
 endif()
+# test_logprobs: a request's logprobs equal perplexity's per-token NLL of the
+# same sequence, with the alternatives in order, the same with drafts.
+sw_add_c_test(test_logprobs ${CMAKE_CURRENT_SOURCE_DIR}/test_logprobs.c)

@@ -52,7 +52,8 @@ TokenFn = CFUNCTYPE(None, c_void_p, c_void_p, c_int32, POINTER(c_char), c_size_t
 class RequestOptions(Structure):
     _fields_ = [("sampling", SamplerOptions), ("n_predict", c_long),
                 ("stop", POINTER(c_char_p)), ("n_stop", c_size_t), ("on_token", TokenFn),
-                ("user", c_void_p), ("keep_sequence", c_int), ("draft_max", c_int)]
+                ("user", c_void_p), ("keep_sequence", c_int), ("draft_max", c_int),
+                ("logprobs", c_int)]
 
 
 class RequestInfo(Structure):

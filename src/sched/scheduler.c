@@ -25,6 +25,7 @@
 #include "engine/assist.h"
 #include "sched/spec.h"
 #include "sched/stop.h"
+#include "sched/token_lp.h"
 #include "util/bytebuf.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -54,6 +55,7 @@ struct sw_request {
     bool cancelled, released;
     sw_finish cancel_as;         /* how a cancelled running request ends */
     int draft_max;               /* drafts per verify; -1: the scheduler's */
+    token_lps lp;                /* output tokens' log-probabilities (logprobs >= 0) */
     sw_status error;             /* why it ended with SW_FINISH_ERROR ... */
     char error_msg[256];         /* ... and the message (sw_request_error) */
     double t_submitted, t_started, t_first, t_end;
@@ -105,7 +107,7 @@ static sw_status lane_start(sw_scheduler *q, lane *l, sw_request *r, size_t n_ke
 
 sw_request_options sw_request_options_default(void) {
     return (sw_request_options){.sampling = sw_sampler_options_default(), .n_predict = -1,
-                                .draft_max = -1};
+                                .draft_max = -1, .logprobs = -1};
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -124,6 +126,7 @@ static void req_free(sw_scheduler *q, sw_request *r) {
     for (size_t i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     sw_bytebuf_free(&r->text);
+    token_lps_free(&r->lp);
     free(r);
 }
 
@@ -212,10 +215,16 @@ static sw_status make_request(sw_scheduler *q, int32_t first, const int32_t *ids
     r->user = o->user;
     r->keep = o->keep_sequence != 0;
     r->draft_max = o->draft_max;
-    sw_status st = o->draft_max < -1 || o->draft_max > SW_DRAFT_MAX
-                       ? sw_errorf(SW_ERR_ARG, "draft_max %d: -1 (the scheduler's), 0 (none) or "
-                                   "up to %d drafts per verify", o->draft_max, SW_DRAFT_MAX)
-                       : copy_stops(r, o);
+    r->lp.top = o->logprobs;
+    sw_status st = o->logprobs < -1 || o->logprobs > SW_LOGPROBS_MAX
+                       ? sw_errorf(SW_ERR_ARG, "logprobs %d: -1 (none) or 0 to %d alternatives",
+                                   o->logprobs, SW_LOGPROBS_MAX)
+                       : SW_OK;
+    if (st == SW_OK)
+        st = o->draft_max < -1 || o->draft_max > SW_DRAFT_MAX
+                 ? sw_errorf(SW_ERR_ARG, "draft_max %d: -1 (the scheduler's), 0 (none) or "
+                             "up to %d drafts per verify", o->draft_max, SW_DRAFT_MAX)
+                 : copy_stops(r, o);
     if (st != SW_OK) {
         for (size_t i = 0; i < r->n_stop; i++)
             free(r->stop[i]);
@@ -383,6 +392,18 @@ sw_status sw_request_error(sw_scheduler *q, const sw_request *r, const char **me
     }
     pthread_mutex_unlock(&q->mu);
     return st;
+}
+
+size_t sw_request_logprobs(sw_scheduler *q, const sw_request *r, size_t from,
+                           sw_token_logprob *out, size_t cap) {
+    if (q == NULL || r == NULL || out == NULL)
+        return 0;
+    pthread_mutex_lock(&q->mu);
+    size_t n = 0;
+    for (; from + n < r->lp.n && n < cap; n++)
+        out[n] = r->lp.v[from + n];
+    pthread_mutex_unlock(&q->mu);
+    return n;
 }
 
 size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *buf,
@@ -589,14 +610,21 @@ static bool cut_at_stop(sw_request *r, size_t len) {
     return true;
 }
 
-/* Takes the sampled token id, the sequence then at position pos (tokens
- * evaluated before it; under mu). */
-static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint32_t pos) {
+/* Takes the sampled token id from its logits row, the sequence then at
+ * position pos (tokens evaluated before it; under mu). */
+static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint32_t pos,
+                       const float *row) {
     bool print = false;
     if (r->state == SW_REQ_PREFILL)
         r->t_first = sw_clock_s();
+    const size_t generated = r->n_generated;
     sw_finish why = sched_after_sample(&q->special, r->n_predict, &r->n_generated, id, pos,
                                        q->n_ctx, &print);
+    if (r->lp.top >= 0 && r->n_generated > generated &&
+        !token_lps_add(&r->lp, row, q->n_vocab, id, (uint32_t)r->text.len)) {
+        fail_request(q, l, r, SW_ERR_OOM_HOST, "out of host memory for a request's logprobs");
+        return;
+    }
     r->state = SW_REQ_DECODE;
     r->last = id;
     q->step_taken++;
@@ -638,7 +666,7 @@ static void verify(sw_scheduler *q, lane *l, sw_request *r, const float *rows, u
     q->stats.accepted_tokens += n_out - 1;
     uint32_t taken = 0;
     while (taken < n_out && l->req == r) {
-        take_token(q, l, r, out[taken], p0 + 1 + taken);
+        take_token(q, l, r, out[taken], p0 + 1 + taken, rows + (size_t)taken * q->n_vocab);
         taken++;
     }
     q->stats.verify_tokens += taken;
@@ -686,7 +714,8 @@ static void consume(sw_scheduler *q, uint32_t n) {
         if (q->assist != NULL)
             spec_assist_keep(q->assist, (uint32_t)(l - q->lanes), row);
         row++;
-        take_token(q, l, r, sw_sampler_sample(r->sampler, rows), sw_session_pos(l->session));
+        take_token(q, l, r, sw_sampler_sample(r->sampler, rows), sw_session_pos(l->session),
+                   rows);
     }
 }
 

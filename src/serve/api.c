@@ -304,6 +304,7 @@ void srv_req_free(srv_req *r) {
     for (size_t i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     sw_bytebuf_free(&r->text);
+    free(r->lp);
     free(r);
 }
 
@@ -333,6 +334,7 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
         r->max_tokens = chat ? -1 : DEFAULT_MAX_TOKENS_COMPLETION;
         r->draft_max = -1;
         ok = check_model(s, root, err) && parse_params(s, root, r, err) &&
+             srv_logprobs_parse(root, chat, &r->logprobs, err) &&
              (chat ? chat_prompt(s, root, &t, err)
                    : completion_prompt(root, &t, err));
     }
@@ -392,8 +394,8 @@ srv_reply srv_api_response(srv_state *s, const srv_req *r) {
         json_object_object_add(choice, "message", msg);
     } else {
         json_object_object_add(choice, "text", text);
-        json_object_object_add(choice, "logprobs", NULL);
     }
+    json_object_object_add(choice, "logprobs", srv_logprobs_json(s, r, 0, r->text.len));
     json_object_object_add(choice, "finish_reason", finish_value(r->finish));
     json_object_array_add(choices, choice);
     json_object_object_add(root, "choices", choices);
@@ -424,8 +426,13 @@ char *srv_api_chunk(srv_state *s, const srv_req *r, const char *delta, size_t le
         json_object_object_add(choice, "delta", d);
     } else {
         json_object_object_add(choice, "text", text);
-        json_object_object_add(choice, "logprobs", NULL);
     }
+    /* the tokens whose pieces start in this chunk's bytes of the text */
+    const size_t from = r->text.p != NULL && delta >= r->text.p &&
+                                delta <= r->text.p + r->text.len
+                            ? (size_t)(delta - r->text.p)
+                            : r->text.len;
+    json_object_object_add(choice, "logprobs", srv_logprobs_json(s, r, from, from + len));
     json_object_object_add(choice, "finish_reason", finish_value(finish));
     json_object_array_add(choices, choice);
     json_object_object_add(root, "choices", choices);

@@ -46,6 +46,7 @@ bool srv_submit(srv_state *s, srv_req *r) {
         o.stop = (const char *const *)r->stop;
         o.n_stop = r->n_stop;
         o.draft_max = r->draft_max;
+        o.logprobs = r->logprobs;
         ok = sw_scheduler_submit(s->sched, r->prompt, r->n_prompt, &o, &r->req) == SW_OK;
     }
     if (ok) {
@@ -94,6 +95,24 @@ static bool sync_req(srv_state *s, srv_req *r) {
     } else if (in.text_len < r->text.len) { /* a stop string cut it */
         r->text.len = in.text_len;
         r->text.p[in.text_len] = '\0';
+    }
+    while (r->logprobs >= 0) { /* the new tokens' log-probabilities */
+        if (r->n_lp == r->cap_lp) {
+            const size_t cap = r->cap_lp ? 2 * r->cap_lp : 64;
+            sw_token_logprob *lp = realloc(r->lp, cap * sizeof *lp);
+            if (lp == NULL) {
+                sw_request_cancel(s->sched, r->req);
+                r->error = "out of host memory for the logprobs";
+                break;
+            }
+            r->lp = lp;
+            r->cap_lp = cap;
+        }
+        const size_t n = sw_request_logprobs(s->sched, r->req, r->n_lp, r->lp + r->n_lp,
+                                             r->cap_lp - r->n_lp);
+        r->n_lp += n;
+        if (n == 0)
+            break;
     }
     r->n_fed = in.n_fed;
     r->n_generated = in.n_generated;
