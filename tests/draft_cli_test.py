@@ -104,6 +104,18 @@ def test_plan():
     row = [l for l in text.splitlines() if l.startswith("device ")]
     check(rc == 0 and len(row) == 2 and "| drafter %s " % os.path.basename(MODEL) in row[0],
           "plan -md on sim: exit %d\n%s" % (rc, text[-800:]))
+    # a device too small for both at the draft's first wish: it gives back
+    # until the target (every layer streamed) fits, and the two still run
+    small = ["-c", "256", "--backend", "sim", "--device-mem", "1M", "--place", "all=streamed"]
+    rc, out, err = spillway("plan", "-m", MODEL, *small, "-md", MODEL)
+    text = out.decode()
+    check(rc == 0 and "| drafter %s " % os.path.basename(MODEL) in text,
+          "plan -md on a 1M sim: exit %d %s\n%s" % (rc, err[-300:], text[-600:]))
+    run = ["run", "-m", MODEL, *small, "-t", "1", "--temp", "0", "-n", "16", "-p", PROMPTS[2]]
+    rc, plain, _ = spillway(*run)
+    rc2, out, err = spillway(*run, "-md", MODEL, "--draft-max", "3")
+    check(rc == 0 and rc2 == 0 and out == plain, "run -md on a 1M sim: %d %d %s" %
+          (rc, rc2, err[-300:]))
     rc, _, err = spillway("plan", *COMMON[:-2], "-md", MODEL, "--draft-ngram")
     check(rc == 2 and "one drafter" in err, "plan with two drafters: exit %d %s" % (rc, err))
 

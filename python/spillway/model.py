@@ -141,13 +141,50 @@ class Model:
                                                ctypes.byref(n)))
             need = n.value
         elif device_mem is None:
-            po = self._draft_options(opts, None)
-            need = self._plan(self._draft_model, po).device_bytes
+            need = self._draft_share(opts)
         if need:
             opts.draft_device_bytes = need
             name = _bytes(os.path.basename(str(path).rstrip("/")))
             self._keep.append(name)
             opts.drafter = name
+
+    def _fits(self, model, opts):
+        """Whether model plans with opts (the planner's refusal: no)."""
+        try:
+            self._plan(model, opts)
+            return True
+        except SpillwayError:
+            return False
+
+    def _draft_share(self, opts):
+        """As the CLI's reserve_model: the draft model's device bytes planned
+        on the whole budget; when this model then does not fit, the largest
+        budget (to 1/64) whose plan leaves it room."""
+        def draft_bytes(budget):
+            po = self._draft_options(opts, None)
+            if budget:
+                po.device_mem_bytes, po.device_mem_fraction = budget, 0.0
+            return self._plan(self._draft_model, po).device_bytes
+
+        def target_fits(reserve):
+            t = L.PlanOptions.from_buffer_copy(opts)
+            t.draft_device_bytes = reserve
+            return self._fits(self._model, t)
+        want = draft_bytes(0)
+        if want == 0 or target_fits(want):
+            return want
+        lo, hi, best = 0, want, 0
+        while hi - lo > want // 64 + 1:
+            mid = lo + (hi - lo) // 2
+            try:
+                got = draft_bytes(mid)
+            except SpillwayError:
+                got = None
+            if got is not None and got <= mid and target_fits(got):
+                lo, best = mid, got
+            else:
+                hi = mid
+        return best
 
     @staticmethod
     def _draft_options(opts, device_mem):

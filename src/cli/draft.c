@@ -91,20 +91,66 @@ static const char *drafter_name(const char *path) {
     return slash != NULL && slash[1] ? slash + 1 : path;
 }
 
-/* One budget: the draft model is planned first, on the whole device
- * budget (it is small, and runs every step), and what it plans on the
- * device is reserved in the target's plan. */
-static sw_status reserve_model(const draft_flags *d, const sw_model *m, sw_plan_options *p) {
-    const sw_plan_options dp = draft_plan(d, p);
+/* The draft model's device bytes when it is planned on `budget` bytes of
+ * device (as draft_plan plans it, the budget in place of the target's). */
+static sw_status draft_device_bytes(const draft_flags *d, const sw_model *m,
+                                    const sw_plan_options *p, uint64_t budget, uint64_t *out) {
+    sw_plan_options dp = draft_plan(d, p);
+    if (budget != 0) {
+        dp.device_mem_bytes = budget;
+        dp.device_mem_fraction = 0;
+    }
     sw_plan *plan = NULL;
     sw_plan_summary s;
     sw_status st = sw_plan_create(m, NULL, &dp, &plan);
-    if (st == SW_OK && (st = sw_plan_get_summary(plan, &s)) == SW_OK && s.device_bytes) {
-        p->draft_device_bytes = s.device_bytes;
-        p->drafter = drafter_name(d->model);
-    }
+    if (st == SW_OK)
+        st = sw_plan_get_summary(plan, &s);
+    *out = st == SW_OK ? s.device_bytes : 0;
     sw_plan_destroy(plan);
     return st;
+}
+
+/* Whether the target plans with `reserve` device bytes kept for a drafter. */
+static bool target_fits(const sw_model *target, const char *catalog, const sw_plan_options *p,
+                        uint64_t reserve) {
+    sw_plan_options t = *p;
+    t.draft_device_bytes = reserve;
+    sw_plan *plan = NULL;
+    const sw_status st = sw_plan_create(target, catalog, &t, &plan);
+    sw_plan_destroy(plan);
+    return st == SW_OK;
+}
+
+/* One budget: the draft model is planned first, on the whole device budget
+ * (it is small, and runs every step), and what it places on the device is
+ * reserved in the target's plan. When the target then no longer fits, the
+ * draft gives back: the largest budget (to 1/64 of its first share) on
+ * which its plan leaves the target room. */
+static sw_status reserve_model(const draft_flags *d, const sw_model *m, const sw_model *target,
+                               const char *catalog, sw_plan_options *p) {
+    uint64_t want = 0, got = 0;
+    const sw_status st = draft_device_bytes(d, m, p, 0, &want);
+    if (st != SW_OK || want == 0)
+        return st; /* an error, no device, or nothing of it wanted */
+    if (!target_fits(target, catalog, p, want)) {
+        uint64_t lo = 0, hi = want, best = 0;
+        while (hi - lo > want / 64 + 1) {
+            const uint64_t mid = lo + (hi - lo) / 2;
+            if (draft_device_bytes(d, m, p, mid, &got) == SW_OK && got <= mid &&
+                target_fits(target, catalog, p, got)) {
+                lo = mid;
+                best = got;
+            } else {
+                hi = mid;
+            }
+        }
+        want = best;
+    }
+    if (want != 0) {
+        p->draft_device_bytes = want;
+        p->drafter = drafter_name(d->model);
+    }
+    return SW_OK;
 }
 
 /* -c 0: the context the target's plan resolves (the drafter holds the
@@ -141,7 +187,7 @@ int draft_reserve(const draft_flags *d, const sw_model *target, const char *cata
         p->draft_device_bytes = bytes;
         p->drafter = drafter_name(d->model);
     } else if (d->device_mem_bytes == 0) {
-        st = reserve_model(d, m, p);
+        st = reserve_model(d, m, target, catalog, p);
     }
     sw_model_close(m);
     if (st != SW_OK) {

@@ -56,8 +56,9 @@ sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target);
  * device bytes go into p's draft_device_bytes (the plan's drafter row,
  * off its budget): a Gemma 4 assistant's (*assistant set), or a draft
  * model's plan on the device (planned first, on p's budget, as draft_plan
- * plans it; not with --draft-device-mem, a budget of its own). Returns an
- * exit status (error printed). */
+ * plans it, giving back what the target needs to fit; not with
+ * --draft-device-mem, a budget of its own). Returns an exit status (error
+ * printed). */
 int draft_reserve(const draft_flags *d, const sw_model *target, const char *catalog,
                   sw_plan_options *p, bool *assistant);
 
