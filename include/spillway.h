@@ -128,9 +128,8 @@ SW_API void sw_model_close(sw_model *model);
  * chat answers continue the text). */
 SW_API int sw_model_instruction_tuned(const sw_model *model);
 
-/* 1 when model is a Gemma 4 assistant (Gemma4AssistantForCausalLM, a
- * drafter that runs only beside its Gemma 4 target: sw_draft_options'
- * assistant), else 0. */
+/* 1 when model is a Gemma 4 assistant (Gemma4AssistantForCausalLM: a
+ * drafter beside its target, sw_draft_options' assistant), else 0. */
 SW_API int sw_model_is_assistant(const sw_model *model);
 
 /* The device bytes the assistant takes beside its target's plan for
@@ -294,11 +293,8 @@ typedef void (*sw_progress_fn)(void *user, size_t done, size_t total);
 typedef struct sw_engine_options {
     sw_progress_fn load_progress; /* weight loading progress (bytes) */
     void *load_progress_user;
-    const char *expert_trace;     /* a file (replaced) for each forward's expert
-                                   * routing, one JSON line per (forward, layer,
-                                   * token): {"step","layer","seq","pos","experts"}
-                                   * (`spillway bench --expert-trace` replays it);
-                                   * NULL: none. Models with experts only. */
+    const char *expert_trace;     /* a file for each forward's expert routing, a JSON
+                                   * line per (forward, layer, token); NULL: none */
 } sw_engine_options;
 
 SW_API sw_engine_options sw_engine_options_default(void);
@@ -652,10 +648,8 @@ typedef struct sw_draft_options {
                                    * sequences as the target's and a forward size
                                    * of at least its; the scheduler takes them */
     const sw_model *model;        /* that engine's model */
-    const sw_model *assistant;    /* a Gemma 4 assistant (Gemma4AssistantForCausalLM)
-                                   * for the target: it drafts over the target's
-                                   * own caches, on their side, with no engine or
-                                   * cache of its own (NULL: none) */
+    const sw_model *assistant;    /* a Gemma 4 assistant for the target, drafting
+                                   * over the target's own caches (NULL: none) */
     uint32_t draft_max;           /* drafts per verify (1..SW_DRAFT_MAX); 0: the
                                    * cost model's best for the target's plan and
                                    * the drafter's cost, at SW_DRAFT_ACCEPTANCE */
@@ -810,11 +804,8 @@ struct sw_plan_options {
                                 * host (Gemma 4's experts); 0 = the planner's */
     double sim_link_Bps;       /* sim: link cap; 0 = host memcpy speed */
     int default_rates;         /* 1: ignore doctor's cache, use the defaults */
-    uint64_t draft_device_bytes; /* a drafter beside the model on the device (a
-                                  * Gemma 4 assistant's weights and activations):
-                                  * taken off the device budget before the model
-                                  * is placed, shown as the plan's drafter row;
-                                  * 0: none */
+    uint64_t draft_device_bytes; /* a drafter's device bytes, taken off the budget
+                                  * before the model is placed (the drafter row) */
     const char *drafter;       /* the drafter's name for that row; NULL: "drafter" */
 };
 

@@ -23,6 +23,7 @@
 #include "quant/dequant.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/topk.h"
 
 /* The activations beyond act_layout's, after it in the same buffer. */
 typedef struct assist_layout {
@@ -432,23 +433,6 @@ static sw_status layers(engine_assist *a, uint32_t n) {
     return SW_OK;
 }
 
-/* Ties go to the lower index. */
-static void top_k(const float *v, uint32_t n, uint32_t k, uint32_t *out) {
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = m < k ? m++ : k;
-        if (j == k && !(v[i] > v[out[k - 1]]))
-            continue;
-        if (j == k)
-            j = k - 1;
-        while (j > 0 && v[i] > v[out[j - 1]]) {
-            out[j] = out[j - 1];
-            j--;
-        }
-        out[j] = i;
-    }
-}
-
 /* The centroid-masked head of one normed row h into logits (n_vocab):
  * the top centroids' tokens scored, the rest below them all, as
  * transformers masks them (one less than the least score). */
@@ -462,7 +446,7 @@ static sw_status centroid_head(engine_assist *a, const float *scores, const floa
     uint64_t row_bytes = 0;
     if (!type_row_bytes(emb->type, Ha, &row_bytes))
         return sw_errorf(SW_ERR_UNSUPPORTED, "the assistant's embedding type %u", emb->type);
-    top_k(scores, c->n_centroid, c->centroid_top_k, a->top);
+    topk_indices(scores, c->n_centroid, c->centroid_top_k, a->top);
     float least = 0.0f;
     for (uint32_t j = 0; j < n_sel; j++) {
         const uint32_t tok = (uint32_t)order[(uint64_t)a->top[j / per] * per + j % per];

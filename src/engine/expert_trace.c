@@ -56,8 +56,9 @@ static sw_status read_ids(sw_engine *e, uint32_t il, side_id side, uint32_t n) {
 sw_status expert_trace_layer(sw_engine *e, uint32_t il, side_id side, uint32_t n) {
     const uint32_t k = e->config.n_expert_used;
     SW_TRY(read_ids(e, il, side, n));
-    const int32_t *pos = engine_host_meta(e, e->act.pos);
-    const int32_t *seq = engine_host_meta(e, e->act.seq);
+    const uint8_t *meta = e->side[SIDE_HOST].host_base; /* this forward's, on the host */
+    const int32_t *pos = (const int32_t *)(const void *)(meta + e->act.pos);
+    const int32_t *seq = (const int32_t *)(const void *)(meta + e->act.seq);
     FILE *f = e->expert_trace;
     for (uint32_t t = 0; t < n; t++) {
         fprintf(f, "{\"step\":%llu,\"layer\":%u,\"seq\":%d,\"pos\":%d,\"experts\":[",

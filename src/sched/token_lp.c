@@ -1,12 +1,13 @@
 /*
  * token_lp.c — per-token log-probabilities (token_lp.h): one pass over the
  * row for its log-sum-exp (in double, as perplexity's), one for the top
- * alternatives (a small sorted insertion: at most SW_LOGPROBS_MAX).
+ * alternatives (util/topk.h: at most SW_LOGPROBS_MAX).
  */
 #include <math.h>
 #include <stdlib.h>
 
 #include "sched/token_lp.h"
+#include "util/topk.h"
 
 bool token_lps_add(token_lps *t, const float *row, uint32_t n_vocab, int32_t id,
                    uint32_t text_offset) {
@@ -29,18 +30,12 @@ bool token_lps_add(token_lps *t, const float *row, uint32_t n_vocab, int32_t id,
     *e = (sw_token_logprob){.id = id, .logprob = (float)(row[id] - lse),
                             .text_offset = text_offset};
     const uint32_t k = t->top > SW_LOGPROBS_MAX ? SW_LOGPROBS_MAX : (uint32_t)t->top;
-    for (uint32_t i = 0; i < n_vocab && k > 0; i++) { /* ties: the lower id first */
-        uint32_t j = e->n_top < k ? e->n_top++ : k;
-        if (j == k && !(row[i] > row[e->top_id[k - 1]]))
-            continue;
-        if (j == k)
-            j = k - 1;
-        for (; j > 0 && row[i] > row[e->top_id[j - 1]]; j--)
-            e->top_id[j] = e->top_id[j - 1];
-        e->top_id[j] = (int32_t)i;
+    uint32_t top[SW_LOGPROBS_MAX];
+    e->n_top = topk_indices(row, n_vocab, k, top); /* ties: the lower id first */
+    for (uint32_t j = 0; j < e->n_top; j++) {
+        e->top_id[j] = (int32_t)top[j];
+        e->top_logprob[j] = (float)(row[top[j]] - lse);
     }
-    for (uint32_t j = 0; j < e->n_top; j++)
-        e->top_logprob[j] = (float)(row[e->top_id[j]] - lse);
     return true;
 }
 
