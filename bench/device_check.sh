@@ -9,7 +9,8 @@
 #   2. spillway doctor: the device, its free memory, and the measured
 #      rates (pinned/pageable link, HBM copy, f32 compute), cached for the
 #      planner the runs below use;
-#   3. correctness: test_cuda_math (kernel math on the CPU), test_cuda_ops
+#   3. correctness: test_cuda_math and test_cuda_q8 (kernel math and the
+#      integer decode path's dots on the CPU, issue 37), test_cuda_ops
 #      (every op and weight type against the cpu kernels, memory, OOM
 #      paths), test_cuda on the tiny Gemma 1/2/3 goldens (teacher-forced
 #      argmax and logits against the cpu f32 path, plans bit-identical,
@@ -19,7 +20,8 @@
 #      logits against transformers', assisted generation's acceptance);
 #   4. speed, on synthetic models of official shapes (`spillway synth`):
 #      resident decode at batch 1 against the HBM bound (weight bytes per
-#      token / measured copy rate), prefill, streamed decode with
+#      token / measured copy rate) — for Q4_K also with the f32 decode
+#      kernels (SPILLWAY_CUDA_DOTS=f32) beside the integer path —, prefill, streamed decode with
 #      --device-mem a quarter of the weights against streamed bytes / pinned
 #      rate + resident bytes / HBM rate, the planner's choice between host
 #      and streamed layers against the other one forced, and batched decode
@@ -29,6 +31,12 @@
 #   4b. speculative decoding's verify forward: W = 9 tokens against W = 1
 #      on a synthetic Gemma 3 27B bf16 with a quarter on the device, and
 #      the speed-up predicted at acceptance 0.6 and 0.8 (issue 36);
+#   4c. the peer (issue 37): llama.cpp's llama-bench with its CUDA backend,
+#      built there in the background while step 3 runs (gpu_peer_lib.sh,
+#      from the source --pack carries), on the same synthetic files:
+#      pp512 and tg128 resident (-ngl 99), and at the quarter budget with
+#      a quarter of the layers (-ngl n_layer / 4); rows into
+#      gpu_peer_<date>_<card>.json under $OUT;
 #   5. PyTorch + accelerate on the same checkpoint and budget (device_map=
 #      "auto", max_memory) when time is left, and bench/pjrt_gpu_check.sh
 #      (the PJRT CUDA plugin) with what remains;
@@ -63,11 +71,11 @@ if [ "${1:-}" = "--pack" ]; then
   cmake -S . -B "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DSPILLWAY_CUDA=ON >/dev/null || exit 3
   cmake --build "$src" -j "$(nproc)" --target spillway_cli test_cuda test_cuda_ops \
-        test_cuda_math test_assist >/dev/null || { echo "pack: build failed" >&2; exit 3; }
+        test_cuda_math test_cuda_q8 test_assist >/dev/null || { echo "pack: build failed" >&2; exit 3; }
   cmake --build "$src" -j "$(nproc)" --target test_pjrt >/dev/null 2>&1 || true
   rm -rf "$dest" && mkdir -p "$dest/tests" "$dest/lib" "$dest/include" || exit 3
   cp "$src/spillway" "$dest/" || exit 3
-  for t in test_cuda test_cuda_ops test_cuda_math test_assist test_pjrt; do
+  for t in test_cuda test_cuda_ops test_cuda_math test_cuda_q8 test_assist test_pjrt; do
     [ -x "$src/tests/$t" ] && cp "$src/tests/$t" "$dest/tests/"
   done
   strip "$dest/spillway" "$dest"/tests/* 2>/dev/null
@@ -82,8 +90,11 @@ if [ "${1:-}" = "--pack" ]; then
   [ -n "$inc" ] && [ -f "$inc/pjrt_c_api.h" ] && cp "$inc/pjrt_c_api.h" "$dest/include/"
   git -C "$here" rev-parse HEAD >"$dest/commit" 2>/dev/null
   git -C "$here" status --short >>"$dest/commit" 2>/dev/null
-  # what travels: the folder compressed (the binaries' kernels shrink 3x)
+  # what travels: the folder compressed (the binaries' kernels shrink 3x),
+  # and llama.cpp's source for the peer built there (gpu_peer_lib.sh)
   mkdir -p build-gpu-pack && tar -cJf "build-gpu-pack/$(basename "$dest").tar.xz" "$dest" || exit 3
+  # shellcheck source=bench/gpu_peer_lib.sh
+  . "$here/bench/gpu_peer_lib.sh" && peer_pack build-gpu-pack
   echo "packed $dest ($(du -sh "$dest" | cut -f1)) into build-gpu-pack/" \
        "($(du -sh build-gpu-pack | cut -f1)); then, with the device tool:"
   echo "  run(command=\"bash bench/device_check.sh\", carry=[\"build-gpu-pack\"], timeout_s=460)"
@@ -96,7 +107,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --dry-run) dry=1; shift ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "device_check.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -106,6 +117,8 @@ outdir=${OUT:-$here/build-device-check-out}
 synth_dir=${SYNTH_DIR:-/tmp/spillway-device-check}
 # shellcheck source=bench/check_lib.sh
 . "$here/bench/check_lib.sh"
+# shellcheck source=bench/gpu_peer_lib.sh
+. "$here/bench/gpu_peer_lib.sh"
 check_init
 py=python3
 pj() { $py -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
@@ -139,7 +152,7 @@ else
   step cmake_configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CUDA_ARCHITECTURES=90 &&
   step cmake_build 240 cmake --build "$build" -j "$(nproc)" --target spillway_cli test_cuda \
-       test_cuda_ops test_cuda_math test_assist ||
+       test_cuda_ops test_cuda_math test_cuda_q8 test_assist ||
     say "binaries: build FAILED (raw/cmake_*.log)"
 fi
 put build "$build"
@@ -176,13 +189,18 @@ put hbm_Bps "${hbm:-0}"; put pinned_Bps "${pinned:-0}"; put pageable_Bps "${page
 put host_Bps "${host_bw:-0}"; put device "${dev_name:-none}"
 have_gpu=0
 [ "${dev_status:-}" = ok ] && have_gpu=1
+# llama.cpp's CUDA llama-bench builds on the machine's other cores while
+# the correctness steps run (issue 37's peer)
+peer_build_start
 
 # ---- 3. correctness ------------------------------------------------------------------------
 step test_cuda_math 60 "$build/tests/test_cuda_math"
 put test.math "$(verdict "$(get test_cuda_math.rc)")"
+step test_cuda_q8 60 "$build/tests/test_cuda_q8"
+put test.q8 "$(verdict "$(get test_cuda_q8.rc)")"
 step test_cuda_ops 120 "$build/tests/test_cuda_ops"
 put test.ops "$(verdict "$(get test_cuda_ops.rc)")"
-say "test_cuda_math: $(get test.math); test_cuda_ops: $(get test.ops)" \
+say "test_cuda_math: $(get test.math); test_cuda_q8: $(get test.q8); test_cuda_ops: $(get test.ops)" \
     "($(grep -m1 -E 'checks' "$raw/test_cuda_ops.log" || true))"
 for a in gemma3 gemma4-moe gemma4-ple gemma4-kv gemma2 gemma1; do
   step "test_cuda_$a" 90 "$build/tests/test_cuda" "tests/data/golden/$a.swgold" "tests/data/tiny/$a.gguf"
@@ -199,6 +217,7 @@ say "test_assist cuda: $(get test.assist) ($(grep -m1 -E 'checks|skipped' "$raw/
 grep -hE 'drafter logits|assisted generation' "$raw/test_assist_cuda.log" 2>/dev/null | sed 's/^/  /' >>"$log"
 
 # ---- 4. speed ----------------------------------------------------------------------------
+peer_wait
 mkdir -p "$synth_dir"
 prompt="The river valley and the old stone bridge"
 long_prompt="$work/long_prompt.txt"
@@ -322,7 +341,10 @@ if [ -n "$m270" ]; then
   put gemma3-270m_q4_k.res_bytes "$rb"
   decode gemma3-270m_q4_k "$m270" 8 $([ $have_gpu = 1 ] && echo 200 || echo 24) "${dev[@]}" "${res_mem[@]}" \
          --place all=resident,lm_head=resident
+  SPILLWAY_CUDA_DOTS=f32 decode gemma3-270m_q4_k_f32dots "$m270" 8 $([ $have_gpu = 1 ] && echo 200 || echo 24) \
+         "${dev[@]}" "${res_mem[@]}" --place all=resident,lm_head=resident
   prefill gemma3-270m_q4_k_prefill "$m270" "${dev[@]}" "${res_mem[@]}" --place all=resident,lm_head=resident
+  peer_bench gemma3-270m_q4_k "$m270"
 fi
 for spec in $shapes; do
   shape=${spec%%:*}; type=${spec##*:}; key="${shape}_$type"
@@ -333,7 +355,12 @@ for spec in $shapes; do
   put "$key.res_bytes" "$rb"
   decode "$key" "$m" 4 $([ $have_gpu = 1 ] && echo 48 || echo 12) "${dev[@]}" "${res_mem[@]}" \
          --place all=resident,lm_head=resident
+  # the integer decode path (issue 37) against the f32 kernels it replaced
+  [ "$type" = q4_k ] && [ "$(left)" -gt 90 ] &&
+    SPILLWAY_CUDA_DOTS=f32 decode "${key}_f32dots" "$m" 4 $([ $have_gpu = 1 ] && echo 48 || echo 12) \
+           "${dev[@]}" "${res_mem[@]}" --place all=resident,lm_head=resident
   prefill "${key}_prefill" "$m" "${dev[@]}" "${res_mem[@]}" --place all=resident,lm_head=resident
+  peer_bench "$key" "$m"
   if [ "$key" = "$quarter_key" ] && [ $have_gpu = 1 ]; then
     # the prefill kernels' other modes: one TF32 product, and f32 SIMT
     for mode in tf32 simt; do
@@ -355,6 +382,10 @@ for spec in $shapes; do
     say "quarter budget $q: planner keeps $(awk -v b="$rb" 'BEGIN {printf "%.2f GB", b / 1e9}') resident," \
         "streams $(awk -v b="$sb" 'BEGIN {printf "%.2f GB", b / 1e9}'), host $(awk -v b="$hb" 'BEGIN {printf "%.2f GB", b / 1e9}')"
     decode quarter_planner "$m" 2 6 "${dev[@]}" --device-mem "$q"
+    # llama.cpp at the same budget: the layers that fit in a quarter of the
+    # weights (-ngl n_layer / 4; its output matrix and KV ride along)
+    nl=$(pj "$raw/plan_quarter.json" 'len(d["layers"])')
+    [ -n "$nl" ] && peer_bench quarter_planner "$m" -ngl $(( nl / 4 ))
     alt=$($py - "$raw/plan_quarter.json" <<'PY' 2>>"$log"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -452,9 +483,9 @@ def num(k):
 G = 1e9
 hbm, pin = num("hbm_Bps"), num("pinned_Bps")
 o = ["", "== device check%s: %s" % (" (DRY RUN)" if dry else "", R.get("gpu", "?"))]
-o.append("correctness: math %s | ops %s | gemma3 %s | gemma2 %s | gemma1 %s | 270m-shape q4_k %s"
+o.append("correctness: math %s | q8 dots %s | ops %s | gemma3 %s | gemma2 %s | gemma1 %s | 270m-shape q4_k %s"
          " | gemma4 assistants %s"
-         % tuple(R.get(k, "not run") for k in ("test.math", "test.ops", "test.gemma3", "test.gemma2",
+         % tuple(R.get(k, "not run") for k in ("test.math", "test.q8", "test.ops", "test.gemma3", "test.gemma2",
                                                "test.gemma1", "test.synth", "test.assist")))
 o.append("rates (doctor): HBM copy %.0f GB/s, h2d pinned %.1f GB/s, pageable %.1f GB/s, host %.1f GB/s"
          % (hbm / G, pin / G, num("pageable_Bps") / G, num("host_Bps") / G))
@@ -472,6 +503,10 @@ for key in sorted({k[:-len(".res_bytes")] for k in R if k.endswith(".res_bytes")
 w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
 for r in rows:
     o.append(" | ".join(c.ljust(w[i]) for i, c in enumerate(r)))
+for key in sorted(k[:-len("_f32dots.steady")] for k in R if k.endswith("_f32dots.steady")):
+    a, b = num(key + ".steady"), num(key + "_f32dots.steady")
+    o.append("%s decode: integer path %.1f tok/s, f32 kernels %.1f tok/s (%.2fx)"
+             % (key, a, b, a / b if b > 0 else float("nan")))
 if "quarter_planner.steady" in R:
     rb, sb, hb, lm = (R.get("quarter.bytes", "0 0 0 ?").split() + ["?"])[:4]
     rb, sb, hb = float(rb), float(sb), float(hb)
@@ -497,6 +532,30 @@ if "accelerate.tps" in R:
     a, b = num("accelerate.tps"), num("g2b_quarter.steady")
     o.append("gemma2-2b bf16, a quarter on the device: accelerate %.2f tok/s, spillway %.2f tok/s (%.1fx)"
              % (a, b, b / a if a > 0 else float("nan")))
+rows_peer = []
+clean = lambda x: None if isinstance(x, float) and math.isnan(x) else x
+for key in sorted(k[:-len(".llama_tg")] for k in R if k.endswith(".llama_tg")):
+    # keys are SHAPE_TYPE: shapes use '-', types may hold '_' (q4_k)
+    model, _, typ = (R.get("quarter.key", "?_?") if key == "quarter_planner" else key).partition("_")
+    budget = R.get("quarter", "") if key == "quarter_planner" else "all"
+    bound = hbm / num(key + ".res_bytes") if num(key + ".res_bytes") > 0 else float("nan")
+    for test, ours, theirs, pred in (("tg128", key + ".steady", key + ".llama_tg", key + ".pred"),
+                                     ("pp512", key + "_prefill.tps", key + ".llama_pp", key + "_prefill.pred")):
+        rows_peer.append({"model": model, "type": typ, "test": test, "budget": budget,
+                          "spillway_tps": num(ours), "llama_cpp_tps": num(theirs),
+                          "bound_tps": bound if test == "tg128" else float("nan"),
+                          "predicted_tps": num(pred)})
+if rows_peer:
+    o.append("beside llama.cpp (%s, same files):" % ("DRY RUN: its cpu llama-bench against the simulated "
+             "device, which says nothing of speed" if dry else "CUDA llama-bench, same card"))
+    for r in rows_peer:
+        ratio = r["spillway_tps"] / r["llama_cpp_tps"] if r["llama_cpp_tps"] > 0 else float("nan")
+        o.append("  %s %s %s budget %s: spillway %.1f, llama.cpp %.1f tok/s (%.2fx)"
+                 % (r["model"], r["type"], r["test"], r["budget"], r["spillway_tps"], r["llama_cpp_tps"], ratio))
+    card = (R.get("gpu", "none").split(",")[0].strip() or "none").replace(" ", "-")
+    json.dump([{k: clean(v) for k, v in r.items()} for r in rows_peer],
+              open(os.path.join(outdir, "gpu_peer_%s_%s.json"
+                                % (__import__("time").strftime("%Y-%m-%d"), card)), "w"), indent=1)
 text = "\n".join(o) + "\n"
 open(os.path.join(outdir, "summary.txt"), "w").write(text)
 json.dump(R, open(os.path.join(outdir, "results.json"), "w"), indent=1)

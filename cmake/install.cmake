@@ -29,7 +29,8 @@ install(TARGETS spillway_shared EXPORT spillwayTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS spillway ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS spillway_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
-install(FILES ${CMAKE_SOURCE_DIR}/include/spillway.h
+install(FILES ${CMAKE_SOURCE_DIR}/include/spillway.h ${CMAKE_SOURCE_DIR}/include/spillway_grammar.h
+              ${CMAKE_SOURCE_DIR}/include/spillway_experts.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT spillwayTargets NAMESPACE spillway::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spillway)

@@ -61,6 +61,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include "spillway_experts.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -372,6 +373,7 @@ typedef struct sw_report {
     uint64_t peak_device_driver_bytes; /* cuda: device memory the driver saw the
                                      * engine's buffers take at most (cudaMemGetInfo,
                                      * allocation granularity included); 0 elsewhere */
+    sw_expert_report experts;       /* the expert cache (spillway_experts.h) */
 } sw_report;
 
 SW_API sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
@@ -539,6 +541,7 @@ typedef struct sw_request_options {
     int logprobs;                 /* -1: none; 0..SW_LOGPROBS_MAX: each output token's
                                    * log-probability and this many alternatives
                                    * (sw_request_logprobs) */
+    const struct sw_grammar *grammar; /* NULL; else output kept to it (spillway_grammar.h) */
 } sw_request_options;
 
 #define SW_LOGPROBS_MAX 20
@@ -807,6 +810,7 @@ struct sw_plan_options {
     uint64_t draft_device_bytes; /* a drafter's device bytes, taken off the budget
                                   * before the model is placed (the drafter row) */
     const char *drafter;       /* the drafter's name for that row; NULL: "drafter" */
+    sw_expert_options experts; /* the expert cache (spillway_experts.h) */
 };
 
 SW_API sw_plan_options sw_plan_options_default(void);

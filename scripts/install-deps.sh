@@ -5,8 +5,9 @@
 # libjson-c-dev, libmicrohttpd-dev and pkg-config (serve), ca-certificates,
 # and python3 with pip. `--test` adds what
 # scripts/test.sh needs on top (clang and libclang-rt-14-dev: libFuzzer and
-# the sanitizers; python3-venv: the Python package's test venv); .ci/run
-# uses that. Runs apt-get as root, or through sudo
+# the sanitizers; python3-venv: the Python package's test venv; chromium and
+# chromium-driver: the headless browser serve's web page is tested in);
+# .ci/run uses that. Runs apt-get as root, or through sudo
 # when not root. When everything is present it prints one line and takes well
 # under a second; otherwise it prints one line per step it takes.
 set -euo pipefail
@@ -17,8 +18,8 @@ die() { echo "spillway deps: error: $*" >&2; exit 1; }
 packages=(cmake make gcc libc6-dev libjson-c-dev libmicrohttpd-dev pkg-config ca-certificates)
 for arg in "$@"; do
     case $arg in
-        --test) packages+=(clang libclang-rt-14-dev python3-venv) ;;
-        -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        --test) packages+=(clang libclang-rt-14-dev python3-venv chromium chromium-driver) ;;
+        -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) die "unknown argument '$arg' (usage: $0 [--test])" ;;
     esac
 done

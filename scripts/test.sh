@@ -34,12 +34,19 @@ build() { # build DIR CMAKE_ARGS...
 
 pjrt_plugins() { ./build/spillway fetch pjrt-cpu && ./build/spillway fetch pjrt-cuda; }
 
-# The Python packages the tests drive the server with (the `openai` client),
-# pinned, into a folder of their own that tests/serve_openai_test.py reads.
+# The Python packages the tests drive the server with (the `openai` client;
+# Selenium, which drives headless Chromium for the web page's test;
+# prometheus_client, whose parser reads /metrics as a gateway would;
+# kubernetes-validate, Kubernetes' schemas offline for deploy/kubernetes/),
+# pinned, into a folder of their own that tests/serve_openai_test.py,
+# tests/webui_browser_test.py, tests/gateway_test.py and
+# tests/k8s_manifests_test.py read.
 test_pydeps() {
     local dir=${SW_TEST_PYDEPS:-$HOME/.cache/spillway/test-pydeps}
-    PYTHONPATH=$dir python3 -c 'import openai' 2>/dev/null && return 0
-    python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "openai==3.60.0"
+    PYTHONPATH=$dir python3 -c 'import openai, selenium, prometheus_client, kubernetes_validate' \
+        2>/dev/null && return 0
+    python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "openai==3.60.0" \
+        "selenium==4.51.0" "prometheus_client==0.26.0" "kubernetes-validate==1.37.0"
 }
 
 # The Python package (python/): pip builds it from the sources into a fresh

@@ -6,6 +6,10 @@
 sw_add_c_test(test_cuda_math ${CMAKE_CURRENT_SOURCE_DIR}/test_cuda_math.c
               ${CMAKE_CURRENT_SOURCE_DIR}/backend_util.c)
 set_tests_properties(test_cuda_math PROPERTIES LABELS "cuda;cpu" TIMEOUT 120)
+# the decode path's integer dots (backend/cuda/q8dot.h) against the cpu's
+sw_add_c_test(test_cuda_q8 ${CMAKE_CURRENT_SOURCE_DIR}/test_cuda_q8.c
+              ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
+set_tests_properties(test_cuda_q8 PROPERTIES LABELS "cuda;cpu" TIMEOUT 120)
 if(SW_HAVE_CUDA)
   sw_add_c_test(test_cuda_ops ${CMAKE_CURRENT_SOURCE_DIR}/test_cuda_ops.c
                 ${CMAKE_CURRENT_SOURCE_DIR}/backend_util.c ${CMAKE_CURRENT_SOURCE_DIR}/backend_cases.c)

@@ -58,6 +58,11 @@ sw_fuzz_harness(fuzz_codec
                            tokenizer/encode.c tokenizer/decode.c)
 sw_fuzz_harness(fuzz_serve_api
                 SOURCES ${CMAKE_SOURCE_DIR}/src/serve/api.c ${CMAKE_SOURCE_DIR}/src/serve/logprobs.c
+                        ${CMAKE_SOURCE_DIR}/src/serve/tool_prompt.c
+                        ${CMAKE_SOURCE_DIR}/src/serve/tool_parse.c
+                        ${CMAKE_SOURCE_DIR}/src/serve/tool_reply.c
+                        ${CMAKE_SOURCE_DIR}/src/serve/response_format.c
+                        ${CMAKE_SOURCE_DIR}/src/serve/gateway_metrics.c
                 INSTRUMENT sched/chat.c tokenizer/partition.c tokenizer/spm.c
                            tokenizer/encode.c format/json_util.c util/utf8.c)
 

@@ -13,7 +13,8 @@
  *   - tanh, GeGLU, soft-cap: the cpu backend's bits;
  *   - RoPE pairs: within 1 ulp of cpu_rope (cos/sin rounding only);
  *   - the attention kernel's algorithm (keys dealt to warps, an online
- *     softmax per warp, joined; masks, ring, sequences), run here
+ *     softmax per warp, joined; masks, ring, sequences; the keys cut into
+ *     1, 2, 3 or 7 parts joined as flash-decoding does), run here
  *     thread-free, against cpu_attention;
  *     km_attn_range against the definition by enumeration;
  *   - RMSNorm in the kernel's summation order against cpu_rmsnorm;
@@ -216,25 +217,23 @@ static void test_attn_range(void) {
     SW_CHECK(bad == 0, "km_attn_range: %u cases differ from the definition", bad);
 }
 
-/* One (token, head) of ck_attention's kernel, thread-free: keys dealt to
- * AT_WARPS_EMU warps in turn, each folding its keys into its own online
- * softmax (the same functions), the warps' results joined at the end.
- * F32 cache. */
+/* One block of ck_attention's kernel for (token t, head h), thread-free:
+ * the keys [i0, i1) of the query's range dealt to AT_WARPS_EMU warps in
+ * turn, each folding its keys into its own online softmax (the same
+ * functions), the warps' results joined; *M, *L and acc (hd values, not
+ * divided by L) are the block's. F32 cache. */
 enum { AT_WARPS_EMU = 8 };
-static void emulate_attention(const cpu_attn_args *a, uint32_t n_seq, uint32_t t, uint32_t h,
-                              float *o) {
+static void emulate_block(const cpu_attn_args *a, uint32_t t, uint32_t h, int64_t lo,
+                          int64_t i0, int64_t i1, float *M, float *L, float *acc) {
     const uint32_t hd = a->head_dim, kvh = h / (a->n_head / a->n_head_kv);
     const float *q = a->q + ((uint64_t)t * a->n_head + h) * hd;
     const uint32_t re = a->n_head_kv * hd;
-    int64_t lo = 0, n = 0;
-    if (km_kv_valid(a->q_seq[t], a->q_pos[t], n_seq, a->seq_rows, a->kv_ring))
-        n = km_attn_range(a->q_pos[t], a->window, a->kv_ring, &lo);
     float wm[AT_WARPS_EMU], wl[AT_WARPS_EMU], *wo = bt_malloc(AT_WARPS_EMU * hd * sizeof(float));
     for (int w = 0; w < AT_WARPS_EMU; w++) {
         float m = -INFINITY, l = 0, *ow = wo + w * hd;
         for (uint32_t d = 0; d < hd; d++)
             ow[d] = 0;
-        for (int64_t i = w; i < n; i += AT_WARPS_EMU) {
+        for (int64_t i = i0 + w; i < i1; i += AT_WARPS_EMU) {
             const uint64_t base = km_kv_row(a->q_seq[t], (int32_t)(lo + i), a->seq_rows,
                                             a->kv_ring) * re + kvh * hd;
             float s = 0;
@@ -250,20 +249,52 @@ static void emulate_attention(const cpu_attn_args *a, uint32_t n_seq, uint32_t t
         wm[w] = m;
         wl[w] = l;
     }
-    float M = -INFINITY, L = 0, f[AT_WARPS_EMU];
+    float f[AT_WARPS_EMU];
+    *M = -INFINITY, *L = 0;
     for (int w = 0; w < AT_WARPS_EMU; w++)
-        M = fmaxf(M, wm[w]);
+        *M = fmaxf(*M, wm[w]);
     for (int w = 0; w < AT_WARPS_EMU; w++) {
-        f[w] = wm[w] == -INFINITY ? 0 : expf(wm[w] - M);
-        L += wl[w] * f[w];
+        f[w] = wm[w] == -INFINITY ? 0 : expf(wm[w] - *M);
+        *L += wl[w] * f[w];
     }
     for (uint32_t d = 0; d < hd; d++) {
-        float acc = 0;
+        acc[d] = 0;
         for (int w = 0; w < AT_WARPS_EMU; w++)
-            acc += wo[w * hd + d] * f[w];
-        o[d] = n > 0 ? acc / L : 0;
+            acc[d] += wo[w * hd + d] * f[w];
     }
     free(wo);
+}
+
+/* ck_attention for (t, h) with the keys cut into n_parts (flash-decoding:
+ * km_attn_split's parts, one block each, joined by km_softmax_join as
+ * k_attention_join does); 1: the single block writing out itself. */
+static void emulate_attention(const cpu_attn_args *a, uint32_t n_seq, uint32_t t, uint32_t h,
+                              uint32_t n_parts, float *o) {
+    enum { MAX_PARTS = 8 };
+    const uint32_t hd = a->head_dim;
+    int64_t lo = 0, n = 0;
+    if (km_kv_valid(a->q_seq[t], a->q_pos[t], n_seq, a->seq_rows, a->kv_ring))
+        n = km_attn_range(a->q_pos[t], a->window, a->kv_ring, &lo);
+    float pm[MAX_PARTS], pl[MAX_PARTS], f[MAX_PARTS];
+    float *po = bt_malloc((size_t)MAX_PARTS * hd * sizeof(float));
+    for (uint32_t z = 0; z < n_parts; z++) {
+        int64_t i0, i1;
+        km_attn_split(n, n_parts, z, AT_WARPS_EMU, &i0, &i1);
+        emulate_block(a, t, h, lo, i0, i1, &pm[z], &pl[z], po + z * hd);
+    }
+    if (n_parts == 1) {
+        for (uint32_t d = 0; d < hd; d++)
+            o[d] = n > 0 ? po[d] / pl[0] : 0;
+    } else {
+        const float L = km_softmax_join(pm, pl, n_parts, f);
+        for (uint32_t d = 0; d < hd; d++) {
+            float acc = 0;
+            for (uint32_t z = 0; z < n_parts; z++)
+                acc = hd_add(acc, hd_mul(po[z * hd + d], f[z]));
+            o[d] = L > 0 ? hd_div(acc, L) : 0;
+        }
+    }
+    free(po);
 }
 
 static void test_attention(uint32_t window, uint32_t ring, float softcap) {
@@ -283,14 +314,17 @@ static void test_attention(uint32_t window, uint32_t ring, float softcap) {
                        .n_head = NH, .n_head_kv = NKV, .head_dim = HD, .kv_ring = ring,
                        .window = window, .softcap = softcap, .scratch = scratch};
     cpu_attention(NULL, &a);
-    for (uint32_t t = 0; t < NT; t++)
-        for (uint32_t h = 0; h < NH; h++)
-            emulate_attention(&a, NSEQ, t, h, got + ((uint64_t)t * NH + h) * HD);
-    double worst = 0;
-    for (int i = 0; i < NT * NH * HD; i++)
-        worst = fmax(worst, fabs((double)want[i] - got[i]));
-    SW_CHECK(worst < 2e-5, "attention (window %u, ring %u, softcap %g): worst |diff| %.3g",
-             window, ring, softcap, worst);
+    static const uint32_t parts[] = {1, 2, 3, 7};
+    for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+        for (uint32_t t = 0; t < NT; t++)
+            for (uint32_t h = 0; h < NH; h++)
+                emulate_attention(&a, NSEQ, t, h, parts[k], got + ((uint64_t)t * NH + h) * HD);
+        double worst = 0;
+        for (int i = 0; i < NT * NH * HD; i++)
+            worst = fmax(worst, fabs((double)want[i] - got[i]));
+        SW_CHECK(worst < 2e-5, "attention (window %u, ring %u, softcap %g, keys in %u parts): "
+                 "worst |diff| %.3g", window, ring, softcap, parts[k], worst);
+    }
     free(K), free(V), free(q), free(want), free(got), free(scratch);
 }
 

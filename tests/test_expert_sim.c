@@ -7,9 +7,13 @@
  *   - a step needing more experts than slots misses each, keeps the first;
  *   - stats: needed = hits + misses, routings and their hits, per step;
  *   - slots = experts: only first touches miss;
- *   - bad sizes are refused.
+ *   - bad sizes are refused;
+ *   - the engine's parts (begin, admit, end) are the step; prefetch and
+ *     clear.
  */
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "check.h"
 #include "plan/expert_sim.h"
@@ -127,7 +131,67 @@ static void test_refusals(void) {
     SW_CHECK(expert_policy_parse("fifo", &p) == SW_ERR_ARG, "fifo refused");
 }
 
+/* The engine's parts (begin, admit per miss, end) are the step: the same
+ * holdings and stats on a pseudo-random routing; admitted experts get
+ * distinct slots; prefetch fills free slots, then evicts only unguessed
+ * experts; clear empties and keeps the stats. */
+static void test_parts(void) {
+    expert_cache *a = make(16, 5, EXPERT_LFU_DECAY, 0.8), *b = make(16, 5, EXPERT_LFU_DECAY, 0.8);
+    if (a == NULL || b == NULL)
+        goto done;
+    uint32_t r = 7;
+    bool same = true, slots_ok = true;
+    for (int step = 0; step < 200; step++) {
+        uint32_t ids[6];
+        for (int i = 0; i < 6; i++)
+            ids[i] = (r = r * 1103515245u + 12345u) >> 16 & 15;
+        expert_cache_step(a, 0, ids, 6);
+        expert_cache_begin(b, 0, ids, 6);
+        for (int i = 0; i < 6; i++)
+            if (expert_cache_slot(b, 0, ids[i]) < 0)
+                (void)expert_cache_admit(b, 0, ids[i]);
+        expert_cache_end(b, 0);
+        int used[5] = {0};
+        for (uint32_t e = 0; e < 16; e++) {
+            same = same && expert_cache_holds(a, 0, e) == expert_cache_holds(b, 0, e);
+            const int32_t s = expert_cache_slot(b, 0, e);
+            slots_ok = slots_ok && (s < 0) == !expert_cache_holds(b, 0, e) && s < 5 &&
+                       (s < 0 || !used[s]++);
+        }
+    }
+    expert_stats sa, sb;
+    expert_cache_stats(a, &sa);
+    expert_cache_stats(b, &sb);
+    SW_CHECK(same && !memcmp(&sa, &sb, sizeof sa), "begin/admit/end differ from step");
+    SW_CHECK(slots_ok, "each held expert has its own slot");
+    expert_cache_clear(b);
+    uint32_t n_held = 0;
+    for (uint32_t e = 0; e < 16; e++)
+        n_held += (uint32_t)expert_cache_holds(b, 0, e);
+    expert_cache_stats(b, &sb);
+    SW_CHECK(n_held == 0 && sb.steps == 200, "clear: %u held, %llu steps", n_held,
+             (unsigned long long)sb.steps);
+    /* prefetch: 3 of 4 guesses into free slots (max 3), then with the cache
+     * full a guess evicts none of the other guesses */
+    const uint32_t guess[4] = {1, 2, 3, 4}, more[5] = {1, 2, 3, 4, 9};
+    uint32_t got[5];
+    int32_t sl[5];
+    SW_CHECK(expert_cache_prefetch(b, 0, guess, 4, 3, got, sl) == 3 && got[0] == 1 &&
+                 got[2] == 3, "prefetch into free slots");
+    SW_CHECK(expert_cache_prefetch(b, 0, more, 5, 5, got, sl) == 2, "two more fit");
+    SW_CHECK(expert_cache_prefetch(b, 0, (const uint32_t[]){10}, 1, 1, got, sl) == 1 &&
+                 expert_cache_holds(b, 0, 10), "a full cache evicts for a guess");
+    uint32_t kept = 0;
+    for (uint32_t e = 1; e <= 4; e++)
+        kept += (uint32_t)expert_cache_holds(b, 0, e);
+    SW_CHECK(kept + (uint32_t)expert_cache_holds(b, 0, 9) == 4, "one of the five went");
+done:
+    expert_cache_destroy(a);
+    expert_cache_destroy(b);
+}
+
 int main(void) {
+    test_parts();
     test_lru_vs_lfu();
     test_decay();
     test_overfull_and_full();

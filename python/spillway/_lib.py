@@ -31,6 +31,11 @@ REQ_QUEUED, REQ_PREFILL, REQ_DECODE, REQ_DONE = range(4)
 FINISH_ERROR = 6   # sw_finish's SW_FINISH_ERROR
 
 
+class ExpertOptions(Structure):   # spillway_experts.h
+    _fields_ = [("slots", c_int), ("policy", c_char_p), ("copy", c_char_p),
+                ("prefetch", c_int)]
+
+
 class PlanOptions(Structure):
     _fields_ = [("backend", c_char_p), ("device_mem_bytes", c_uint64),
                 ("device_mem_fraction", c_double), ("host_mem_bytes", c_uint64),
@@ -38,7 +43,8 @@ class PlanOptions(Structure):
                 ("n_threads", c_int), ("kv_type", c_char_p), ("cpu_dots", c_char_p),
                 ("weights", c_char_p), ("place", c_char_p), ("n_gpu_layers", c_int),
                 ("n_cpu_moe", c_int), ("sim_link_Bps", c_double), ("default_rates", c_int),
-                ("draft_device_bytes", c_uint64), ("drafter", c_char_p)]
+                ("draft_device_bytes", c_uint64), ("drafter", c_char_p),
+                ("experts", ExpertOptions)]
 
 
 class SamplerOptions(Structure):

@@ -13,6 +13,7 @@ void backend_destroy(backend *b) {
 const char *bop_name(bop_kind kind) {
     static const char *const names[BOP_COUNT] = {
         "get_rows", "rmsnorm", "matmul", "rope", "kv_append", "attention",
-        "geglu", "add", "scale", "softcap", "gather", "moe route", "moe experts"};
+        "geglu", "add", "scale", "softcap", "gather", "moe route", "moe experts",
+        "moe cached"};
     return kind < BOP_COUNT ? names[kind] : "?";
 }

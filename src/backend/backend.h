@@ -104,6 +104,7 @@ typedef enum bop_kind {
     BOP_GATHER,      /* dst[i] = src[idx[i]], rows of `cols` floats */
     BOP_MOE_ROUTE,   /* per token: the top k of softmax(scores), renormalised, x expert scale */
     BOP_MOE_EXPERTS, /* out[t] = sum of its k experts' w * down_e(gelu(gate_e x) * up_e x) */
+    BOP_MOE_CACHED,  /* the same with the experts in cache slots or computed elsewhere */
     BOP_COUNT
 } bop_kind;
 
@@ -136,6 +137,7 @@ typedef struct bop_attention {
     uint32_t n_tokens, n_head, n_head_kv, head_dim;
     uint32_t window;           /* 0: global */
     float softcap;             /* 0: none */
+    uint32_t max_keys;         /* hint: block_args.max_keys; 0 unknown */
 } bop_attention;
 typedef struct bop_geglu { bmem gate, up, out; uint64_t n; } bop_geglu;
 typedef struct bop_add { bmem x, y; uint64_t n; } bop_add;
@@ -161,6 +163,20 @@ typedef struct bop_moe_experts {
     bmem x, ids, weights, out, xg, gu, yd;
     uint32_t n_tokens, n_expert, k;
 } bop_moe_experts;
+/* The experts of bop_moe_experts when only some live here (issue 38's
+ * expert cache): gate_up and down hold n_slot experts' slices, slot s the
+ * s-th; slot_of (n_expert int32) gives each expert's slot, or -1: computed
+ * elsewhere, its outputs in y (n_y rows of n_embd), routing (t, j) reading
+ * row y_row[t * k + j]. accumulate: out as bop_moe_experts (the same sum in
+ * the same order: the same bits); else only the slotted experts' outputs
+ * are written, into y at the rows y_row names (the other side's share;
+ * out untouched). */
+typedef struct bop_moe_cached {
+    btensor gate_up, down;
+    bmem x, ids, weights, slot_of, y_row, y, out, xg, gu, yd;
+    uint32_t n_tokens, n_expert, n_slot, k, n_y;
+    bool accumulate;
+} bop_moe_cached;
 /* src spans n_src rows; every idx[i] must be < n_src. */
 typedef struct bop_gather { bmem src, idx, dst; uint32_t n, n_src, cols; } bop_gather;
 
@@ -180,6 +196,7 @@ typedef struct bop {
         bop_gather gather;
         bop_moe_route moe_route;
         bop_moe_experts moe_experts;
+        bop_moe_cached moe_cached;
     } u;
 } bop;
 

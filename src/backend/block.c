@@ -105,7 +105,8 @@ static sw_status attention_half(backend *b, const block_args *a) {
                                         .seq = t->seq,
                                         .cache = a->kv, .n_tokens = n, .n_head = s->n_head,
                                         .n_head_kv = s->n_head_kv, .head_dim = hd,
-                                        .window = a->window, .softcap = s->attn_softcap}});
+                                        .window = a->window, .softcap = s->attn_softcap,
+                                        .max_keys = a->max_keys}});
     SW_TRY(matmul(b, &w[BW_O], t->att, t->h, n));
     if (s->post_norms)
         SW_TRY(norm(b, t->h, &w[BW_POST_ATTN_NORM], t->h, s->n_embd, n, s->norm_eps));
@@ -114,8 +115,10 @@ static sw_status attention_half(backend *b, const block_args *a) {
 
 /* Gemma 4's experts beside the MLP, into moe_out: routed by the residual
  * (normed without a weight, times the router's scale and n_embd^-1/2),
- * fed rmsnorm(x, ffn_norm_2), their sum normed by post_ffw_norm_2. */
-static sw_status experts(backend *b, const block_args *a) {
+ * fed rmsnorm(x, ffn_norm_2), their sum normed by post_ffw_norm_2. The
+ * routing and the experts' input (block_run_route), the experts, the
+ * norm (block_run_experts_norm). */
+sw_status block_run_route(backend *b, const block_args *a) {
     const block_shape *s = a->shape;
     const block_acts *t = &a->act;
     const btensor *w = a->w;
@@ -127,14 +130,27 @@ static sw_status experts(backend *b, const block_args *a) {
                         .u.moe_route = {.scores = t->moe_scores, .ids = t->moe_ids,
                                         .weights = t->moe_w, .expert_scale = w[BW_EXPERT_SCALE],
                                         .n_tokens = n, .n_expert = s->n_expert, .k = k}});
-    SW_TRY(norm(b, t->x, &w[BW_FFN_NORM_2], t->moe_x, s->n_embd, n, s->norm_eps));
+    return norm(b, t->x, &w[BW_FFN_NORM_2], t->moe_x, s->n_embd, n, s->norm_eps);
+}
+
+sw_status block_run_experts_norm(backend *b, const block_args *a) {
+    const block_acts *t = &a->act;
+    return norm(b, t->moe_out, &a->w[BW_POST_FFW_NORM_2], t->moe_out, a->shape->n_embd,
+                a->n_tokens, a->shape->norm_eps);
+}
+
+static sw_status experts(backend *b, const block_args *a) {
+    const block_shape *s = a->shape;
+    const block_acts *t = &a->act;
+    const btensor *w = a->w;
+    SW_TRY(block_run_route(b, a));
     BOP_SUBMIT(b, (bop){.kind = BOP_MOE_EXPERTS,
                         .u.moe_experts = {.gate_up = w[BW_GATE_UP_EXPS], .down = w[BW_DOWN_EXPS],
                                           .x = t->moe_x, .ids = t->moe_ids, .weights = t->moe_w,
                                           .out = t->moe_out, .xg = t->moe_r, .gu = t->moe_gu,
-                                          .yd = t->moe_yd, .n_tokens = n,
-                                          .n_expert = s->n_expert, .k = k}});
-    return norm(b, t->moe_out, &w[BW_POST_FFW_NORM_2], t->moe_out, s->n_embd, n, s->norm_eps);
+                                          .yd = t->moe_yd, .n_tokens = a->n_tokens,
+                                          .n_expert = s->n_expert, .k = s->n_expert_used}});
+    return block_run_experts_norm(b, a);
 }
 
 /* The dense MLP into h (with experts beside it, normed by

@@ -82,6 +82,9 @@ typedef struct block_args {
     block_acts act;
     uint32_t n_tokens;
     block_phase phase;
+    uint32_t max_keys;     /* a bound on the keys any query sees (the largest
+                            * position + 1); 0: unknown. A hint: flash-
+                            * decoding sizes its split by it (cuda) */
 } block_args;
 
 /* Every operand of a block (a->phase of it), as bop_for_each_mem gives an
@@ -115,5 +118,11 @@ sw_status block_run_ops(backend *b, const block_args *a);
  * act.moe_out: what another side computes between BLOCK_TO_EXPERTS and
  * BLOCK_FROM_EXPERTS. Errors: SW_ERR_ARG for a layer without experts. */
 sw_status block_run_experts(backend *b, const block_args *a);
+
+/* Its parts, for experts computed in a cache (engine/expert_cache.c): the
+ * routing (act.moe_ids, moe_w) and the experts' input (act.moe_x); then,
+ * after the experts wrote act.moe_out, their norm. */
+sw_status block_run_route(backend *b, const block_args *a);
+sw_status block_run_experts_norm(backend *b, const block_args *a);
 
 #endif

@@ -145,6 +145,21 @@ static sw_status walk_elementwise(bop *op, walk w) {
     }
 }
 
+/* The experts' scratch, written before it is read: the gathered inputs
+ * and outputs (n_embd rows) and the gate/up products. */
+static sw_status moe_scratch(walk w, bmem *xg, bmem *gu, bmem *yd, uint64_t row_bytes,
+                             uint64_t gu_bytes) {
+    mem_operand o = {.access = MEM_WRITE, .what = -1};
+    bmem *m[3] = {xg, gu, yd};
+    const uint64_t bytes[3] = {row_bytes, gu_bytes, row_bytes};
+    for (int i = 0; i < 3; i++) {
+        o.m = m[i];
+        o.bytes = bytes[i];
+        SW_TRY(w.fn(w.user, &o));
+    }
+    return SW_OK;
+}
+
 static sw_status walk_moe(bop *op, walk w) {
     switch (op->kind) {
     case BOP_MOE_ROUTE: {
@@ -166,15 +181,29 @@ static sw_status walk_moe(bop *op, walk w) {
         VW(a->gate_up);
         VW(a->down);
         V(a->out, n * e * F, MEM_WRITE);
-        mem_operand o = {.access = MEM_WRITE, .what = -1}; /* scratch */
-        bmem *scratch[3] = {&a->xg, &a->gu, &a->yd};
-        const uint64_t bytes[3] = {n * e * F, n * gu * F, n * e * F};
-        for (int i = 0; i < 3; i++) {
-            o.m = scratch[i];
-            o.bytes = bytes[i];
+        return moe_scratch(w, &a->xg, &a->gu, &a->yd, n * e * F, n * gu * F);
+    }
+    case BOP_MOE_CACHED: {
+        bop_moe_cached *a = &op->u.moe_cached;
+        const uint64_t n = a->n_tokens, e = a->gate_up.ne0, nk = n * a->k;
+        const uint64_t gu = a->n_slot ? a->gate_up.ne1 / a->n_slot : 0;
+        const uint64_t ny = a->n_y ? a->n_y : 1;
+        V(a->x, n * e * F, MEM_READ);
+        V(a->ids, nk * I, MEM_READ);
+        V(a->weights, nk * F, MEM_READ);
+        V(a->slot_of, (uint64_t)a->n_expert * I, MEM_READ);
+        V(a->y_row, nk * I, MEM_READ);
+        VW(a->gate_up);
+        VW(a->down);
+        if (a->accumulate) {
+            V(a->y, ny * e * F, MEM_READ);
+            V(a->out, n * e * F, MEM_WRITE);
+        } else {
+            mem_operand o = {.m = &a->y, .bytes = ny * e * F, .access = MEM_UPDATE,
+                             .result = true, .what = -1};
             SW_TRY(w.fn(w.user, &o));
         }
-        return SW_OK;
+        return moe_scratch(w, &a->xg, &a->gu, &a->yd, n * e * F, n * gu * F);
     }
     default: /* bop_for_each_mem sends only this family's kinds */
         return SW_OK;
@@ -190,7 +219,7 @@ sw_status bop_for_each_mem(bop *op, mem_operand_fn fn, void *user) {
         return walk_attention(op, w);
     case BOP_GEGLU: case BOP_ADD: case BOP_SCALE: case BOP_SOFTCAP:
         return walk_elementwise(op, w);
-    case BOP_MOE_ROUTE: case BOP_MOE_EXPERTS:
+    case BOP_MOE_ROUTE: case BOP_MOE_EXPERTS: case BOP_MOE_CACHED:
         return walk_moe(op, w);
     default:
         return sw_errorf(SW_ERR_ARG, "op %d: no such op", (int)op->kind);

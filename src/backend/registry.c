@@ -56,7 +56,9 @@ static const backend_entry entries[] = {
     {{.name = "pjrt", .has_device = true, .budget = BACKEND_BUDGET_PLUGIN, .runs = PJRT_RUNS,
       .why_not = "this build has no PJRT backend: CMake did not find pjrt_c_api.h; run "
       "'spillway fetch pjrt-cpu' (it installs the header package too) and build again",
-      .float_weights = true}, PJRT_CREATE},
+      .float_weights = true,
+      .no_expert_cache = "the pjrt backend cannot hold an expert cache: its compiled block "
+      "programs take a layer's experts whole, with no slots (BOP_MOE_CACHED)"}, PJRT_CREATE},
 };
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 

@@ -37,6 +37,8 @@ typedef struct backend_info {
     const char *why_not;       /* when !runs: why, and what to do instead */
     bool float_weights;        /* computes with float (F32/F16/BF16) weights only:
                                 * the planner has quantized ones dequantized to BF16 */
+    const char *no_expert_cache; /* why it cannot hold an expert cache's slots
+                                  * (BOP_MOE_CACHED); NULL: it can */
 } backend_info;
 
 /* Makes backend `name` ("cpu", "sim", "cuda", "pjrt"; those this build

@@ -18,13 +18,14 @@
 #include "cli/gen_opts.h"
 #include "cli/generate.h"
 #include "cli/model_arg.h"
+#include "spillway_grammar.h"
 
 #define LINE_MAX_BYTES (1 << 20)
 
 static void usage(FILE *out) {
     fputs("usage: spillway chat [-m MODEL] [--system TEXT] [options]\n"
           "  reads one user message per line from standard input; an empty line or\n"
-          "  end of input ends the conversation\n", out);
+          "  end of input ends the conversation\n" GEN_OPTS_JSON_SCHEMA_USAGE, out);
     gen_opts_usage(out);
 }
 
@@ -37,6 +38,7 @@ typedef struct chat_state {
     int32_t *ids;           /* tokens of the turn being sent */
     size_t ids_cap;
     bool first_turn;
+    struct sw_grammar *grammar; /* --json-schema's, or NULL */
 } chat_state;
 
 /* Appends the tokens of `text` to st->ids at *n (special tokens parsed). */
@@ -113,6 +115,7 @@ static int chat_loop(chat_state *st, const gen_opts *o) {
         ro.on_token = gen_print_piece;
         ro.user = stdout;
         ro.keep_sequence = 1;
+        ro.grammar = st->grammar;
         sw_request *r = NULL;
         sw_status s = st->prev ? sw_scheduler_continue(st->sched, st->prev, st->ids, n, &ro, &r)
                       : n < n_ctx ? sw_scheduler_submit(st->sched, st->ids, n, &ro, &r)
@@ -142,7 +145,9 @@ static int chat_loop(chat_state *st, const gen_opts *o) {
 int cmd_chat(int argc, char **argv) {
     gen_opts o;
     gen_opts_init(&o);
-    int parsed = gen_opts_parse_all(&o, argc, argv, usage);
+    int parsed = gen_opts_take_json_schema(&o, &argc, argv);
+    if (parsed == CLI_EXIT_OK)
+        parsed = gen_opts_parse_all(&o, argc, argv, usage);
     if (parsed != CLI_EXIT_OK)
         return parsed < 0 ? CLI_EXIT_OK : parsed;
     chat_state st = {.first_turn = true};
@@ -150,7 +155,8 @@ int cmd_chat(int argc, char **argv) {
     if (rc != CLI_EXIT_OK)
         return rc;
     cli_note_base_model(st.model, "chat");
-    if ((rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK ||
+    if ((rc = gen_opts_grammar(&o, &st.grammar)) != CLI_EXIT_OK ||
+        (rc = gen_opts_start_engine(&o, st.model, &st.engine)) != CLI_EXIT_OK ||
         (rc = gen_opts_start_scheduler(&o, st.model, st.engine, &st.sched, &st.draft)) !=
             CLI_EXIT_OK)
         goto done;
@@ -166,6 +172,7 @@ done:
     sw_request_release(st.sched, st.prev);
     sw_scheduler_destroy(st.sched);
     draft_end(&st.draft);
+    sw_grammar_destroy(st.grammar);
     sw_engine_destroy(st.engine);
     sw_model_close(st.model);
     return rc;

@@ -12,6 +12,7 @@
 
 #include "cli/gen_opts.h"
 #include "cli/plan_opts.h"
+#include "spillway_grammar.h"
 
 void gen_opts_init(gen_opts *o) {
     memset(o, 0, sizeof *o);
@@ -148,6 +149,40 @@ static int read_file(const char *path, char **text, size_t *len) {
     buf[n] = '\0';
     *text = buf;
     *len = n;
+    return CLI_EXIT_OK;
+}
+
+int gen_opts_take_json_schema(gen_opts *o, int *argc, char **argv) {
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--json-schema") != 0)
+            continue;
+        if (i + 1 >= *argc) {
+            cli_error("--json-schema needs a value");
+            return CLI_EXIT_USAGE;
+        }
+        o->json_schema = argv[i + 1];
+        memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 2) * sizeof *argv);
+        *argc -= 2;
+        i--;
+    }
+    return CLI_EXIT_OK;
+}
+
+int gen_opts_grammar(const gen_opts *o, struct sw_grammar **out) {
+    char *text = NULL;
+    size_t len = 0;
+    *out = NULL;
+    if (o->json_schema == NULL)
+        return CLI_EXIT_OK;
+    int rc = read_file(o->json_schema, &text, &len);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    const sw_status st = sw_grammar_from_json_schema(text, len, out);
+    free(text);
+    if (st != SW_OK) {
+        cli_error("--json-schema %s: %s", o->json_schema, sw_last_error());
+        return st == SW_ERR_OOM_HOST ? CLI_EXIT_OOM_HOST : CLI_EXIT_USAGE;
+    }
     return CLI_EXIT_OK;
 }
 

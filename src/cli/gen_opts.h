@@ -25,6 +25,7 @@ typedef struct gen_opts {
     const char *report_json;   /* --report-json PATH */
     const char *plan_json;     /* --plan-json PATH: the executed plan as JSON */
     draft_flags draft;         /* --draft-ngram, --draft-model, --draft-max */
+    const char *json_schema;   /* --json-schema FILE (run, chat: gen_opts_take_json_schema) */
 } gen_opts;
 
 void gen_opts_init(gen_opts *o);
@@ -54,6 +55,21 @@ int gen_opts_start_engine(gen_opts *o, const sw_model *m, sw_engine **out);
  * destroyed). Returns an exit status (error printed). */
 int gen_opts_start_scheduler(const gen_opts *o, const sw_model *m, sw_engine *e,
                              sw_scheduler **q, draft_ctx *draft);
+
+/* Takes --json-schema FILE out of argv (run and chat call it before
+ * gen_opts_parse_all; the other commands refuse the flag as unknown).
+ * Returns an exit status (error printed). */
+int gen_opts_take_json_schema(gen_opts *o, int *argc, char **argv);
+
+/* Usage line of --json-schema. */
+#define GEN_OPTS_JSON_SCHEMA_USAGE                                                            \
+    "  --json-schema F  keep the output to the JSON schema in file F (compact JSON\n"          \
+    "                   that validates; include/spillway_grammar.h lists what is supported)\n"
+
+/* The grammar of --json-schema (NULL without it; destroy it after the
+ * requests). Returns an exit status (error printed: an unsupported
+ * keyword is named). */
+int gen_opts_grammar(const gen_opts *o, struct sw_grammar **out);
 
 /* Reads -p or -f into a malloc'd buffer (*len bytes, NUL-terminated).
  * Returns an exit status; prints the error. */

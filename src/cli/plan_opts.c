@@ -18,7 +18,8 @@ static const char *const planning_flags[] = {
     "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
     "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots",
-    "-ncmoe", "--n-cpu-moe"};
+    "-ncmoe", "--n-cpu-moe", "--expert-cache", "--expert-policy", "--expert-copy",
+    "--expert-prefetch"};
 
 bool plan_opts_has(const char *flag) {
     for (size_t i = 0; i < sizeof planning_flags / sizeof planning_flags[0]; i++)
@@ -92,6 +93,21 @@ int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
             cli_error("--pjrt-plugin: cannot set SPILLWAY_PJRT_PLUGIN");
             return -1;
         }
+    } else if (!strcmp(f, "--expert-policy")) {
+        o->experts.policy = v;
+    } else if (!strcmp(f, "--expert-copy")) {
+        o->experts.copy = v;
+    } else if (!strcmp(f, "--expert-prefetch")) {
+        if (strcmp(v, "on") && strcmp(v, "off")) {
+            cli_error("%s '%s': on or off", f, v);
+            return -1;
+        }
+        o->experts.prefetch = !strcmp(v, "on");
+    } else if (!strcmp(f, "--expert-cache")) {
+        long n = -1;
+        if (strcmp(v, "auto") && cli_parse_long(f, v, 0, 100000, &n))
+            return -1;
+        o->experts.slots = (int)n;
     } else if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
         return parse_memory(o, f, v);
     } else if (!strcmp(f, "--sim-link-bw")) {
@@ -128,6 +144,13 @@ void plan_opts_usage(FILE *out) {
           "  -ngl N           first N layers resident, plan the rest\n"
           "  -ncmoe N         the experts of the first N layers on the host (Gemma 4's\n"
           "                   26B-A4B; --place experts:0-19=host pins any range)\n"
+          "  --expert-cache N keep N of those layers' experts per layer in device slots;\n"
+          "                   auto: as many as the placement leaves room for\n"
+          "  --expert-policy P  the slots' replacement: lru (default) or lfu-decay\n"
+          "  --expert-copy C  a missed expert: auto (default: copied when the cost model\n"
+          "                   says the link beats host compute for its tokens), always, never\n"
+          "  --expert-prefetch on|off  guess the next layer's experts (its router on this\n"
+          "                   layer's output) and copy them ahead (default off)\n"
           "precision:\n"
           "  --kv-type T      KV cache type: f16 (default; f32 with --cpu-dots f32), bf16\n"
           "                   or f32 (twice the bytes)\n"

@@ -49,6 +49,36 @@ static void spec_json(const sw_scheduler_stats *t, FILE *f) {
             t->verify_tokens, spec_decode_tps(t));
 }
 
+/* The expert cache's counters (issue 38), when there is one. */
+static void experts_text(const sw_expert_report *x, FILE *out) {
+    if (x->slots == 0)
+        return;
+    fprintf(out, "expert cache           %u slots x %u layers, %.1f MiB: %" PRIu64 " experts needed "
+            "in %" PRIu64 " layer steps, %" PRIu64 " hits (%.1f%%), %" PRIu64 " misses\n",
+            x->slots, x->layers, mib(x->cache_bytes), x->needed, x->steps, x->hits,
+            x->needed ? 100.0 * (double)x->hits / (double)x->needed : 0.0, x->misses);
+    fprintf(out, "expert misses          %" PRIu64 " copied (%.1f MiB), %" PRIu64 " computed on the "
+            "host (%" PRIu64 " expert-tokens)\n", x->copied, mib(x->copied_bytes),
+            x->host_experts, x->host_tokens);
+    if (x->prefetched)
+        fprintf(out, "expert prefetch        %" PRIu64 " experts copied ahead, %" PRIu64 " needed "
+                "at the next step (%.1f%%)\n", x->prefetched, x->prefetch_hits,
+                100.0 * (double)x->prefetch_hits / (double)x->prefetched);
+}
+
+static void experts_json(const sw_expert_report *x, FILE *f) {
+    if (x->slots == 0)
+        return;
+    fprintf(f, ",\"expert_cache\":{\"slots\":%u,\"layers\":%u,\"bytes\":%" PRIu64
+            ",\"steps\":%" PRIu64 ",\"routings\":%" PRIu64 ",\"needed\":%" PRIu64
+            ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"copied\":%" PRIu64
+            ",\"copied_bytes\":%" PRIu64 ",\"host_experts\":%" PRIu64
+            ",\"host_expert_tokens\":%" PRIu64 ",\"prefetched\":%" PRIu64
+            ",\"prefetch_hits\":%" PRIu64 "}", x->slots, x->layers, x->cache_bytes,
+            x->steps, x->routings, x->needed, x->hits, x->misses, x->copied, x->copied_bytes,
+            x->host_experts, x->host_tokens, x->prefetched, x->prefetch_hits);
+}
+
 int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *out) {
     sw_report r;
     sw_status st = sw_engine_report(e, &r);
@@ -76,6 +106,7 @@ int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *o
             r.prefill_tokens_per_s, r.pred_prefill_tokens_per_s, r.n_prefill_tokens);
     fprintf(out, "decode                 %8.1f tok/s  %8.1f tok/s  (%" PRIu64 " tokens)\n",
             r.decode_tokens_per_s, r.pred_decode_tokens_per_s, r.n_decode_tokens);
+    experts_text(&r.experts, out);
     if (spec != NULL)
         cli_print_spec(spec, out);
     if (r.n_replans)
@@ -109,6 +140,7 @@ int cli_write_report_json(const sw_engine *e, const sw_scheduler_stats *spec,
             r.decode_tokens_per_s, r.pred_prefill_tokens_per_s, r.pred_decode_tokens_per_s,
             r.n_replans, r.plan_pinned_bytes, r.pinned_bytes,
             r.pinned_locked ? "true" : "false", r.converted_bytes, r.peak_device_driver_bytes);
+    experts_json(&r.experts, f);
     if (spec != NULL)
         spec_json(spec, f);
     fputs("}\n", f);

@@ -9,9 +9,11 @@
 #include "cli/gen_opts.h"
 #include "cli/generate.h"
 #include "cli/model_arg.h"
+#include "spillway_grammar.h"
 
 static void usage(FILE *out) {
-    fputs("usage: spillway run [-m MODEL] -p PROMPT | -f FILE [options]\n", out);
+    fputs("usage: spillway run [-m MODEL] -p PROMPT | -f FILE [options]\n"
+          GEN_OPTS_JSON_SCHEMA_USAGE, out);
     gen_opts_usage(out);
 }
 
@@ -33,7 +35,9 @@ static void print_stats(const gen_stats *s, const sw_scheduler_stats *spec) {
 int cmd_run(int argc, char **argv) {
     gen_opts o;
     gen_opts_init(&o);
-    int parsed = gen_opts_parse_all(&o, argc, argv, usage);
+    int parsed = gen_opts_take_json_schema(&o, &argc, argv);
+    if (parsed == CLI_EXIT_OK)
+        parsed = gen_opts_parse_all(&o, argc, argv, usage);
     if (parsed != CLI_EXIT_OK)
         return parsed < 0 ? CLI_EXIT_OK : parsed;
     char *text = NULL;
@@ -44,9 +48,12 @@ int cmd_run(int argc, char **argv) {
     sw_scheduler *q = NULL;
     draft_ctx draft = {0};
     sw_request *r = NULL;
+    sw_grammar *grammar = NULL;
     sw_status st;
     gen_stats stats;
     int rc = gen_opts_read_prompt(&o, &text, &len);
+    if (rc == CLI_EXIT_OK)
+        rc = gen_opts_grammar(&o, &grammar);
     if (rc != CLI_EXIT_OK || (rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
         goto done;
     if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
@@ -59,6 +66,7 @@ int cmd_run(int argc, char **argv) {
     ro.n_predict = o.n_predict;
     ro.on_token = gen_print_piece;
     ro.user = stdout;
+    ro.grammar = grammar;
     if ((rc = gen_opts_start_scheduler(&o, m, e, &q, &draft)) != CLI_EXIT_OK)
         goto done;
     if ((st = sw_scheduler_submit(q, ids, n, &ro, &r)) != SW_OK) {
@@ -79,6 +87,7 @@ done:
     free(ids);
     sw_request_release(q, r);
     sw_scheduler_destroy(q);
+    sw_grammar_destroy(grammar);
     draft_end(&draft);
     sw_engine_destroy(e);
     sw_model_close(m);

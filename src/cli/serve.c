@@ -4,11 +4,13 @@
  * (/health says "loading"), then serves the OpenAI API (server.h) until
  * SIGINT or SIGTERM: queued requests are refused, running ones end with
  * finish_reason "cancelled", and every connection is answered before the
- * engine goes. The connection caps and the request deadline (--timeout,
- * --max-conns, --max-conns-per-addr) keep one client from locking the
- * others out (serve/listen.c). With the draft flags every request drafts
- * (speculative decoding) unless it sets "draft_max" 0; the drafter's
- * engine lives until the scheduler is destroyed.
+ * engine goes; with --drain-timeout they may first run to their end for
+ * that long while new ones are refused (serve_drain). The connection caps
+ * and the request deadline (--timeout, --max-conns, --max-conns-per-addr)
+ * keep one client from locking the others out (serve/listen.c). With the
+ * draft flags every request drafts (speculative decoding) unless it sets
+ * "draft_max" 0; the drafter's engine lives until the scheduler is
+ * destroyed.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -35,16 +37,22 @@ typedef struct serve_args {
     long max_body;
     long queue;                  /* -1: QUEUE_PER_SEQ per sequence */
     long timeout_s, max_conns, max_conns_per_addr;
+    bool no_webui;               /* --no-webui: no page at "/" */
+    bool public_metrics;         /* --public-metrics: /metrics without the key */
+    long drain_s;                /* --drain-timeout: 0, SIGTERM cancels what runs */
 } serve_args;
 
 static void serve_usage(FILE *out) {
     fputs("usage: spillway serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [-np N] [-c CTX]\n"
           "                      [--api-key KEY] [--alias NAME] [--timeout S] [--max-conns N]\n"
-          "                      [--max-conns-per-addr N] [placement and budget flags]\n"
+          "                      [--max-conns-per-addr N] [--no-webui]\n"
+          "                      [placement and budget flags]\n"
           "  An OpenAI-compatible server: POST /v1/completions, POST /v1/chat/completions\n"
           "  (both with \"stream\": true as server-sent events), GET /v1/models, GET /health,\n"
-          "  GET /metrics (Prometheus). Up to -np requests run together (continuous\n"
-          "  batching); a bounded queue holds the rest, then 503 with Retry-After.\n"
+          "  GET /metrics (Prometheus), GET /v1/plan (the plan as `plan --json` prints it),\n"
+          "  and a web page at / (chat, and the plan drawn beside live metrics). Up to -np\n"
+          "  requests run together (continuous batching); a bounded queue holds the rest,\n"
+          "  then 503 with Retry-After.\n"
           "  With a drafter (--draft-ngram, --draft-model) a request may set \"draft_max\"\n"
           "  (or llama-server's \"speculative.n_max\"): 0 to 16 drafts per verify.\n"
           "  --host ADDR      IPv4 or IPv6 address to listen on (default 127.0.0.1; ::1 for\n"
@@ -52,7 +60,9 @@ static void serve_usage(FILE *out) {
           "                   without --api-key)\n"
           "  --port N         TCP port (default 8080)\n"
           "  --api-key KEY    require Authorization: Bearer KEY on /v1/* and /metrics\n"
-          "                   (default: $SPILLWAY_API_KEY if set, else none)\n"
+          "                   (default: $SPILLWAY_API_KEY if set, else none); the web\n"
+          "                   page loads without it and asks for it\n"
+          "  --no-webui       no web page at / (404 there; the API is unchanged)\n"
           "  --alias NAME     the model's name in the API (default: the file name)\n"
           "  --max-body N     largest request body in bytes (default 1048576)\n"
           "  --queue N        requests waiting beyond the -np running (default 4 x -np)\n"
@@ -64,7 +74,14 @@ static void serve_usage(FILE *out) {
           "                   (default 512)\n"
           "  --max-conns-per-addr N\n"
           "                   open connections from one client address (IPv6: one /64);\n"
-          "                   past it, 503 (default 64; raise it behind a proxy)\n",
+          "                   past it, 503 (default 64; raise it behind a proxy)\n"
+          "  --drain-timeout S  on SIGINT or SIGTERM, refuse new requests (503; /health\n"
+          "                   says \"draining\", 503) and let the running and queued ones\n"
+          "                   finish for up to S seconds, then cancel what is left and\n"
+          "                   exit 0; a second signal cuts it short (default 0: cancel at\n"
+          "                   once); keep it under Kubernetes' terminationGracePeriodSeconds\n"
+          "  --public-metrics GET /metrics without --api-key's key (an inference gateway's\n"
+          "                   endpoint picker scrapes it without one)\n",
           out);
     gen_opts_usage(out);
 }
@@ -89,11 +106,20 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
     int n = 0, rc = CLI_EXIT_OK;
     for (int i = 0; i < argc && rc == CLI_EXIT_OK; i++) {
         const char *f = argv[i];
+        if (i > 0 && !strcmp(f, "--no-webui")) {
+            a->no_webui = true;
+            continue;
+        }
+        if (i > 0 && !strcmp(f, "--public-metrics")) {
+            a->public_metrics = true;
+            continue;
+        }
         const bool ours = i > 0 && (!strcmp(f, "--host") || !strcmp(f, "--port") ||
                                     !strcmp(f, "--api-key") || !strcmp(f, "--alias") ||
                                     !strcmp(f, "--max-body") || !strcmp(f, "--queue") ||
                                     !strcmp(f, "--timeout") || !strcmp(f, "--max-conns") ||
-                                    !strcmp(f, "--max-conns-per-addr"));
+                                    !strcmp(f, "--max-conns-per-addr") ||
+                                    !strcmp(f, "--drain-timeout"));
         if (!ours) {
             rest[n++] = argv[i];
             continue;
@@ -119,6 +145,8 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--timeout") && !parse_long(f, v, 1, 86400, &a->timeout_s))
             rc = CLI_EXIT_USAGE;
         else if (!strcmp(f, "--max-conns") && !parse_long(f, v, 1, 16384, &a->max_conns))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--drain-timeout") && !parse_long(f, v, 0, 86400, &a->drain_s))
             rc = CLI_EXIT_USAGE;
         else if (!strcmp(f, "--max-conns-per-addr") &&
                  !parse_long(f, v, 1, 16384, &a->max_conns_per_addr))
@@ -160,6 +188,46 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
+/* --drain-timeout: new requests are refused (503, /health "draining", so
+ * a Kubernetes readiness probe takes the pod out of its Service) while the
+ * submitted ones run to their end, for up to drain_s or until a second
+ * signal; the caller then stops as without a drain (what is left is
+ * cancelled, every connection answered). The listener stays open, so a
+ * client that still connects gets a 503 rather than a refused connection. */
+/* Waits on cv (mu held) for a signal or 100 ms, whichever comes first:
+ * the shutdown loops re-check their clocks and flags at that pace. */
+static void wait_tick(pthread_cond_t *cv, pthread_mutex_t *mu) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &until);
+}
+
+static void serve_drain(srv_state *s, double drain_s) {
+    pthread_mutex_lock(&s->mu);
+    s->draining = true;
+    size_t n = 0;
+    for (const srv_req *r = s->live; r != NULL; r = r->next)
+        n++;
+    pthread_mutex_unlock(&s->mu);
+    fprintf(stderr, "serve: draining: %zu requests may run for up to %.0f s (a second "
+            "signal stops at once)\n", n, drain_s);
+    cli_interrupt_signal = 0;
+    const double t_end = sw_clock_s() + drain_s;
+    pthread_mutex_lock(&s->mu);
+    while (s->live != NULL && !s->failed && !cli_interrupt_signal && sw_clock_s() < t_end) {
+        wait_tick(&s->out_cv, &s->mu);
+    }
+    const bool left = s->live != NULL;
+    pthread_mutex_unlock(&s->mu);
+    fprintf(stderr, "serve: drained%s\n", left ? " (time up or a second signal: cancelling "
+            "the rest)" : "");
+}
+
 int cmd_serve(int argc, char **argv) {
     gen_opts o;
     serve_args a = {.host = "127.0.0.1", .port = DEFAULT_PORT, .max_body = DEFAULT_MAX_BODY,
@@ -178,7 +246,8 @@ int cmd_serve(int argc, char **argv) {
     char path_buf[4096];
     srv_state s = {.sampler = o.sampler, .model = m,
                    .model_name = serve_model_name(&a, &o, path_buf, sizeof path_buf),
-                   .api_key = a.api_key, .max_body = (size_t)a.max_body};
+                   .api_key = a.api_key, .max_body = (size_t)a.max_body,
+                   .webui = !a.no_webui, .public_metrics = a.public_metrics};
     s.m.t_start = sw_clock_s();
     s.m.created = (int64_t)time(NULL);
     sw_model_special_tokens(m, &s.special);
@@ -231,9 +300,13 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "serve: ready: model '%s', %u sequences of %u tokens, queue %zu%s\n",
             s.model_name, sw_engine_n_seq(e), sw_engine_n_ctx(e), s.queue_cap,
             s.api_key ? ", API key required" : "");
+    if (s.webui)
+        fprintf(stderr, "serve: web page at %s/\n", srv_http_url(d));
     while (!cli_interrupt_signal)
         sleep_ms(100);
     fprintf(stderr, "serve: signal %d: stopping\n", (int)cli_interrupt_signal);
+    if (a.drain_s > 0)
+        serve_drain(&s, (double)a.drain_s);
 done:
     pthread_mutex_lock(&s.mu);
     s.stopping = true;
@@ -250,14 +323,7 @@ done:
         const double t_end = sw_clock_s() + SHUTDOWN_DRAIN_S;
         pthread_mutex_lock(&s.mu);
         while (s.n_answering > 0 && sw_clock_s() < t_end) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 100000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&s.out_cv, &s.mu, &until);
+            wait_tick(&s.out_cv, &s.mu);
         }
         pthread_mutex_unlock(&s.mu);
     }

@@ -135,7 +135,8 @@ sw_status engine_create(const sw_model *model, const sw_plan *sp,
         (st = check_plan(e)) != SW_OK || (st = take_workload(e)) != SW_OK ||
         (st = model_weights_bind(model->gguf, &e->config, &e->file_weights)) != SW_OK ||
         (st = make_tables(e)) != SW_OK || (st = create_backends(e)) != SW_OK ||
-        (st = engine_load(e, opt, failure)) != SW_OK || (st = expert_trace_open(e, opt)) != SW_OK)
+        (st = engine_load(e, opt, failure)) != SW_OK || (st = xcache_open(e)) != SW_OK ||
+        (st = expert_trace_open(e, opt)) != SW_OK)
         goto fail;
     if (e->hw.pinned.why[0])
         engine_note(e, "pinned staging of streamed layers: %s\n", e->hw.pinned.why);
@@ -156,6 +157,7 @@ void sw_engine_destroy(sw_engine *e) {
     if (e == NULL)
         return;
     expert_trace_close(e);
+    xcache_close(e);
     engine_unload(e);
     backend_destroy(e->device);
     backend_destroy(e->host);

@@ -32,6 +32,7 @@
 #include "model/config.h"
 #include "model/model_internal.h"
 #include "model/weights.h"
+#include "plan/expert_plan.h"
 #include "plan/plan.h"
 
 #define ENGINE_MAX_SLOTS 8
@@ -80,6 +81,28 @@ typedef struct engine_ring {
     dev_layer views;                   /* the layer being computed */
     sw_status fill_error;              /* a failed refill (reported at acquire) */
 } engine_ring;
+
+/* The expert cache (expert_cache.c): the plan's slots per cached layer in
+ * one device buffer (expert_plan.h's layout), the policy's state (which
+ * expert sits in which slot: plan/expert_sim.h, the one implementation),
+ * the host's tables for a step, and its counters. */
+typedef struct engine_xcache {
+    backend_buf *buf;                  /* BUF_EXPERT_CACHE; NULL: no cache */
+    struct expert_cache *policy;
+    expert_layout layout;
+    int32_t *slot_dev, *slot_host;     /* (n_expert) slot_of for each side's op */
+    int32_t *y_row;                    /* (n_tok * k) */
+    uint32_t *ids, *n_routed;          /* (n_tok * k) the routing; (n_expert) tokens each */
+    float *y;                          /* (n_tok * k, n_embd) outputs the host computed */
+    backend_event *copied;             /* copy queue: this step's slot fills landed */
+    /* prefetch: the guessed routing, what was admitted, and which experts
+     * of each layer were prefetched since its last step */
+    uint32_t *guess, *pf_expert;       /* (n_tok * k), (n_expert) */
+    int32_t *pf_slot;                  /* (n_expert) */
+    uint8_t *pf_flag;                  /* (n_layer * n_expert) */
+    bool pf_pending;                   /* fills queued that no step has waited for */
+    sw_expert_report st;
+} engine_xcache;
 
 /* One side's activations: the buffer and the arrays in it. */
 typedef struct engine_side {
@@ -136,6 +159,7 @@ struct sw_engine {
     float *hidden_out;                 /* (n_out, n_embd) host: this forward's normed rows
                                         * for an assistant (assist.h); NULL: none */
     FILE *expert_trace;                /* --expert-trace (expert_trace.c); NULL: none */
+    engine_xcache xc;                  /* the expert cache */
     int32_t *trace_ids;                /* (n_tok * n_expert_used) a layer's routing */
     bkv *kv;                           /* (n_layer) on its layer's side */
     void *host_kv;                     /* host arena for KV on the host */
@@ -208,6 +232,20 @@ sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
 sw_status expert_trace_open(sw_engine *e, const sw_engine_options *opt);
 sw_status expert_trace_layer(sw_engine *e, uint32_t il, side_id side, uint32_t n);
 void expert_trace_close(sw_engine *e);
+
+/* expert_cache.c: the cache's tables and policy (after load: the buffer
+ * is the plan's); a cached layer's block on the device, its experts from
+ * slots, copied in, or computed on the host; counters; free. */
+sw_status xcache_open(sw_engine *e);
+sw_status xcache_run_block(sw_engine *e, uint32_t il, block_args *a);
+/* After device layer il ran on n tokens: with --expert-prefetch, guesses
+ * layer il + 1's experts (its router on il's output; resident layers
+ * only) and queues their copies into free or cold slots. */
+sw_status xcache_prefetch(sw_engine *e, uint32_t il, uint32_t n);
+void xcache_report(const sw_engine *e, sw_expert_report *out);
+/* After a failed forward: every slot emptied (its contents are unknown). */
+void xcache_reset(sw_engine *e);
+void xcache_close(sw_engine *e);
 
 /* Host pointers of the host side's metadata arrays. */
 int32_t *engine_host_meta(sw_engine *e, uint64_t offset);

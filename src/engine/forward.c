@@ -121,6 +121,17 @@ static sw_status run_split_block(sw_engine *e, uint32_t il, block_args *a) {
     return be->vt->block ? be->vt->block(be, a) : block_run_ops(be, a);
 }
 
+/* The largest position of this forward's n tokens, plus one: how many
+ * keys a query can see at most (the host's copy of the positions). */
+static uint32_t max_keys(const sw_engine *e, uint32_t n) {
+    const int32_t *pos = (const int32_t *)(const void *)(e->side[SIDE_HOST].host_base +
+                                                           e->act.pos);
+    int32_t top = -1;
+    for (uint32_t t = 0; t < n; t++)
+        top = pos[t] > top ? pos[t] : top;
+    return (uint32_t)(top + 1);
+}
+
 static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, side_id side,
                            uint32_t n) {
     const model_config *c = &e->config;
@@ -140,12 +151,12 @@ static sw_status run_block(sw_engine *e, uint32_t il, const dev_layer *w, side_i
         .rope_base = local ? c->rope_base_local : c->rope_base_global,
         .rope_scale = local ? c->rope_scale_local : c->rope_scale_global,
         .layer_scale = ls->data != NULL ? *(const float *)ls->data : 0.0f,
-        .act = e->side[side].act, .n_tokens = n,
+        .act = e->side[side].act, .n_tokens = n, .max_keys = max_keys(e, n),
     };
     a.act.ple = bmem_at(a.act.ple, (uint64_t)il * n * c->n_embd_per_layer * sizeof(float));
     memcpy(a.w, w->w, sizeof a.w);
     if (side == SIDE_DEVICE && e->plan->experts_host[il])
-        return run_split_block(e, il, &a);
+        return e->xc.buf != NULL ? xcache_run_block(e, il, &a) : run_split_block(e, il, &a);
     return be->vt->block ? be->vt->block(be, &a) : block_run_ops(be, &a);
 }
 
@@ -180,6 +191,8 @@ static sw_status run_layers(sw_engine *e, uint32_t n, side_id *side) {
         st = run_block(e, il, w, want, n);
         if (st == SW_OK && e->expert_trace != NULL)
             st = expert_trace_layer(e, il, want, n);
+        if (st == SW_OK && want == SIDE_DEVICE && e->xc.buf != NULL)
+            st = xcache_prefetch(e, il, n);
         if (st == SW_OK && e->plan->layer_place[il] == PLACE_STREAMED)
             st = ring_release(e, il);
         if (st != SW_OK || (st = run_hook(e, (int)il, want, n)) != SW_OK)
@@ -261,6 +274,7 @@ sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     char msg[512];
     snprintf(msg, sizeof msg, "%s", sw_last_error());
     (void)ring_reset(e);
+    xcache_reset(e);
     return sw_errorf(st, "%s", msg);
 }
 

@@ -152,6 +152,8 @@ static sw_status load_buffer(sw_engine *e, const plan_buffer *b, sw_alloc_failur
         return load_lm_head(e, b, f);
     case BUF_LOGITS:
         return dev_alloc(e, b, &e->logits_dev, f);
+    case BUF_EXPERT_CACHE:
+        return dev_alloc(e, b, &e->xc.buf, f);
     default:
         return SW_OK; /* host tiers */
     }

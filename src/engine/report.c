@@ -40,5 +40,6 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     r->pinned_locked = e->hw.pinned.locked;
     r->converted_bytes = e->hw.arena_bytes + e->hw.staging_bytes;
     r->n_forwards = e->n_forwards;
+    xcache_report(e, &r->experts);
     return SW_OK;
 }

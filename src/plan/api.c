@@ -22,6 +22,7 @@
 #include "backend/registry.h"
 #include "model/model_internal.h"
 #include "model/weights.h"
+#include "plan/expert_plan.h"
 #include "plan/plan_api.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -284,6 +285,15 @@ static sw_status gather(const sw_model *model, const char *catalog_name,
     return SW_OK;
 }
 
+/* The expert cache, sized in what the placement leaves (expert_plan.h). */
+static sw_status expert_cache(const sw_plan_options *o, plan *p) {
+    backend_info info;
+    const char *no = NULL;
+    if (o->experts.slots != 0 && backend_lookup(p->budget.backend, &info) == SW_OK)
+        no = info.no_expert_cache;
+    return plan_expert_cache(p, &o->experts, no);
+}
+
 sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
                          const sw_plan_options *opt, sw_plan **out) {
     sw_plan_options defaults = sw_plan_options_default();
@@ -304,7 +314,7 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
     }
     if ((st = gather(model, catalog_name, opt, in)) != SW_OK ||
         (st = plan_build(&in->model, &in->budget, &in->rates, &in->work, &in->pins, &sp->p)) !=
-            SW_OK)
+            SW_OK || (st = expert_cache(opt, &sp->p)) != SW_OK)
         goto fail;
     add_note(&sp->p, in->note);
     add_note(&sp->p, in->ngl_note);

@@ -16,8 +16,11 @@ typedef struct layer_state {
     uint8_t *seen;        /* (n_expert) this step's mark */
     uint64_t *last;       /* (n_expert) the step it was last used, +1 (0: never) */
     double *score;        /* (n_expert) LFU-decay's count */
+    int32_t *slot_of;     /* (n_expert) its slot, -1 none */
+    int32_t *occupant;    /* (slots) the expert in each slot, -1 none */
     uint32_t n_held;
     uint64_t step;
+    uint32_t n_need;      /* this step's distinct experts (begin .. end) */
 } layer_state;
 
 struct expert_cache {
@@ -25,7 +28,7 @@ struct expert_cache {
     expert_policy policy;
     double decay;
     layer_state *l;
-    uint32_t *need;       /* (n_expert) this step's distinct experts */
+    uint32_t *need;       /* (n_layer * n_expert) each layer's step's distinct experts */
     expert_stats st;
 };
 
@@ -59,7 +62,7 @@ sw_status expert_cache_create(uint32_t n_layer, uint32_t n_expert, uint32_t slot
     *c = (expert_cache){.n_layer = n_layer, .n_expert = n_expert, .slots = slots,
                         .policy = policy, .decay = decay};
     c->l = calloc(n_layer, sizeof *c->l);
-    c->need = malloc(n_expert * sizeof *c->need);
+    c->need = malloc((size_t)n_layer * n_expert * sizeof *c->need);
     bool ok = c->l != NULL && c->need != NULL;
     for (uint32_t il = 0; ok && il < n_layer; il++) {
         layer_state *l = &c->l[il];
@@ -67,7 +70,13 @@ sw_status expert_cache_create(uint32_t n_layer, uint32_t n_expert, uint32_t slot
         l->seen = calloc(n_expert, 1);
         l->last = calloc(n_expert, sizeof *l->last);
         l->score = calloc(n_expert, sizeof *l->score);
-        ok = l->held && l->seen && l->last && l->score;
+        l->slot_of = malloc(n_expert * sizeof *l->slot_of);
+        l->occupant = malloc(slots * sizeof *l->occupant);
+        ok = l->held && l->seen && l->last && l->score && l->slot_of && l->occupant;
+        for (uint32_t e = 0; ok && e < n_expert; e++)
+            l->slot_of[e] = -1;
+        for (uint32_t s = 0; ok && s < slots; s++)
+            l->occupant[s] = -1;
     }
     if (!ok) {
         expert_cache_destroy(c);
@@ -86,6 +95,8 @@ void expert_cache_destroy(expert_cache *c) {
         free(c->l[il].seen);
         free(c->l[il].last);
         free(c->l[il].score);
+        free(c->l[il].slot_of);
+        free(c->l[il].occupant);
     }
     free(c->l);
     free(c->need);
@@ -119,11 +130,12 @@ static uint32_t victim(const expert_cache *c, const layer_state *l) {
     return v;
 }
 
-uint32_t expert_cache_step(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n) {
+uint32_t expert_cache_begin(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n) {
     if (il >= c->n_layer)
         return 0;
     layer_state *l = &c->l[il];
-    uint32_t n_need = 0, misses = 0;
+    uint32_t *need = c->need + (size_t)il * c->n_expert;
+    uint32_t n_need = 0, hits = 0;
     l->step++;
     for (uint32_t i = 0; i < n; i++) { /* routings, and the distinct experts */
         const uint32_t e = ids[i];
@@ -133,36 +145,120 @@ uint32_t expert_cache_step(expert_cache *c, uint32_t il, const uint32_t *ids, ui
         c->st.routing_hits += l->held[e];
         if (!l->seen[e]) {
             l->seen[e] = 1;
-            c->need[n_need++] = e;
+            need[n_need++] = e;
         }
     }
     if (c->policy == EXPERT_LFU_DECAY)
         for (uint32_t e = 0; e < c->n_expert; e++)
             l->score[e] *= c->decay;
+    /* every needed expert is used now, held or not; victims are chosen among
+     * the others, so the order of these updates and the admissions is free */
     for (uint32_t i = 0; i < n_need; i++) {
-        const uint32_t e = c->need[i];
-        if (!l->held[e]) {
-            misses++;
-            /* full: the policy's victim among those this step does not need
-             * (a step needing more than the slots keeps the first it could) */
-            const uint32_t v = l->n_held == c->slots ? victim(c, l) : UINT32_MAX;
-            if (v != UINT32_MAX) {
-                l->held[v] = 0;
-                l->n_held--;
-            }
-            if (l->n_held < c->slots) {
-                l->held[e] = 1;
-                l->n_held++;
-            }
-        }
-        l->last[e] = l->step;
-        l->score[e] += 1.0;
+        l->last[need[i]] = l->step;
+        l->score[need[i]] += 1.0;
+        hits += l->held[need[i]];
     }
-    for (uint32_t i = 0; i < n_need; i++)
-        l->seen[c->need[i]] = 0;
+    l->n_need = n_need;
     c->st.steps++;
     c->st.needed += n_need;
-    c->st.misses += misses;
-    c->st.hits += n_need - misses;
+    c->st.hits += hits;
+    c->st.misses += n_need - hits;
+    return n_need;
+}
+
+int32_t expert_cache_slot(const expert_cache *c, uint32_t il, uint32_t e) {
+    return il < c->n_layer && e < c->n_expert ? c->l[il].slot_of[e] : -1;
+}
+
+int32_t expert_cache_admit(expert_cache *c, uint32_t il, uint32_t e) {
+    if (il >= c->n_layer || e >= c->n_expert)
+        return -1;
+    layer_state *l = &c->l[il];
+    if (l->held[e])
+        return l->slot_of[e];
+    int32_t slot = -1;
+    if (l->n_held < c->slots) {
+        for (uint32_t s = 0; slot < 0 && s < c->slots; s++)
+            slot = l->occupant[s] < 0 ? (int32_t)s : -1;
+    } else {
+        /* full: the policy's victim among those this step does not need (a
+         * step needing more than the slots keeps the first it could) */
+        const uint32_t v = victim(c, l);
+        if (v == UINT32_MAX)
+            return -1;
+        slot = l->slot_of[v];
+        l->held[v] = 0;
+        l->slot_of[v] = -1;
+        l->n_held--;
+    }
+    l->held[e] = 1;
+    l->slot_of[e] = slot;
+    l->occupant[slot] = (int32_t)e;
+    l->n_held++;
+    return slot;
+}
+
+void expert_cache_end(expert_cache *c, uint32_t il) {
+    if (il >= c->n_layer)
+        return;
+    layer_state *l = &c->l[il];
+    const uint32_t *need = c->need + (size_t)il * c->n_expert;
+    for (uint32_t i = 0; i < l->n_need; i++)
+        l->seen[need[i]] = 0;
+    l->n_need = 0;
+}
+
+uint32_t expert_cache_prefetch(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n,
+                               uint32_t max, uint32_t *admitted, int32_t *slots) {
+    if (il >= c->n_layer)
+        return 0;
+    layer_state *l = &c->l[il];
+    uint32_t *need = c->need + (size_t)il * c->n_expert;
+    uint32_t n_guess = 0, n_in = 0;
+    for (uint32_t i = 0; i < n; i++) /* guessed: not victims */
+        if (ids[i] < c->n_expert && !l->seen[ids[i]]) {
+            l->seen[ids[i]] = 1;
+            need[n_guess++] = ids[i];
+        }
+    for (uint32_t i = 0; i < n_guess && n_in < max; i++) {
+        if (l->held[need[i]])
+            continue;
+        const int32_t s = expert_cache_admit(c, il, need[i]);
+        if (s < 0)
+            break;
+        admitted[n_in] = need[i];
+        slots[n_in++] = s;
+    }
+    for (uint32_t i = 0; i < n_guess; i++)
+        l->seen[need[i]] = 0;
+    return n_in;
+}
+
+void expert_cache_clear(expert_cache *c) {
+    for (uint32_t il = 0; il < c->n_layer; il++) {
+        layer_state *l = &c->l[il];
+        memset(l->held, 0, c->n_expert);
+        memset(l->seen, 0, c->n_expert);
+        for (uint32_t e = 0; e < c->n_expert; e++)
+            l->slot_of[e] = -1;
+        for (uint32_t s = 0; s < c->slots; s++)
+            l->occupant[s] = -1;
+        l->n_held = 0;
+        l->n_need = 0;
+    }
+}
+
+uint32_t expert_cache_step(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n) {
+    if (il >= c->n_layer)
+        return 0;
+    const uint32_t n_need = expert_cache_begin(c, il, ids, n);
+    const uint32_t *need = c->need + (size_t)il * c->n_expert;
+    uint32_t misses = 0;
+    for (uint32_t i = 0; i < n_need; i++)
+        if (!c->l[il].held[need[i]]) {
+            misses++;
+            (void)expert_cache_admit(c, il, need[i]);
+        }
+    expert_cache_end(c, il);
     return misses;
 }

@@ -24,6 +24,10 @@
 
 typedef enum expert_policy { EXPERT_LRU = 0, EXPERT_LFU_DECAY = 1 } expert_policy;
 
+/* LFU-decay's factor per step where none is given (bench's --decay default,
+ * the engine's cache). */
+#define EXPERT_DECAY_DEFAULT 0.9
+
 typedef struct expert_cache expert_cache;
 
 typedef struct expert_stats {
@@ -46,6 +50,33 @@ void expert_cache_destroy(expert_cache *c);
  * any order, repeats allowed). Counts into the cache's stats; returns the
  * misses of this step. Ids out of range are ignored (a caller checks). */
 uint32_t expert_cache_step(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n);
+
+/* The same step in parts, for the engine, which decides per missed expert
+ * whether it is brought in (copied into a slot) or computed elsewhere:
+ * begin counts the step (as expert_cache_step: a miss is a needed expert
+ * not held at the step's start) and returns its distinct experts; admit
+ * puts missed expert e into a slot — a free one, else the policy's victim
+ * among the experts this step does not need — and returns the slot (-1:
+ * every slot holds an expert this step needs); end closes the step.
+ * expert_cache_step is begin, admit of each miss, end: the one policy. */
+uint32_t expert_cache_begin(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n);
+int32_t expert_cache_admit(expert_cache *c, uint32_t il, uint32_t e);
+void expert_cache_end(expert_cache *c, uint32_t il);
+
+/* Prefetch between steps: puts the guessed experts (ids, n; repeats
+ * allowed) that layer il does not hold into free slots or the policy's
+ * victims among the experts not guessed, at most `max` of them, counting
+ * no step and no use. Fills admitted[i] and slots[i] (capacity max);
+ * returns how many. */
+uint32_t expert_cache_prefetch(expert_cache *c, uint32_t il, const uint32_t *ids, uint32_t n,
+                               uint32_t max, uint32_t *admitted, int32_t *slots);
+
+/* Empties every slot (the engine after a failed forward: what the copies
+ * left is unknown); uses, scores and stats stay. */
+void expert_cache_clear(expert_cache *c);
+
+/* Expert e's slot in layer il (0 .. slots - 1), or -1 when not held. */
+int32_t expert_cache_slot(const expert_cache *c, uint32_t il, uint32_t e);
 
 /* Whether layer il holds expert e now. */
 int expert_cache_holds(const expert_cache *c, uint32_t il, uint32_t e);

@@ -161,8 +161,10 @@ typedef enum plan_buffer_kind {
     BUF_CONVERTED,    /* host: --weights conversions the host keeps (embedding,
                        * host and unpinned streamed layers), one arena */
     BUF_STAGING,      /* host, load only: converts one resident layer at a time */
-    BUF_SCRATCH       /* host: the cpu kernels' own scratch (attention rows,
+    BUF_SCRATCH,      /* host: the cpu kernels' own scratch (attention rows,
                        * matmul tiles), made by the cpu backend */
+    BUF_EXPERT_CACHE  /* device: every cached layer's expert slots, and the
+                       * cache's tables (plan/expert_plan.h) */
 } plan_buffer_kind;
 
 typedef struct plan_buffer {
@@ -204,6 +206,12 @@ typedef struct plan {
                                                 * sized for: max(n_batch, n_seq) */
     uint64_t disk_bytes_per_token;             /* mapped bytes the host budget
                                                 * cannot cache: re-read per token */
+    /* the expert cache (issue 38; plan/expert_plan.h): expert_slots per
+     * device layer whose experts are on the host; 0: none */
+    uint32_t expert_slots, expert_layers;
+    uint64_t expert_cache_bytes;               /* its BUF_EXPERT_CACHE */
+    uint8_t expert_policy, expert_copy;        /* expert_policy; expert_copy_mode */
+    bool expert_prefetch;                      /* guess the next layer's experts */
     char better[160];                          /* a cheaper change that would
                                                 * speed up, or "" */
     uint32_t n_notes;

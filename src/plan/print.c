@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "format/json_write.h"
+#include "plan/expert_plan.h"
+#include "plan/expert_sim.h"
 #include "plan/plan_internal.h"
 #include "quant/types.h"
 #include "util/error.h"
@@ -92,6 +94,10 @@ static void print_device_row(FILE *out, const plan *p) {
         short_size(sum_kind(p, TIER_DEVICE, BUF_LOGITS, &n), e, sizeof e);
         fprintf(out, " | lm head %s | logits %s", d, e);
     }
+    if (p->expert_slots) {
+        short_size(p->expert_cache_bytes, d, sizeof d);
+        fprintf(out, " | expert cache %u x %u layers %s", p->expert_slots, p->expert_layers, d);
+    }
     short_size(sum_kind(p, TIER_DEVICE, BUF_ACTIVATIONS, &n), a, sizeof a);
     fprintf(out, " | activations %s", a);
     if (p->budget.drafter_bytes) { /* beside the plan's buffers, off its budget */
@@ -131,6 +137,9 @@ static void print_host_rows(FILE *out, const plan *p) {
     short_size(sum_kind(p, TIER_HOST, BUF_STAGING, &n), c, sizeof c);
     if (n)
         fprintf(out, " | staging %s (load)", c);
+    short_size(sum_kind(p, TIER_HOST, BUF_EXPERT_CACHE, &n), c, sizeof c);
+    if (n)
+        fprintf(out, " | expert cache tables %s", c);
     short_size(sum_kind(p, TIER_HOST, BUF_SCRATCH, &n), c, sizeof c);
     if (n)
         fprintf(out, " | kernel scratch %s", c);
@@ -186,6 +195,7 @@ static void print_layers(FILE *out, const plan *p) {
     if (r[0])
         fprintf(out, "%sexperts of %s on the host", sep, r);
     fprintf(out, "\n%-9s %s\n", "lm head", p->lm_head_place == PLACE_RESIDENT ? "device" : "host");
+    expert_plan_print(out, p);
 }
 
 /* "link: 25.0 MiB/token at 20.0 GB/s" style detail for a bottleneck; unit
@@ -354,6 +364,7 @@ static const char *kind_name(plan_buffer_kind k) {
     case BUF_OTHER: return "other";
     case BUF_CONVERTED: return "converted";
     case BUF_STAGING: return "staging";
+    case BUF_EXPERT_CACHE: return "expert_cache";
     }
     return "?";
 }
@@ -386,6 +397,17 @@ static void json_placement(jsonw *j, const plan *p) {
     jw_obj_end(j);
     jw_key_str(j, "stream_source", p->ring_slots == 0 ? NULL
                                    : p->stream_pinned ? "pinned" : "mapped");
+    if (p->expert_slots) { /* only with a cache, so older snapshots stay */
+        jw_key(j, "expert_cache");
+        jw_obj(j);
+        jw_key_uint(j, "slots", p->expert_slots);
+        jw_key_uint(j, "layers", p->expert_layers);
+        jw_key_uint(j, "bytes", p->expert_cache_bytes);
+        jw_key_str(j, "policy", expert_policy_name((expert_policy)p->expert_policy));
+        jw_key_str(j, "copy", expert_copy_name((expert_copy_mode)p->expert_copy));
+        jw_key_bool(j, "prefetch", p->expert_prefetch);
+        jw_obj_end(j);
+    }
     jw_key(j, "buffers");
     jw_arr(j);
     for (uint32_t i = 0; i < p->n_buffers; i++) {

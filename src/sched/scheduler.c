@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "engine/assist.h"
+#include "grammar/grammar.h"
 #include "sched/spec.h"
 #include "sched/stop.h"
 #include "sched/token_lp.h"
@@ -56,6 +57,7 @@ struct sw_request {
     sw_finish cancel_as;         /* how a cancelled running request ends */
     int draft_max;               /* drafts per verify; -1: the scheduler's */
     token_lps lp;                /* output tokens' log-probabilities (logprobs >= 0) */
+    gmatch *gm;                  /* its grammar's matcher (structured output), or NULL */
     sw_status error;             /* why it ended with SW_FINISH_ERROR ... */
     char error_msg[256];         /* ... and the message (sw_request_error) */
     double t_submitted, t_started, t_first, t_end;
@@ -101,6 +103,7 @@ struct sw_scheduler {
     spec_assist *assist;         /* a Gemma 4 assistant, or NULL */
     spec_lane *dlanes;           /* (n_lanes) the lanes it drafts for in a step */
     uint32_t step_taken;         /* tokens taken in this step's consume */
+    gvocab *gvocab;              /* the vocabulary as bytes, at the first grammar */
 };
 
 static sw_status lane_start(sw_scheduler *q, lane *l, sw_request *r, size_t n_keep);
@@ -127,6 +130,7 @@ static void req_free(sw_scheduler *q, sw_request *r) {
         free(r->stop[i]);
     sw_bytebuf_free(&r->text);
     token_lps_free(&r->lp);
+    gmatch_destroy(r->gm);
     free(r);
 }
 
@@ -220,6 +224,9 @@ static sw_status make_request(sw_scheduler *q, int32_t first, const int32_t *ids
                        ? sw_errorf(SW_ERR_ARG, "logprobs %d: -1 (none) or 0 to %d alternatives",
                                    o->logprobs, SW_LOGPROBS_MAX)
                        : SW_OK;
+    if (st == SW_OK && o->grammar != NULL && /* the grammar's refs and cache lock themselves */
+        (st = gvocab_once(&q->gvocab, &q->mu, q->model, q->n_vocab)) == SW_OK)
+        st = gmatch_create((sw_grammar *)o->grammar, q->gvocab, &r->gm);
     if (st == SW_OK)
         st = o->draft_max < -1 || o->draft_max > SW_DRAFT_MAX
                  ? sw_errorf(SW_ERR_ARG, "draft_max %d: -1 (the scheduler's), 0 (none) or "
@@ -228,6 +235,7 @@ static sw_status make_request(sw_scheduler *q, int32_t first, const int32_t *ids
     if (st != SW_OK) {
         for (size_t i = 0; i < r->n_stop; i++)
             free(r->stop[i]);
+        gmatch_destroy(r->gm);
         free(r->prompt);
         free(r);
         return st;
@@ -425,7 +433,7 @@ size_t sw_request_text(sw_scheduler *q, const sw_request *r, size_t from, char *
 /* Drafts per verify for r: its own setting, else the scheduler's; 0 when
  * the scheduler has no drafter. */
 static uint32_t draft_of(const sw_scheduler *q, const sw_request *r) {
-    if (!q->draft.ngram && q->dmodel == NULL && q->assist == NULL)
+    if ((!q->draft.ngram && q->dmodel == NULL && q->assist == NULL) || r->gm != NULL)
         return 0;
     return r->draft_max >= 0 ? (uint32_t)r->draft_max : q->draft.draft_max;
 }
@@ -632,6 +640,10 @@ static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint
     q->stats.generated_tokens += print;
     char buf[256];
     size_t len = 0;
+    if (print && r->gm != NULL && !gmatch_accept(r->gm, id)) { /* the mask allowed it */
+        fail_request(q, l, r, SW_ERR_ARG, "a token outside the request's grammar was sampled");
+        return;
+    }
     if (print && sw_token_to_piece(q->model, id, buf, sizeof buf, &len) == SW_OK &&
         len <= sizeof buf) {
         if (r->on_token != NULL)
@@ -644,6 +656,8 @@ static void take_token(sw_scheduler *q, lane *l, sw_request *r, int32_t id, uint
         if (cut_at_stop(r, len))
             why = SW_FINISH_STOP;
     }
+    if (why == SW_FINISH_NONE && r->gm != NULL && gmatch_done(r->gm))
+        why = SW_FINISH_EOG; /* complete, and nothing may follow */
     if (why != SW_FINISH_NONE)
         finish(q, l, r, why);
 }
@@ -714,6 +728,14 @@ static void consume(sw_scheduler *q, uint32_t n) {
         if (q->assist != NULL)
             spec_assist_keep(q->assist, (uint32_t)(l - q->lanes), row);
         row++;
+        if (r->gm != NULL) { /* structured output: only tokens that continue it */
+            const sw_status st = gmatch_mask_logits(r->gm, q->logits + (size_t)(row - 1) *
+                                                                 q->n_vocab);
+            if (st != SW_OK) {
+                fail_request(q, l, r, st, sw_last_error());
+                continue;
+            }
+        }
         take_token(q, l, r, sw_sampler_sample(r->sampler, rows), sw_session_pos(l->session),
                    rows);
     }
@@ -872,6 +894,7 @@ void sw_scheduler_destroy(sw_scheduler *q) {
     }
     spec_model_destroy(q->dmodel);
     spec_assist_destroy(q->assist);
+    gvocab_destroy(q->gvocab);
     free(q->dlanes);
     pthread_mutex_destroy(&q->mu);
     free(q->lanes);

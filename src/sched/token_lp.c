@@ -32,6 +32,8 @@ bool token_lps_add(token_lps *t, const float *row, uint32_t n_vocab, int32_t id,
     const uint32_t k = t->top > SW_LOGPROBS_MAX ? SW_LOGPROBS_MAX : (uint32_t)t->top;
     uint32_t top[SW_LOGPROBS_MAX];
     e->n_top = topk_indices(row, n_vocab, k, top); /* ties: the lower id first */
+    while (e->n_top > 0 && isinf(row[top[e->n_top - 1]])) /* masked by a grammar: none */
+        e->n_top--;
     for (uint32_t j = 0; j < e->n_top; j++) {
         e->top_id[j] = (int32_t)top[j];
         e->top_logprob[j] = (float)(row[top[j]] - lse);

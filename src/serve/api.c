@@ -12,6 +12,8 @@
  * with "assistant" as the model's role and a "system" message folded into
  * the next user turn followed by a blank line (Gemma 1-3 have no system
  * role); Gemma 4's <|turn>...<turn|>, its system message a turn of its own.
+ * A chat with "tools" (Gemma 4 only) is written, and its reply parsed into
+ * tool_calls, by tools.h.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, open_memstream */
 
@@ -22,6 +24,8 @@
 #include <time.h>
 
 #include "serve/server.h"
+#include "serve/response_format.h"
+#include "serve/tools.h"
 #include "format/json_util.h"
 #include "util/utf8.h"
 #include "util/clock.h"
@@ -107,8 +111,12 @@ static bool completion_prompt(json_object *root, text_buf *t, srv_reply *err) {
 }
 
 /* The "messages" of a chat request as the model's turns (sw_chat_format,
- * as `spillway chat` writes them). */
-static bool chat_prompt(srv_state *s, json_object *root, text_buf *t, srv_reply *err) {
+ * as `spillway chat` writes them; with tools, Gemma 4's markup: tools.h). */
+static bool chat_prompt(srv_state *s, json_object *root, srv_req *r, text_buf *t,
+                        srv_reply *err) {
+    const int tools = srv_tools_prompt(s->model, root, &t->b, &r->tools, err);
+    if (tools != 0)
+        return tools > 0;
     json_object *msgs = NULL;
     if (jsonu_get_arr(root, "messages", "the request", &msgs) != SW_OK ||
         json_object_array_length(msgs) == 0) {
@@ -305,6 +313,8 @@ void srv_req_free(srv_req *r) {
         free(r->stop[i]);
     sw_bytebuf_free(&r->text);
     free(r->lp);
+    srv_tools_free(r->tools);
+    sw_grammar_destroy(r->grammar);
     free(r);
 }
 
@@ -335,7 +345,8 @@ bool srv_api_parse(srv_state *s, bool chat, const char *body, size_t len, srv_re
         r->draft_max = -1;
         ok = check_model(s, root, err) && parse_params(s, root, r, err) &&
              srv_logprobs_parse(root, chat, &r->logprobs, err) &&
-             (chat ? chat_prompt(s, root, &t, err)
+             srv_response_format_parse(root, &r->grammar, err) &&
+             (chat ? chat_prompt(s, root, r, &t, err)
                    : completion_prompt(root, &t, err));
     }
     if (ok && t.oom) {
@@ -387,7 +398,18 @@ srv_reply srv_api_response(srv_state *s, const srv_req *r) {
     json_object *choice = json_object_new_object(), *choices = json_object_new_array();
     json_object_object_add(choice, "index", json_object_new_int(0));
     json_object *text = json_text(r->text.p ? r->text.p : "", r->text.len);
-    if (r->chat) {
+    const char *finish = r->finish;
+    if (r->chat && r->tools != NULL) { /* content and tool_calls parsed */
+        json_object_put(text);
+        json_object *msg = srv_tools_message(r, &finish);
+        if (msg == NULL) {
+            json_object_put(choice);
+            json_object_put(choices);
+            json_object_put(root);
+            return srv_api_error(500, "server_error", "out of memory");
+        }
+        json_object_object_add(choice, "message", msg);
+    } else if (r->chat) {
         json_object *msg = json_object_new_object();
         json_object_object_add(msg, "role", json_object_new_string("assistant"));
         json_object_object_add(msg, "content", text);
@@ -396,7 +418,7 @@ srv_reply srv_api_response(srv_state *s, const srv_req *r) {
         json_object_object_add(choice, "text", text);
     }
     json_object_object_add(choice, "logprobs", srv_logprobs_json(s, r, 0, r->text.len));
-    json_object_object_add(choice, "finish_reason", finish_value(r->finish));
+    json_object_object_add(choice, "finish_reason", finish_value(finish));
     json_object_array_add(choices, choice);
     json_object_object_add(root, "choices", choices);
     json_object *counts = json_object_new_object();
@@ -415,7 +437,10 @@ char *srv_api_chunk(srv_state *s, const srv_req *r, const char *delta, size_t le
     json_object *choice = json_object_new_object(), *choices = json_object_new_array();
     json_object_object_add(choice, "index", json_object_new_int(0));
     json_object *text = json_text(delta, len);
-    if (r->chat) {
+    if (r->chat && r->tools != NULL) { /* content and tool_calls deltas */
+        json_object_put(text);
+        json_object_object_add(choice, "delta", srv_tools_delta(r, delta, len, first, &finish));
+    } else if (r->chat) {
         json_object *d = json_object_new_object();
         if (first)
             json_object_object_add(d, "role", json_object_new_string("assistant"));
@@ -473,6 +498,7 @@ srv_reply srv_api_health(srv_state *s) {
     pthread_mutex_lock(&s->mu);
     const char *status = s->failed ? "error"
                          : s->engine == NULL ? "loading"
+                         : s->draining || s->stopping ? "draining" /* not ready: 503 */
                          : s->n_queued > 0 ? "busy" : "ok";
     const size_t queued = s->n_queued, running = s->n_running;
     pthread_mutex_unlock(&s->mu);
@@ -482,42 +508,6 @@ srv_reply srv_api_health(srv_state *s) {
     json_object_object_add(root, "queued", json_object_new_int64((int64_t)queued));
     const bool ok = !strcmp(status, "ok") || !strcmp(status, "busy");
     return reply_json(ok ? 200 : 503, root);
-}
-
-/* A Prometheus label value: backslash, quote and newline escaped. */
-static void label_value(FILE *f, const char *v) {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            fputc('\\', f);
-        if (*v == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*v, f);
-    }
-}
-
-/* The gauges Kubernetes inference gateways (Gateway API inference
- * extension, llm-d) route on, under the names they read from vLLM: queued
- * and running requests, and KV-cache use as a fraction (1 = full);
- * kv_cache_usage_perc is vLLM V1's name, gpu_cache_usage_perc V0's. */
-static void gateway_metrics(FILE *f, const char *model, size_t queued, size_t running,
-                            const srv_metrics *m) {
-    const double kv = m->kv_capacity_tokens
-                          ? (double)m->kv_used_tokens / (double)m->kv_capacity_tokens : 0.0;
-    static const char *const names[] = {"vllm:num_requests_waiting", "vllm:num_requests_running",
-                                        "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"};
-    for (int i = 0; i < 4; i++) {
-        fprintf(f, "# TYPE %s gauge\n%s{model_name=\"", names[i], names[i]);
-        label_value(f, model ? model : "");
-        if (i < 2)
-            fprintf(f, "\"} %zu\n", i == 0 ? queued : running);
-        else
-            fprintf(f, "\"} %.6f\n", kv);
-    }
-    fprintf(f, "# TYPE spillway_kv_cache_tokens gauge\nspillway_kv_cache_tokens %llu\n"
-            "# TYPE spillway_kv_cache_capacity_tokens gauge\n"
-            "spillway_kv_cache_capacity_tokens %llu\n",
-            (unsigned long long)m->kv_used_tokens, (unsigned long long)m->kv_capacity_tokens);
 }
 
 /* The listener's refusals and time-outs: what a load balancer or an
@@ -559,10 +549,30 @@ static void spec_metrics(FILE *f, const srv_metrics *m) {
             per_verify);
 }
 
+/* The expert cache (issue 38), only with one: layer steps' needed experts,
+ * hits and misses, misses copied (and bytes) or computed on the host (and
+ * the expert-token pairs computed there), experts prefetched and how many
+ * of them the next step needed. */
+static void expert_metrics(FILE *f, const sw_expert_report *x) {
+    if (x->slots == 0)
+        return;
+    const struct { const char *name; uint64_t v; } c[] = {
+        {"needed", x->needed}, {"hits", x->hits}, {"misses", x->misses},
+        {"copied", x->copied}, {"copied_bytes", x->copied_bytes},
+        {"host_computed", x->host_experts}, {"host_expert_tokens", x->host_tokens},
+        {"prefetched", x->prefetched}, {"prefetch_hits", x->prefetch_hits}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        fprintf(f, "# TYPE spillway_expert_cache_%s_total counter\n"
+                "spillway_expert_cache_%s_total %llu\n", c[i].name, c[i].name,
+                (unsigned long long)c[i].v);
+    fprintf(f, "# TYPE spillway_expert_cache_slots gauge\nspillway_expert_cache_slots %u\n",
+            x->slots);
+}
+
 srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
     pthread_mutex_lock(&s->mu);
     const srv_metrics m = s->m;
-    const size_t queued = s->n_queued, running = s->n_running;
+    const size_t queued = s->n_queued, running = s->n_running, n_seq = s->n_seq;
     pthread_mutex_unlock(&s->mu);
     const double up = sw_clock_s() - m.t_start;
     char *body = NULL;
@@ -598,8 +608,9 @@ srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
             up > 0 ? (double)m.bytes_to_device / up : 0.0,
             (unsigned long long)m.peak_device_bytes, (unsigned long long)m.plan_device_bytes,
             (unsigned long long)m.peak_host_rss_bytes);
-    gateway_metrics(f, s->model_name, queued, running, &m);
+    srv_gateway_metrics(f, s->model_name, queued, running, n_seq, &m);
     spec_metrics(f, &m);
+    expert_metrics(f, &m.experts);
     if (cc != NULL)
         conn_metrics(f, cc);
     if (fclose(f) != 0) {

@@ -26,6 +26,7 @@
 #include <microhttpd.h>
 
 #include "serve/server.h"
+#include "serve/webui.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -255,7 +256,7 @@ static enum MHD_Result start_generation(srv_state *s, struct MHD_Connection *c, 
         return send_json(c, err);
     if (!srv_submit(s, r)) {
         pthread_mutex_lock(&s->mu);
-        const bool stopping = s->stopping || s->failed || s->engine == NULL;
+        const bool stopping = s->stopping || s->draining || s->failed || s->engine == NULL;
         const size_t queued = s->n_queued;
         pthread_mutex_unlock(&s->mu);
         srv_release(s, r);
@@ -309,16 +310,25 @@ static enum MHD_Result route(srv_http *h, struct MHD_Connection *c, const char *
     if (!strcmp(url, "/health"))
         return get ? send_json(c, srv_api_health(s))
                    : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+    const srv_asset *page = s->webui ? srv_webui_find(url) : NULL;
+    if (page != NULL) /* the web page: no key, it holds no secret (webui.h) */
+        return get || !strcmp(method, "HEAD")
+                   ? srv_webui_send(c, page)
+                   : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
     const bool known = completions || chat || !strcmp(url, "/v1/models") ||
-                       !strcmp(url, "/metrics");
+                       !strcmp(url, "/v1/plan") || !strcmp(url, "/metrics");
     if (!known)
         return send_json(c, srv_api_error(404, "invalid_request_error", "no such endpoint: "
                                           "%.200s", url));
-    if (!key_ok(s, c))
+    const bool open = s->public_metrics && !strcmp(url, "/metrics"); /* gateways' scrapes */
+    if (!open && !key_ok(s, c))
         return send_json(c, srv_api_error(401, "invalid_request_error", "a valid API key is "
                                           "required: Authorization: Bearer KEY"));
     if (!strcmp(url, "/v1/models"))
         return get ? send_json(c, srv_api_models(s))
+                   : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
+    if (!strcmp(url, "/v1/plan"))
+        return get ? send_json(c, srv_api_plan(s))
                    : send_json(c, srv_api_error(405, "invalid_request_error", "use GET"));
     if (!strcmp(url, "/metrics")) {
         if (!get)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "serve/server.h"
+#include "serve/tools.h"
 
 void srv_release(srv_state *s, srv_req *r) {
     pthread_mutex_lock(&s->mu);
@@ -37,7 +38,7 @@ static void count(srv_state *s) {
 
 bool srv_submit(srv_state *s, srv_req *r) {
     pthread_mutex_lock(&s->mu);
-    bool ok = !s->stopping && !s->failed && s->sched != NULL &&
+    bool ok = !s->stopping && !s->draining && !s->failed && s->sched != NULL &&
               s->n_queued + s->n_running < s->queue_cap + s->n_seq;
     if (ok) {
         sw_request_options o = sw_request_options_default();
@@ -47,6 +48,13 @@ bool srv_submit(srv_state *s, srv_req *r) {
         o.n_stop = r->n_stop;
         o.draft_max = r->draft_max;
         o.logprobs = r->logprobs;
+        o.grammar = r->grammar;
+        if (r->tools != NULL) { /* its text with the tool markers (tools.h) */
+            o.on_token = srv_tools_on_token;
+            o.user = r->tools;
+            if (r->tools->grammar != NULL) /* a forced call's arguments */
+                o.grammar = r->tools->grammar;
+        }
         ok = sw_scheduler_submit(s->sched, r->prompt, r->n_prompt, &o, &r->req) == SW_OK;
     }
     if (ok) {
@@ -83,7 +91,18 @@ static const char *finish_name(sw_finish f) {
 static bool sync_req(srv_state *s, srv_req *r) {
     sw_request_info in;
     sw_request_get_info(s->sched, r->req, &in);
-    if (in.text_len > r->text.len) {
+    if (r->tools != NULL) { /* its own text, ended by itself at a call's end */
+        if (!srv_tools_take(r->tools, &r->text, r->stop, r->n_stop) &&
+            in.state != SW_REQ_DONE) {
+            sw_request_cancel(s->sched, r->req);
+            r->error = "out of host memory for the output";
+        } else if (r->tools->stopped && in.state != SW_REQ_DONE && !r->cancel_sent) {
+            sw_request_cancel(s->sched, r->req);
+            r->cancel_sent = true;
+        }
+        if (r->tools->stopped && in.finish == SW_FINISH_CANCELLED && !r->cancelled)
+            in.finish = SW_FINISH_STOP;
+    } else if (in.text_len > r->text.len) {
         char buf[4096];
         size_t n = sw_request_text(s->sched, r->req, r->text.len, buf, sizeof buf);
         while (n > 0 && sw_bytebuf_add(&r->text, buf, n))
@@ -178,6 +197,7 @@ static void refresh_report(srv_state *s) {
         return;
     s->m.bytes_to_device = rep.bytes_to_device;
     s->m.peak_device_bytes = rep.peak_device_bytes;
+    s->m.experts = rep.experts;
     s->m.plan_device_bytes = rep.plan_device_bytes;
     s->m.peak_host_rss_bytes = rep.peak_host_rss_bytes;
 }

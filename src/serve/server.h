@@ -3,7 +3,8 @@
  * `spillway serve` runs (cli/serve.c: the command, its flags and the
  * engine; listen.c: accepting, connection caps and the request deadline;
  * http.c: libmicrohttpd, routing, streaming; api.c: the requests' and
- * responses' JSON, logprobs.c their logprobs; sched.c: the thread that
+ * responses' JSON, logprobs.c their logprobs, tools.h Gemma 4's tool
+ * calls in them; sched.c: the thread that
  * steps the library's
  * scheduler). It drives the engine through the public API alone (with
  * util's buffers and clock and format's JSON helpers, beside json-c and
@@ -27,6 +28,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <json-c/json.h>
 
@@ -47,10 +49,12 @@ typedef struct srv_req {
     long max_tokens;
     sw_sampler_options sampling;
     int draft_max;               /* drafts per verify: -1 the server's, 0 none */
+    struct sw_grammar *grammar;  /* response_format's (response_format.h), or NULL */
     int logprobs;                /* -1: none; else alternatives per token */
     char *stop[SRV_MAX_STOP];
     size_t n_stop, stop_max_len;
     bool chat, stream;
+    struct srv_tools *tools;     /* a chat with tools on Gemma 4 (tools.h), or NULL */
     char id[SRV_ID_BYTES];
     int64_t created;
     /* under srv_state.mu */
@@ -83,6 +87,7 @@ typedef struct srv_metrics {
     /* speculative decoding (sw_scheduler_stats): verify forwards, drafts
      * verified and kept, tokens the verifies output */
     uint64_t verify_forwards, drafted_tokens, accepted_tokens, verify_tokens;
+    sw_expert_report experts;    /* the expert cache (engine report; 0s without) */
     double t_start;              /* sw_clock_s() at start */
     int64_t created;             /* wall-clock seconds at start */
 } srv_metrics;
@@ -95,6 +100,8 @@ typedef struct srv_state {
     sw_special_tokens special;
     const char *model_name;      /* what /v1/models lists */
     const char *api_key;         /* NULL: none */
+    bool public_metrics;         /* --public-metrics: /metrics without the key */
+    bool webui;                  /* serve the web page at "/" (webui.h); --no-webui: off */
     size_t max_body;             /* request bytes accepted */
     size_t queue_cap;            /* queued requests beyond the running ones */
     size_t n_seq;                /* the engine's sequences: requests that run at once */
@@ -106,6 +113,8 @@ typedef struct srv_state {
     size_t n_queued, n_running;  /* the library scheduler's, after each change */
     size_t n_answering;          /* connections with a request not yet fully answered */
     bool stopping;               /* shut down: fail queued, cancel running */
+    bool draining;               /* SIGTERM with --drain-timeout: refuse new requests,
+                                    let the submitted ones finish */
     bool failed;                 /* the engine failed: every request errors */
     void (*wake)(srv_req *r);    /* resumes r's waiter if it can go on (under mu); or NULL */
     srv_metrics m;
@@ -164,6 +173,12 @@ typedef struct srv_conn_counts {
 
 /* Prometheus text, not JSON; cc: the listener's counts, or NULL. */
 srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc);
+/* gateway_metrics.c: the series Kubernetes inference gateways route on,
+ * under the vLLM names their endpoint picker reads (queued, running, KV
+ * cache use, cache layout, LoRA adapters: none), each with # HELP and
+ * # TYPE; n_seq: the engine's sequences (0 while loading). */
+void srv_gateway_metrics(FILE *f, const char *model, size_t queued, size_t running,
+                         size_t n_seq, const srv_metrics *m);
 
 /* ---- the network side ---------------------------------------------------- */
 

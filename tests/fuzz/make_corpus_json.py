@@ -365,6 +365,25 @@ def serve_seeds():
         "bad_stop": {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]},
         "bad_role": {"messages": [{"role": "model", "content": "x"}]},
         "bad_model": {"model": "other", "prompt": "x"},
+        "chat_json_schema": {"messages": [{"role": "user", "content": "JSON"}], "max_tokens": 8,
+                             "response_format": {"type": "json_schema", "json_schema": {
+                                 "name": "s", "strict": True, "schema": {
+                                     "$defs": {"P": {"type": "object", "properties": {
+                                         "x": {"type": "integer", "minimum": -5,
+                                               "maximum": 250}}, "required": ["x"]}},
+                                     "type": "object", "properties": {
+                                         "p": {"$ref": "#/$defs/P"},
+                                         "s": {"type": "string", "maxLength": 3},
+                                         "e": {"anyOf": [{"enum": ["a", 1]}, {"type": "null"}]},
+                                         "l": {"type": "array", "items": {"type": "number"},
+                                               "minItems": 1, "maxItems": 2}},
+                                     "required": ["p", "s"],
+                                     "additionalProperties": False}}}},
+        "completion_json_object": {"prompt": "x", "max_tokens": 4,
+                                   "response_format": {"type": "json_object"}},
+        "bad_schema_pattern": {"prompt": "x", "response_format": {
+            "type": "json_schema", "json_schema": {"name": "b", "schema": {
+                "type": "string", "pattern": "^a+$"}}}},
     }
     for name, body in bodies.items():
         write("serve_api", name + ".json", dumps(body))

@@ -283,6 +283,34 @@ static sw_status run_matmul(cpu_backend *c, const bop_matmul *m) {
     return st;
 }
 
+
+/* BOP_MOE_CACHED: ids, slots and the rows from elsewhere checked first. */
+static sw_status run_moe_cached(cpu_backend *c, const bop_moe_cached *m) {
+    const tensor_view gu = view_of(&m->gate_up), dn = view_of(&m->down);
+    const cpu_moe_args a = {.gate_up = &gu, .down = &dn, .x = cpu_ptr(m->x),
+                            .weights = cpu_ptr(m->weights), .ids = cpu_ptr(m->ids),
+                            .out = cpu_ptr(m->out), .xg = cpu_ptr(m->xg),
+                            .gu = cpu_ptr(m->gu), .yd = cpu_ptr(m->yd),
+                            .n_tokens = m->n_tokens, .n_expert = m->n_expert, .k = m->k,
+                            .slot_of = cpu_ptr(m->slot_of), .y_row = cpu_ptr(m->y_row),
+                            .y = cpu_ptr(m->y), .n_slot = m->n_slot,
+                            .accumulate = m->accumulate};
+    for (uint32_t e = 0; e < m->n_expert; e++)
+        if (a.slot_of[e] < -1 || a.slot_of[e] >= (int32_t)m->n_slot)
+            return sw_errorf(SW_ERR_ARG, "cpu backend: expert %u in slot %d of %u", e,
+                             (int)a.slot_of[e], m->n_slot);
+    for (uint64_t i = 0; i < (uint64_t)m->n_tokens * m->k; i++) {
+        if (a.ids[i] < 0 || (uint32_t)a.ids[i] >= m->n_expert)
+            return sw_errorf(SW_ERR_ARG, "cpu backend: expert id %d outside 0..%u",
+                             (int)a.ids[i], m->n_expert - 1);
+        const bool row_read = (a.slot_of[a.ids[i]] < 0) == m->accumulate;
+        if (row_read && (a.y_row[i] < 0 || (uint32_t)a.y_row[i] >= m->n_y))
+            return sw_errorf(SW_ERR_ARG, "cpu backend: expert row %d outside 0..%u",
+                             (int)a.y_row[i], m->n_y);
+    }
+    return cpu_moe_experts(c->pool, c->mm_ws, &a);
+}
+
 static sw_status run_op(cpu_backend *c, const bop *op) {
     const bop_rmsnorm *n = &op->u.rmsnorm;
     const bop_rope *r = &op->u.rope;
@@ -345,6 +373,8 @@ static sw_status run_op(cpu_backend *c, const bop *op) {
                                  (int)a.ids[i], m->n_expert - 1);
         return cpu_moe_experts(c->pool, c->mm_ws, &a);
     }
+    case BOP_MOE_CACHED:
+        return run_moe_cached(c, &op->u.moe_cached);
     case BOP_COUNT:
         break;
     }

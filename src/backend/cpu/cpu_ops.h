@@ -117,11 +117,19 @@ typedef struct cpu_moe_args {
     const int32_t *ids;
     float *out, *xg, *gu, *yd;
     uint32_t n_tokens, n_expert, k;
+    /* BOP_MOE_CACHED (slot_of non-NULL): gate_up and down hold n_slot
+     * matrices; expert e is slot slot_of[e], or (-1) elsewhere, its rows in
+     * y at y_row[t * k + j]; accumulate: into out, else into y */
+    const int32_t *slot_of, *y_row;
+    float *y;
+    uint32_t n_slot;
+    bool accumulate;
 } cpu_moe_args;
 
-/* out = the experts' weighted sum per token (BOP_MOE_EXPERTS), with the
- * pool and workspace of cpu_matmul. Errors: SW_ERR_ARG for weights that
- * are not n_expert matrices of matching shapes; cpu_matmul's. */
+/* out = the experts' weighted sum per token (BOP_MOE_EXPERTS, and
+ * BOP_MOE_CACHED with slot_of), with the pool and workspace of
+ * cpu_matmul. Errors: SW_ERR_ARG for weights that are not n_expert (n_slot)
+ * matrices of matching shapes; cpu_matmul's. */
 sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args *a);
 
 /* out[t][:] = row ids[t] of W (dequantized to f32), t < n. Row length ne0.

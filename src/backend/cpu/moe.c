@@ -60,18 +60,48 @@ static tensor_view expert_view(const tensor_view *w, uint32_t n_expert, uint32_t
                          .data = (const uint8_t *)w->data + (uint64_t)e * bytes};
 }
 
+/* Routing (t, j)'s output, expert e's yd row i, into its token's sum or
+ * (another side's share) into y; the rows of e from elsewhere, out of y. */
+static void moe_scatter(const cpu_moe_args *a, uint32_t e, bool here) {
+    const uint64_t ne = a->gate_up->ne[0];
+    uint32_t i = 0;
+    for (uint32_t t = 0; t < a->n_tokens; t++)
+        for (uint32_t j = 0; j < a->k; j++) {
+            const uint64_t tj = (uint64_t)t * a->k + j;
+            if (a->ids[tj] != (int32_t)e)
+                continue;
+            const float *y = here ? a->yd + (uint64_t)i++ * ne
+                                  : a->y + (uint64_t)a->y_row[tj] * ne;
+            if (a->slot_of != NULL && !a->accumulate) {
+                memcpy(a->y + (uint64_t)a->y_row[tj] * ne, y, ne * sizeof(float));
+                continue;
+            }
+            const float w = a->weights[tj];
+            float *o = a->out + (uint64_t)t * ne;
+            for (uint64_t c = 0; c < ne; c++)
+                o[c] += y[c] * w;
+        }
+}
+
 sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args *a) {
     const uint64_t ne = a->gate_up->ne[0];
-    const uint32_t n_expert = a->n_expert;
-    if (n_expert == 0 || a->gate_up->ne[1] % n_expert || a->down->ne[1] % n_expert ||
-        a->gate_up->n_bytes % n_expert || a->down->n_bytes % n_expert ||
-        a->down->ne[1] / n_expert != ne || a->gate_up->ne[1] / n_expert != 2 * a->down->ne[0])
+    const uint32_t n_expert = a->n_expert, n_mat = a->slot_of ? a->n_slot : n_expert;
+    if (n_expert == 0 || n_mat == 0 || a->gate_up->ne[1] % n_mat || a->down->ne[1] % n_mat ||
+        a->gate_up->n_bytes % n_mat || a->down->n_bytes % n_mat ||
+        a->down->ne[1] / n_mat != ne || a->gate_up->ne[1] / n_mat != 2 * a->down->ne[0])
         return sw_errorf(SW_ERR_ARG, "moe experts: '%s' and '%s' are not %u experts of one "
                          "shape", a->gate_up->name ? a->gate_up->name : "?",
-                         a->down->name ? a->down->name : "?", n_expert);
+                         a->down->name ? a->down->name : "?", n_mat);
     const uint64_t ff = a->down->ne[0];
-    memset(a->out, 0, (size_t)(a->n_tokens * ne * sizeof(float)));
+    if (a->slot_of == NULL || a->accumulate)
+        memset(a->out, 0, (size_t)(a->n_tokens * ne * sizeof(float)));
     for (uint32_t e = 0; e < n_expert; e++) {
+        const int32_t slot = a->slot_of ? a->slot_of[e] : (int32_t)e;
+        if (slot < 0) { /* computed elsewhere */
+            if (a->accumulate)
+                moe_scatter(a, e, false);
+            continue;
+        }
         /* the tokens routed to e, their rows gathered into xg */
         uint32_t m = 0;
         for (uint32_t t = 0; t < a->n_tokens; t++)
@@ -81,8 +111,8 @@ sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args
                            ne * sizeof(float));
         if (m == 0)
             continue;
-        const tensor_view gu = expert_view(a->gate_up, n_expert, e);
-        const tensor_view dn = expert_view(a->down, n_expert, e);
+        const tensor_view gu = expert_view(a->gate_up, n_mat, (uint32_t)slot);
+        const tensor_view dn = expert_view(a->down, n_mat, (uint32_t)slot);
         SW_TRY(cpu_matmul(pool, ws, &gu, a->xg, a->gu, m));
         /* gelu(gate) * up, packed to rows of ff at the front of gu: row i's
          * result lands at or before its own inputs, after every earlier
@@ -92,17 +122,7 @@ sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args
                       a->gu + (uint64_t)i * ff, ff);
         SW_TRY(cpu_matmul(pool, ws, &dn, a->gu, a->yd, m));
         /* each routed token's output += its weight x yd, in gathering order */
-        uint32_t i = 0;
-        for (uint32_t t = 0; t < a->n_tokens; t++)
-            for (uint32_t j = 0; j < a->k; j++) {
-                if (a->ids[(uint64_t)t * a->k + j] != (int32_t)e)
-                    continue;
-                const float w = a->weights[(uint64_t)t * a->k + j];
-                float *o = a->out + (uint64_t)t * ne;
-                const float *y = a->yd + (uint64_t)i++ * ne;
-                for (uint64_t c = 0; c < ne; c++)
-                    o[c] += y[c] * w;
-            }
+        moe_scatter(a, e, true);
     }
     return SW_OK;
 }

@@ -30,6 +30,8 @@
 
 #define MIB (1024.0 * 1024.0)
 
+char sw_cuda_lost[256];
+
 static cuda_buf *cbuf(backend_buf *b) { return (cuda_buf *)(void *)b; }
 
 sw_status cuda_resolve(const char *what, bmem m, uint64_t bytes, uint8_t **ptr) {
@@ -73,6 +75,7 @@ static sw_status cuda_alloc(backend *b, uint64_t bytes, const char *purpose, bac
     *out = NULL;
     if (bytes == 0)
         return SW_OK;
+    SW_TRY(sw_cuda_alive());
     cuda_buf *buf = (cuda_buf *)calloc(1, sizeof *buf);
     if (buf == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "cuda: out of host memory for a buffer record");
@@ -160,6 +163,7 @@ static sw_status cuda_copy_h2d(backend *b, backend_queue q, bmem dst, const void
     uint8_t *d = NULL;
     if (bytes == 0)
         return SW_OK;
+    SW_TRY(sw_cuda_alive());
     SW_TRY(check_queue(q));
     if (src == NULL)
         return sw_errorf(SW_ERR_ARG, "cuda: copy of %llu bytes from NULL",
@@ -186,6 +190,7 @@ static sw_status cuda_copy_d2h(backend *b, backend_queue q, void *dst, bmem src,
     uint8_t *s = NULL;
     if (bytes == 0)
         return SW_OK;
+    SW_TRY(sw_cuda_alive());
     SW_TRY(check_queue(q));
     if (dst == NULL)
         return sw_errorf(SW_ERR_ARG, "cuda: copy of %llu bytes to NULL",
@@ -243,11 +248,13 @@ static sw_status cuda_event_sync(backend *b, backend_event *ev) {
     (void)b;
     if (ev == NULL)
         return sw_errorf(SW_ERR_ARG, "cuda: event_sync on a NULL event");
+    SW_TRY(sw_cuda_alive());
     return SW_CUDA_CHECK(cudaEventSynchronize(cev(ev)));
 }
 
 static sw_status cuda_sync(backend *b) {
     cuda_backend *c = cuda_of(b);
+    SW_TRY(sw_cuda_alive());
     for (int q = 0; q < BQ_COUNT; q++)
         SW_CUDA_TRY(cudaStreamSynchronize(c->stream[q]));
     return SW_CUDA_CHECK(cudaGetLastError());
@@ -277,6 +284,10 @@ static void cuda_reset_peak(backend *b) {
 
 /* Frees a backend in any state of construction. */
 static void free_state(cuda_backend *c) {
+    if (c->q8_buf != NULL)
+        cuda_free(&c->base, c->q8_buf);
+    if (c->attn_buf != NULL)
+        cuda_free(&c->base, c->attn_buf);
     for (int q = 0; q < BQ_COUNT; q++)
         if (c->stream[q] != NULL) {
             cudaStreamSynchronize(c->stream[q]);
@@ -336,6 +347,21 @@ static sw_status open_device(cuda_backend *c, const backend_params *p) {
     return SW_OK;
 }
 
+/* Flash-decoding's scratch (CK_ATTN_SPLIT_BYTES, counted against the
+ * budget like the integer path's); SPILLWAY_CUDA_ATTN_SPLIT=0 turns the
+ * split off (the device check compares). */
+static sw_status attn_split_init(cuda_backend *c) {
+    const char *v = getenv("SPILLWAY_CUDA_ATTN_SPLIT");
+    int n_sm = 0;
+    if (v != NULL && strcmp(v, "0") == 0)
+        return SW_OK;
+    SW_CUDA_TRY(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, 0));
+    SW_TRY(cuda_alloc(&c->base, CK_ATTN_SPLIT_BYTES, "attention parts", &c->attn_buf));
+    c->attn = (ck_attn_split){.scratch = (float *)(void *)cbuf(c->attn_buf)->ptr,
+                              .bytes = CK_ATTN_SPLIT_BYTES, .n_sm = (uint32_t)n_sm};
+    return SW_OK;
+}
+
 extern "C" sw_status backend_cuda_create(const backend_params *p, backend **out) {
     if (out == NULL || p == NULL)
         return sw_errorf(SW_ERR_ARG, "backend_cuda_create: NULL argument");
@@ -356,6 +382,13 @@ extern "C" sw_status backend_cuda_create(const backend_params *p, backend **out)
     }
     c->base.vt = p->test && p->test->per_op ? &cuda_vtable_per_op : &cuda_vtable;
     c->base.impl = c;
+    st = cuda_q8_init(c, p);
+    if (st == SW_OK)
+        st = attn_split_init(c);
+    if (st != SW_OK) {
+        free_state(c);
+        return st;
+    }
     *out = &c->base;
     return SW_OK;
 }

@@ -7,6 +7,7 @@
  *                    waits, measured with timing events
  *   cuda_ops.cu      submit: operand checks and the kernel of each op; the
  *                    block entry: one layer with fused steps
+ *   cuda_q8.cu       which decode matmuls take the integer path
  * C++ with CUDA types; never included from C.
  */
 #ifndef SW_BACKEND_CUDA_INTERNAL_H
@@ -18,6 +19,7 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "backend/backend_params.h"
 #include "backend/block.h"
 }
 #include "backend/cuda/cuda_kernels.h"
@@ -47,6 +49,10 @@ typedef struct cuda_backend {
     char device_name[128];
     cudaStream_t stream[BQ_COUNT];
     ck_gemm_mode gemm_mode;
+    ck_q8 q8;                      /* the integer decode path; scratch NULL: off */
+    backend_buf *q8_buf;           /* its scratch, counted against the budget */
+    ck_attn_split attn;            /* flash-decoding's parts (attention.cu) */
+    backend_buf *attn_buf;         /* their scratch, counted against the budget */
     pthread_mutex_t mu;            /* guards everything below */
     uint64_t capacity_bytes;       /* the plan's budget */
     uint64_t in_use_bytes, peak_bytes, n_allocs;
@@ -61,6 +67,16 @@ static inline cuda_backend *cuda_of(backend *b) { return (cuda_backend *)b->impl
 /* The live buffer behind m, with [off, off + bytes) inside it; *ptr gets
  * the device address. Errors: SW_ERR_ARG naming `what`. */
 sw_status cuda_resolve(const char *what, bmem m, uint64_t bytes, uint8_t **ptr);
+
+/* cuda_q8.cu: the integer path's scratch (at creation, unless exact dots
+ * or SPILLWAY_CUDA_DOTS=f32), and the matmuls through it where it reads
+ * the weight, else through the f32 kernels. */
+sw_status cuda_q8_init(cuda_backend *c, const backend_params *p);
+sw_status cuda_mm(cuda_backend *c, const ck_weight *w, const float *x, float *y, uint32_t n,
+                  bool fine);
+sw_status cuda_mm_multi(cuda_backend *c, const ck_mv_multi *mm, const float *x, uint32_t n);
+sw_status cuda_mm_geglu(cuda_backend *c, const ck_weight *wg, const ck_weight *wu,
+                        const float *x, float *gate, uint32_t n);
 
 /* cuda_ops.cu */
 sw_status cuda_submit(backend *b, const bop *op);

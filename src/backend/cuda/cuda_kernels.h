@@ -3,6 +3,8 @@
  * files (C++ with CUDA types; never included from C). One family per file:
  *   matvec.cu       decode products (up to MV_MAX_TOKENS tokens), reading
  *                   quantized blocks in place; the SIMT reference for any n
+ *   matvec_q8.cu    the same over 8-bit activations with integer dots
+ *                   (the default for the integer types)
  *   gemm.cu         prefill and batched products on tensor cores (TF32 mma
  *                   through WMMA, a dequantized tile in shared memory)
  *   attention.cu    KV append and attention over a batch of sequences
@@ -85,6 +87,26 @@ sw_status ck_matvec_multi(cudaStream_t s, const ck_mv_multi *mm, const float *x,
 sw_status ck_matvec_geglu(cudaStream_t s, const ck_weight *wg, const ck_weight *wu,
                           const float *x, float *gate, uint32_t n_tokens);
 
+/* The integer decode path (matvec_q8.cu): 8-bit activations and the cpu
+ * backend's canonical integer dot (q8dot.h), the same bits as the cpu
+ * default, for the types q8_type() names. scratch holds MV_MAX_TOKENS
+ * quantized rows of up to max_row elements (ck_q8_scratch_bytes). */
+typedef struct ck_q8 {
+    uint8_t *scratch;
+    uint64_t max_row;
+} ck_q8;
+uint64_t ck_q8_scratch_bytes(uint64_t max_row_elems);
+/* Whether the integer path takes w with n_tokens (q NULL: it is off). */
+bool ck_q8_reads(const ck_q8 *q, const ck_weight *w, uint32_t n_tokens);
+/* As ck_matvec; fine: activations quantized per 32 (the down projection). */
+sw_status ck_matvec_q8(cudaStream_t s, const ck_q8 *q, const ck_weight *w, const float *x,
+                       float *y, uint32_t n_tokens, bool fine);
+sw_status ck_matvec_multi_q8(cudaStream_t s, const ck_q8 *q, const ck_mv_multi *mm,
+                             const float *x, uint32_t n_tokens);
+sw_status ck_matvec_geglu_q8(cudaStream_t s, const ck_q8 *q, const ck_weight *wg,
+                             const ck_weight *wu, const float *x, float *gate,
+                             uint32_t n_tokens);
+
 /* out[t] = row ids[t] of w (dequantized); ids outside [0, ne1) give zeros. */
 sw_status ck_get_rows(cudaStream_t s, const ck_weight *w, const int32_t *ids, uint32_t n,
                       float *out);
@@ -114,13 +136,18 @@ sw_status ck_moe_route(cudaStream_t s, const float *scores, const float *scale,
  * matrices of 2 n_ff_exp rows (gate, then up), down n_expert of n_embd
  * rows of n_ff_exp; out[t] = the sum, in ascending expert id, of each
  * routed expert's output times its weight. gu: (n_tokens, 2 n_ff_exp)
- * scratch. */
+ * scratch. With slot_of (an expert cache, BOP_MOE_CACHED): the weights
+ * hold n_slot matrices, expert e's is slot_of[e], or -1: its output for
+ * routing (t, j) is row y_row[t k + j] of y. */
 typedef struct ck_moe {
     ck_weight gate_up, down;
     const float *x, *weights;
     const int32_t *ids;
     float *out, *gu;
     uint32_t n_tokens, n_expert, k;
+    const int32_t *slot_of, *y_row;   /* NULL: no cache */
+    const float *y;
+    uint32_t n_slot;
 } ck_moe;
 sw_status ck_moe_experts(cudaStream_t s, const ck_moe *m);
 
@@ -140,10 +167,21 @@ sw_status ck_kv_append(cudaStream_t s, const ck_kv *kv, const float *k, const fl
  * is dealt, joined at the end; never a context x context matrix.
  * head_dim <= CK_ATTN_MAX_HD. */
 #define CK_ATTN_MAX_HD 512
+/* Flash-decoding's scratch (attention.cu): where a query's keys are cut
+ * into parts, their partial results; NULL or n_sm 0: never cut. max_keys:
+ * a bound on the keys a query sees (0: unknown), which sizes the cut. */
+#define CK_ATTN_MAX_SPLITS 32
+#define CK_ATTN_SPLIT_BYTES (2u << 20)
+typedef struct ck_attn_split {
+    float *scratch;
+    uint64_t bytes;
+    uint32_t n_sm;       /* the device's multiprocessors */
+} ck_attn_split;
 sw_status ck_attention(cudaStream_t s, const ck_kv *kv, const float *q, float *out,
                        const int32_t *pos, const int32_t *seq, uint32_t n_tokens,
                        uint32_t n_head, uint32_t n_head_kv, uint32_t head_dim,
-                       uint32_t window, float softcap);
+                       uint32_t window, float softcap, uint32_t max_keys,
+                       const ck_attn_split *sp);
 
 /* The block entry's fused steps (elementwise.cu), each the same arithmetic
  * as the ops it replaces, in their order:

@@ -11,7 +11,9 @@
  * add and the next norm are one; gate, up and GeGLU are one matvec when
  * the two matrices share a type. Each fused kernel applies the same
  * per-element functions in the same order as the ops it replaces, so the
- * bits are those of the op sequence (test_cuda checks it).
+ * bits are those of the op sequence (test_cuda checks it). Matmuls go
+ * through cuda_q8.cu's choice: the integer path where it reads the
+ * weight (the down projection's input quantized per 32, as the cpu's).
  */
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_internal.h"
@@ -133,6 +135,17 @@ static sw_status check_op(const bop *op) {
         SW_TRY(check_weight(&m->gate_up, "moe experts"));
         return check_weight(&m->down, "moe experts");
     }
+    case BOP_MOE_CACHED: {
+        const bop_moe_cached *m = &op->u.moe_cached;
+        if (!m->accumulate) /* the host's share: the cpu backend computes it */
+            return sw_errorf(SW_ERR_UNSUPPORTED, "cuda moe cached: only the device's sum "
+                             "(accumulate); the host computes the rows of its experts");
+        if (m->x.off % 16 || m->gu.off % 16)
+            return sw_errorf(SW_ERR_ARG, "cuda moe cached: activations are not 16-byte "
+                             "aligned");
+        SW_TRY(check_weight(&m->gate_up, "moe cached"));
+        return check_weight(&m->down, "moe cached");
+    }
     default: return SW_OK;
     }
 }
@@ -151,7 +164,7 @@ static sw_status run_op(cuda_backend *c, const bop *op) {
     case BOP_MATMUL: {
         const bop_matmul *a = &op->u.matmul;
         const ck_weight w = weight_of(&a->w);
-        return ck_matmul(s, &w, F(a->x), F(a->y), a->n_tokens, c->gemm_mode);
+        return cuda_mm(c, &w, F(a->x), F(a->y), a->n_tokens, a->fine);
     }
     case BOP_RMSNORM: {
         const bop_rmsnorm *a = &op->u.rmsnorm;
@@ -171,7 +184,8 @@ static sw_status run_op(cuda_backend *c, const bop *op) {
         const bop_attention *a = &op->u.attention;
         const ck_kv kv = kv_of(&a->cache);
         return ck_attention(s, &kv, F(a->q), F(a->out), I(a->pos), I(a->seq), a->n_tokens,
-                            a->n_head, a->n_head_kv, a->head_dim, a->window, a->softcap);
+                            a->n_head, a->n_head_kv, a->head_dim, a->window, a->softcap,
+                            a->max_keys, &c->attn);
     }
     case BOP_GEGLU:
         return ck_geglu(s, F(op->u.geglu.gate), F(op->u.geglu.up), F(op->u.geglu.out),
@@ -193,7 +207,17 @@ static sw_status run_op(cuda_backend *c, const bop *op) {
         const ck_moe a = {.gate_up = weight_of(&m->gate_up), .down = weight_of(&m->down),
                           .x = F(m->x), .weights = F(m->weights), .ids = I(m->ids),
                           .out = F(m->out), .gu = F(m->gu), .n_tokens = m->n_tokens,
-                          .n_expert = m->n_expert, .k = m->k};
+                          .n_expert = m->n_expert, .k = m->k, .slot_of = NULL,
+                          .y_row = NULL, .y = NULL, .n_slot = 0};
+        return ck_moe_experts(s, &a);
+    }
+    case BOP_MOE_CACHED: {
+        const bop_moe_cached *m = &op->u.moe_cached;
+        const ck_moe a = {.gate_up = weight_of(&m->gate_up), .down = weight_of(&m->down),
+                          .x = F(m->x), .weights = F(m->weights), .ids = I(m->ids),
+                          .out = F(m->out), .gu = F(m->gu), .n_tokens = m->n_tokens,
+                          .n_expert = m->n_expert, .k = m->k, .slot_of = I(m->slot_of),
+                          .y_row = I(m->y_row), .y = F(m->y), .n_slot = m->n_slot};
         return ck_moe_experts(s, &a);
     }
     default: return sw_errorf(SW_ERR_ARG, "cuda: unknown op %d", (int)op->kind);
@@ -203,6 +227,7 @@ static sw_status run_op(cuda_backend *c, const bop *op) {
 sw_status cuda_submit(backend *b, const bop *op) {
     if (op == NULL || op->kind >= BOP_COUNT)
         return sw_errorf(SW_ERR_ARG, "cuda: bad op");
+    SW_TRY(sw_cuda_alive());
     bop checked = *op;
     SW_TRY(bop_for_each_mem(&checked, check_mem, (void *)bop_name(op->kind)));
     SW_TRY(check_op(op));
@@ -254,11 +279,11 @@ static sw_status block_attention(cuda_backend *c, const block_args *a) {
                       sh->norm_eps));
     if (n <= MV_MAX_TOKENS && wq.type == wk.type && wq.type == wv.type) {
         const ck_mv_multi qkv = {.w = {wq, wk, wv}, .y = {F(t->q), F(t->k), F(t->v)}, .n = 3};
-        SW_TRY(ck_matvec_multi(s, &qkv, F(t->h), n));
+        SW_TRY(cuda_mm_multi(c, &qkv, F(t->h), n));
     } else {
-        SW_TRY(ck_matmul(s, &wq, F(t->h), F(t->q), n, c->gemm_mode));
-        SW_TRY(ck_matmul(s, &wk, F(t->h), F(t->k), n, c->gemm_mode));
-        SW_TRY(ck_matmul(s, &wv, F(t->h), F(t->v), n, c->gemm_mode));
+        SW_TRY(cuda_mm(c, &wq, F(t->h), F(t->q), n, false));
+        SW_TRY(cuda_mm(c, &wk, F(t->h), F(t->k), n, false));
+        SW_TRY(cuda_mm(c, &wv, F(t->h), F(t->v), n, false));
     }
     SW_TRY(ck_qk_prep(s, F(t->q), F(t->k), F(t->v),
                       sh->qk_norm ? norm_or_null(&a->w[BW_Q_NORM]) : NULL,
@@ -266,8 +291,9 @@ static sw_status block_attention(cuda_backend *c, const block_args *a) {
                       I(t->pos), I(t->seq), n, sh->n_head, sh->n_head_kv, sh->head_dim,
                       a->rope_base, a->rope_scale, sh->query_scale, &kv));
     SW_TRY(ck_attention(s, &kv, F(t->q), F(t->att), I(t->pos), I(t->seq), n, sh->n_head,
-                        sh->n_head_kv, sh->head_dim, a->window, sh->attn_softcap));
-    SW_TRY(ck_matmul(s, &wo, F(t->att), F(t->h), n, c->gemm_mode));
+                        sh->n_head_kv, sh->head_dim, a->window, sh->attn_softcap,
+                        a->max_keys, &c->attn));
+    SW_TRY(cuda_mm(c, &wo, F(t->att), F(t->h), n, false));
     /* post-attention norm, residual, and the FFN's input norm */
     return ck_residual(s, F(t->x), F(t->h),
                        sh->post_norms ? norm_or_null(&a->w[BW_POST_ATTN_NORM]) : NULL,
@@ -282,13 +308,13 @@ static sw_status block_ffn(cuda_backend *c, const block_args *a) {
     const ck_weight wg = weight_of(&a->w[BW_GATE]), wu = weight_of(&a->w[BW_UP]);
     const ck_weight wd = weight_of(&a->w[BW_DOWN]);
     if (n <= MV_MAX_TOKENS && wg.type == wu.type) {
-        SW_TRY(ck_matvec_geglu(s, &wg, &wu, F(t->h), F(t->gate), n));
+        SW_TRY(cuda_mm_geglu(c, &wg, &wu, F(t->h), F(t->gate), n));
     } else {
-        SW_TRY(ck_matmul(s, &wg, F(t->h), F(t->gate), n, c->gemm_mode));
-        SW_TRY(ck_matmul(s, &wu, F(t->h), F(t->up), n, c->gemm_mode));
+        SW_TRY(cuda_mm(c, &wg, F(t->h), F(t->gate), n, false));
+        SW_TRY(cuda_mm(c, &wu, F(t->h), F(t->up), n, false));
         SW_TRY(ck_geglu(s, F(t->gate), F(t->up), F(t->gate), (uint64_t)n * sh->n_ff));
     }
-    SW_TRY(ck_matmul(s, &wd, F(t->gate), F(t->h), n, c->gemm_mode));
+    SW_TRY(cuda_mm(c, &wd, F(t->gate), F(t->h), n, true));
     return ck_residual(s, F(t->x), F(t->h),
                        sh->post_norms ? norm_or_null(&a->w[BW_POST_FFW_NORM]) : NULL, NULL,
                        sh->n_embd, n, sh->norm_eps);
@@ -297,6 +323,7 @@ static sw_status block_ffn(cuda_backend *c, const block_args *a) {
 sw_status cuda_block(backend *b, const block_args *a) {
     if (a == NULL || a->shape == NULL)
         return sw_errorf(SW_ERR_ARG, "cuda: bad block");
+    SW_TRY(sw_cuda_alive());
     if (!fused_accepts(a)) /* Gemma 4's blocks and the split phases: op by op */
         return block_run_ops(b, a);
     block_args checked = *a;

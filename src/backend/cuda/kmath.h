@@ -132,6 +132,34 @@ SW_HD float km_softmax_rescale(float *m, float chunk_max) {
     return scale;
 }
 
+/* Flash-decoding: a query's n visible keys cut into n_splits contiguous
+ * parts; part z is [*i0, *i1) (empty for the parts past the end). Parts
+ * are whole multiples of `align` keys (the warps of a block) but the
+ * last. */
+SW_HD void km_attn_split(int64_t n, uint32_t n_splits, uint32_t z, uint32_t align,
+                         int64_t *i0, int64_t *i1) {
+    int64_t per = (n + (int64_t)n_splits - 1) / (int64_t)n_splits;
+    per = (per + (int64_t)align - 1) / (int64_t)align * (int64_t)align;
+    const int64_t a = per * (int64_t)z;
+    *i0 = a < n ? a : n;
+    *i1 = a + per < n ? a + per : n;
+}
+
+/* Joining partial softmaxes (count of them: maxima m[], sums l[] of
+ * exp(s - m)): f[i] = exp(m[i] - M) (0 for an empty part, m = -inf) with
+ * M the largest m, and the joint sum L = sum l[i] f[i], in order. The
+ * joint output is sum o_i f[i] / L. */
+SW_HD float km_softmax_join(const float *m, const float *l, uint32_t count, float *f) {
+    float M = -INFINITY, L = 0.0f;
+    for (uint32_t i = 0; i < count; i++)
+        M = m[i] > M ? m[i] : M;
+    for (uint32_t i = 0; i < count; i++) {
+        f[i] = m[i] == -INFINITY ? 0.0f : expf(hd_sub(m[i], M));
+        L = hd_add(L, hd_mul(l[i], f[i]));
+    }
+    return L;
+}
+
 /* ---- Gemma 4's router ---------------------------------------------------- */
 
 /* One token's scores s (n_expert) -> the k largest in descending order,
