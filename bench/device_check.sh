@@ -31,6 +31,9 @@
 #   4b. speculative decoding's verify forward: W = 9 tokens against W = 1
 #      on a synthetic Gemma 3 27B bf16 with a quarter on the device, and
 #      the speed-up predicted at acceptance 0.6 and 0.8 (issue 36);
+#   4d. the expert cache (issue 38): Gemma 4 26B-A4B Q4_K at 8 GiB, the
+#      static split, the cache and cache + prefetch, against llama.cpp's
+#      -ncmoe at the static plan's count (time permitting);
 #   4c. the peer (issue 37): llama.cpp's llama-bench with its CUDA backend,
 #      built there in the background while step 3 runs (gpu_peer_lib.sh,
 #      from the source --pack carries), on the same synthetic files:
@@ -71,11 +74,12 @@ if [ "${1:-}" = "--pack" ]; then
   cmake -S . -B "$src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DSPILLWAY_CUDA=ON >/dev/null || exit 3
   cmake --build "$src" -j "$(nproc)" --target spillway_cli test_cuda test_cuda_ops \
-        test_cuda_math test_cuda_q8 test_assist >/dev/null || { echo "pack: build failed" >&2; exit 3; }
+        test_cuda_math test_cuda_q8 test_assist test_expert_cache >/dev/null ||
+    { echo "pack: build failed" >&2; exit 3; }
   cmake --build "$src" -j "$(nproc)" --target test_pjrt >/dev/null 2>&1 || true
   rm -rf "$dest" && mkdir -p "$dest/tests" "$dest/lib" "$dest/include" || exit 3
   cp "$src/spillway" "$dest/" || exit 3
-  for t in test_cuda test_cuda_ops test_cuda_math test_cuda_q8 test_assist test_pjrt; do
+  for t in test_cuda test_cuda_ops test_cuda_math test_cuda_q8 test_assist test_expert_cache test_pjrt; do
     [ -x "$src/tests/$t" ] && cp "$src/tests/$t" "$dest/tests/"
   done
   strip "$dest/spillway" "$dest"/tests/* 2>/dev/null
@@ -152,7 +156,7 @@ else
   step cmake_configure 90 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
        -DCMAKE_CUDA_ARCHITECTURES=90 &&
   step cmake_build 240 cmake --build "$build" -j "$(nproc)" --target spillway_cli test_cuda \
-       test_cuda_ops test_cuda_math test_cuda_q8 test_assist ||
+       test_cuda_ops test_cuda_math test_cuda_q8 test_assist test_expert_cache ||
     say "binaries: build FAILED (raw/cmake_*.log)"
 fi
 put build "$build"
@@ -215,6 +219,11 @@ step test_assist_cuda 90 "$build/tests/test_assist" cuda
 put test.assist "$(verdict "$(get test_assist_cuda.rc)")"
 say "test_assist cuda: $(get test.assist) ($(grep -m1 -E 'checks|skipped' "$raw/test_assist_cuda.log" || echo 'no summary'))"
 grep -hE 'drafter logits|assisted generation' "$raw/test_assist_cuda.log" 2>/dev/null | sed 's/^/  /' >>"$log"
+# the expert cache (issue 38) on the GPU: the cached kernel against the
+# experts computed on the host, same greedy tokens, logits within 2^-8
+step test_expert_cache_cuda 90 "$build/tests/test_expert_cache" tests/data/tiny/gemma4-moe.gguf --cuda
+put test.xcache "$(verdict "$(get test_expert_cache_cuda.rc)")"
+say "test_expert_cache cuda: $(get test.xcache) ($(grep -m1 -E 'checks|skipped' "$raw/test_expert_cache_cuda.log" || echo 'no summary'))"
 
 # ---- 4. speed ----------------------------------------------------------------------------
 peer_wait
@@ -461,6 +470,36 @@ PY
 }
 spec_widths
 
+# ---- 4d. the expert cache (issue 38): Gemma 4 26B-A4B at 8 GiB ------------------------------
+# The static split (the planner's experts on the host), the cache, and the
+# cache with prefetch, against llama.cpp with as many layers' experts on
+# the CPU (-ncmoe) as Spillway's static plan puts on the host. Random
+# weights route almost uniformly: the hit rates are not real ones.
+moe_cache() {
+  local m nh v
+  [ $have_gpu = 1 ] && [ "$(left)" -gt 240 ] && [ -z "${SKIP_MOE:-}" ] ||
+    { say "moe cache: skipped ($([ $have_gpu = 1 ] && echo time || echo 'no GPU'))"; return; }
+  m=$(synth gemma4-26b-a4b q4_k 200) || { say "moe cache: synth failed or out of time"; return; }
+  [ -n "$m" ] || return
+  "$sw" plan -m "$m" -c $ctx "${dev[@]}" --device-mem 8G --json >"$raw/plan_moe.json" 2>>"$log"
+  nh=$(pj "$raw/plan_moe.json" 'sum(1 for x in d["layers"] if x.get("experts") == "host")')
+  for v in static cache prefetch; do
+    case $v in
+      static) set -- ;;
+      cache) set -- --expert-cache auto ;;
+      prefetch) set -- --expert-cache auto --expert-prefetch on ;;
+    esac
+    decode "moe_$v" "$m" 2 8 "${dev[@]}" --device-mem 8G "$@"
+    put "moe_$v.hit_rate" "$(pj "$raw/moe_${v}_long.json" '(lambda x: x["hits"] / max(x["needed"], 1))(d.get("expert_cache", {"hits": 0, "needed": 0}))')"
+  done
+  [ -n "$nh" ] && peer_bench moe_ncmoe "$m" -ngl 99 -ncmoe "$nh"
+  say "gemma4-26b-a4b q4_k at 8G: static $(get moe_static.steady), cache $(get moe_cache.steady)" \
+      "(hits $(get moe_cache.hit_rate)), cache + prefetch $(get moe_prefetch.steady) tok/s" \
+      "(hits $(get moe_prefetch.hit_rate)); llama.cpp -ncmoe ${nh:-?}: $(get moe_ncmoe.llama_tg) tok/s"
+  rm -f "$m"
+}
+moe_cache
+
 # ---- 5. peers: PJRT (accelerate ran beside the 9B above) --------------------------------------------------------------
 if [ $have_gpu = 1 ] && [ "$(left)" -gt 90 ] && [ -z "${SKIP_PJRT:-}" ]; then
   step pjrt_check $(( $(left) - 20 )) env BUDGET_S=$(( $(left) - 25 )) TESTS_S=60 \
@@ -484,9 +523,9 @@ G = 1e9
 hbm, pin = num("hbm_Bps"), num("pinned_Bps")
 o = ["", "== device check%s: %s" % (" (DRY RUN)" if dry else "", R.get("gpu", "?"))]
 o.append("correctness: math %s | q8 dots %s | ops %s | gemma3 %s | gemma2 %s | gemma1 %s | 270m-shape q4_k %s"
-         " | gemma4 assistants %s"
+         " | gemma4 assistants %s | expert cache %s"
          % tuple(R.get(k, "not run") for k in ("test.math", "test.q8", "test.ops", "test.gemma3", "test.gemma2",
-                                               "test.gemma1", "test.synth", "test.assist")))
+                                               "test.gemma1", "test.synth", "test.assist", "test.xcache")))
 o.append("rates (doctor): HBM copy %.0f GB/s, h2d pinned %.1f GB/s, pageable %.1f GB/s, host %.1f GB/s"
          % (hbm / G, pin / G, num("pageable_Bps") / G, num("host_Bps") / G))
 rows = [("model", "decode tok/s", "HBM bound", "of bound", "predicted", "prefill tok/s", "peak / plan MiB")]

@@ -59,7 +59,7 @@ class RequestOptions(Structure):
     _fields_ = [("sampling", SamplerOptions), ("n_predict", c_long),
                 ("stop", POINTER(c_char_p)), ("n_stop", c_size_t), ("on_token", TokenFn),
                 ("user", c_void_p), ("keep_sequence", c_int), ("draft_max", c_int),
-                ("logprobs", c_int)]
+                ("logprobs", c_int), ("grammar", c_void_p)]
 
 
 class RequestInfo(Structure):
