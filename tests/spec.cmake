@@ -8,12 +8,14 @@ sw_add_c_test(test_spec ${CMAKE_CURRENT_SOURCE_DIR}/test_spec.c)
 set_tests_properties(test_spec PROPERTIES TIMEOUT 600)
 # `spillway run` with drafts: greedy output byte-identical to the output
 # without. Tiny models (every architecture, sliding windows, shared KV, on
-# cpu, sim and streamed sim) and refused flags are quick, so the sanitizer
-# stage runs them too; the default model runs per backend (label slow).
+# cpu, sim and streamed sim) take ~50 s, ~3 min under the sanitizers, where
+# test_spec already runs the same library paths: release stage only (label
+# slow); the refused flags are quick and run in both. The default model
+# runs per backend (label slow).
 add_test(NAME spec_cli_tiny
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/spec_cli_test.sh tiny
                  $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA})
-set_tests_properties(spec_cli_tiny PROPERTIES TIMEOUT 900)
+set_tests_properties(spec_cli_tiny PROPERTIES LABELS "slow" TIMEOUT 900)
 add_test(NAME spec_cli_refuse
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/spec_cli_test.sh refuse
                  $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA})
