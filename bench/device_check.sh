@@ -544,8 +544,10 @@ for r in rows:
     o.append(" | ".join(c.ljust(w[i]) for i, c in enumerate(r)))
 for key in sorted(k[:-len("_f32dots.steady")] for k in R if k.endswith("_f32dots.steady")):
     a, b = num(key + ".steady"), num(key + "_f32dots.steady")
-    o.append("%s decode: integer path %.1f tok/s, f32 kernels %.1f tok/s (%.2fx)"
-             % (key, a, b, a / b if b > 0 else float("nan")))
+    o.append("%s decode: integer path %.1f tok/s, f32 kernels %.1f tok/s (%.2fx)%s"
+             % (key, a, b, a / b if b > 0 else float("nan"),
+                " (DRY RUN: the sim ignores SPILLWAY_CUDA_DOTS: the two are the same run, noise)"
+                if dry else ""))
 if "quarter_planner.steady" in R:
     rb, sb, hb, lm = (R.get("quarter.bytes", "0 0 0 ?").split() + ["?"])[:4]
     rb, sb, hb = float(rb), float(sb), float(hb)
