@@ -365,14 +365,11 @@ typedef struct sw_report {
     uint32_t n_replans;             /* device refused memory; re-planned */
     uint64_t plan_pinned_bytes;     /* the plan's pinned tier */
     uint64_t pinned_bytes;          /* allocated for it: the streamed layers' copy */
-    int pinned_locked;              /* 1: page-locked; 0: the lock was refused
-                                     * (see sw_engine_notes) or nothing pinned */
-    uint64_t converted_bytes;       /* host bytes allocated for --weights
-                                     * conversions (kept + load-time staging) */
+    int pinned_locked;              /* 1: page-locked; 0: refused (sw_engine_notes) or none */
+    uint64_t converted_bytes;       /* host bytes of --weights conversions (+ staging) */
     uint64_t n_forwards;            /* forward passes run */
-    uint64_t peak_device_driver_bytes; /* cuda: device memory the driver saw the
-                                     * engine's buffers take at most (cudaMemGetInfo,
-                                     * allocation granularity included); 0 elsewhere */
+    uint64_t peak_device_driver_bytes; /* cuda: the driver's peak (cudaMemGetInfo,
+                                     * granularity included); 0 elsewhere */
     sw_expert_report experts;       /* the expert cache (spillway_experts.h) */
 } sw_report;
 
