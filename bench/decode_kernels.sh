@@ -12,7 +12,10 @@
 # env: ROUNDS (5), ROWS (10240), COLS (10240: 59 MB of Q4_K, 111 MB of
 #      Q8_0; past the L3 of most CPUs, not of every Xeon: choose more where
 #      lscpu's L3 is larger), REPS per run (20),
-#      TYPES ("Q8_0 Q5_0 Q4_0 Q4_K Q5_K Q6_K": every type with a `rows`),
+#      TYPES (default: every stored type Gemma files use — Q8_0 Q5_0 Q5_1
+#      Q4_0 Q4_1 Q4_K Q5_K Q6_K F16 BF16; the fine form, activations
+#      with a scale per 32, is timed for the K types only: the others
+#      have one kernel for both),
 #      BASE (the set to compare against: avx2, the one the AVX-512 set
 #      starts from and replaces; avxvnni on CPUs that have it)
 set -euo pipefail
@@ -22,12 +25,13 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a file}; shift 2 ;;
     --build) build=${2:?--build needs a folder}; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "decode_kernels.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 rounds=${ROUNDS:-5} rows=${ROWS:-10240} cols=${COLS:-10240} reps=${REPS:-20}
-types=${TYPES:-Q8_0 Q5_0 Q4_0 Q4_K Q5_K Q6_K}
+types=${TYPES:-Q8_0 Q5_0 Q5_1 Q4_0 Q4_1 Q4_K Q5_K Q6_K F16 BF16}
+forms() { case "$1" in *_K) echo coarse fine ;; *) echo coarse ;; esac; }
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 case "$out" in ""|/*) ;; *) out="$PWD/$out" ;; esac
 grep -qw avx512_vnni /proc/cpuinfo || {
@@ -49,7 +53,7 @@ gbs() { # ISA TYPE [--fine]
 for r in $(seq "$rounds"); do
   echo "decode_kernels.sh: round $r/$rounds" >&2
   for t in $types; do
-    for form in coarse fine; do
+    for form in $(forms "$t"); do
       flag=""; [ "$form" = fine ] && flag=--fine
       for isa in "$base" avx512; do
         echo "$r $t $form $isa $(gbs "$isa" "$t" "$flag")" >>"$raw"
@@ -64,7 +68,7 @@ table=$(
   echo "| type | form | $base GB/s | avx512 GB/s | avx512 / $base | prefetched read GB/s | avx512 / read |"
   echo "|---|---|---:|---:|---:|---:|---:|"
   for t in $types; do
-    for form in coarse fine; do
+    for form in $(forms "$t"); do
       a=$(awk -v t="$t" -v f="$form" -v i="$base" '$2 == t && $3 == f && $4 == i { print $5 }' "$raw" | median)
       b=$(awk -v t="$t" -v f="$form" '$2 == t && $3 == f && $4 == "avx512" { print $5 }' "$raw" | median)
       # the read just before each AVX-512 run, and the median of the runs' ratios

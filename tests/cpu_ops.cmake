@@ -18,3 +18,5 @@ set_tests_properties(test_mm_again PROPERTIES LABELS "cpu" TIMEOUT 60)
 sw_add_c_test(test_moe ${CMAKE_CURRENT_SOURCE_DIR}/test_moe.c
               ${CMAKE_CURRENT_SOURCE_DIR}/cpu_test_util.c)
 set_tests_properties(test_moe PROPERTIES LABELS "cpu" TIMEOUT 60)
+sw_add_c_test(test_attn_block ${CMAKE_CURRENT_SOURCE_DIR}/test_attn_block.c)
+set_tests_properties(test_attn_block PROPERTIES LABELS "cpu" TIMEOUT 120)

@@ -7,12 +7,15 @@
  *   - activation quantization (q8_quant_row) gives cpu_qact_quantize's
  *     bytes, per 32 and per 256, on rows with a zero, a subnormal, a NaN
  *     and an infinite block;
- *   - for Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K, coarse and fine forms,
- *     several row lengths and up to 8 tokens: q8_row_dot (the canonical
- *     order written serially) and the sixteen q8_chain accumulators joined
- *     by q8_r8 (the order the GPU kernel runs, one chain per thread) give
- *     the portable cpu integer kernel's bits, and the best kernel set's;
- *   - a type outside the integer path is refused by q8_type.
+ *   - for Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q5_K and Q6_K, coarse and
+ *     fine forms, several row lengths and up to 8 tokens: q8_row_dot (the
+ *     canonical order written serially) and the sixteen q8_chain
+ *     accumulators joined by q8_r8 (with the min types' eight
+ *     q8_chain_min ones by q8_r8m: the order the GPU kernel runs, one
+ *     chain per thread) give the portable cpu integer kernel's bits, and
+ *     the best kernel set's;
+ *   - a type the cpu dots in f32 (no cpu_idot_get kernel) is refused by
+ *     q8_type.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -84,7 +87,7 @@ static void test_dot(uint32_t type, int fine, uint64_t ne0) {
     size_t bad_serial = 0, bad_chain = 0, bad_best = 0;
     for (uint32_t r = 0; r < N_ROWS; r++) {
         const uint8_t *row = w + r * rb;
-        float want[N_X], other[N_X], chains[2][Q8_LANES][N_X];
+        float want[N_X], other[N_X], chains[2][Q8_LANES][N_X], mins[Q8_LANES][N_X];
         ref->dot(row, xq, st, 4, ne0, want);
         ref->dot(row, xq + 4 * st, st, N_X - 4, ne0, want + 4);
         for (uint32_t t = 0; t < N_X; t++)
@@ -92,12 +95,14 @@ static void test_dot(uint32_t type, int fine, uint64_t ne0) {
         for (uint32_t set = 0; set < 2; set++)
             for (uint32_t l = 0; l < Q8_LANES; l++)
                 q8_chain(type, fine, row, xq, st, N_X, ne0, set, l, chains[set][l]);
+        for (uint32_t l = 0; l < Q8_LANES; l++)
+            q8_chain_min(type, row, xq, st, N_X, ne0, l, mins[l]);
         for (uint32_t t = 0; t < N_X; t++) {
-            float a0[Q8_LANES], a1[Q8_LANES];
+            float a0[Q8_LANES], a1[Q8_LANES], am[Q8_LANES];
             for (uint32_t l = 0; l < Q8_LANES; l++)
-                a0[l] = chains[0][l][t], a1[l] = chains[1][l][t];
+                a0[l] = chains[0][l][t], a1[l] = chains[1][l][t], am[l] = mins[l][t];
             const float serial = q8_row_dot(type, fine, row, xq + t * st, ne0);
-            const float joined = q8_r8(a0, a1);
+            const float joined = q8_has_min(type) ? q8_r8m(a0, a1, am) : q8_r8(a0, a1);
             bad_serial += memcmp(&serial, &want[t], sizeof serial) != 0;
             bad_chain += memcmp(&joined, &want[t], sizeof joined) != 0;
             bad_best += memcmp(&other[t], &want[t], sizeof want[t]) != 0;
@@ -116,18 +121,22 @@ static void test_dot(uint32_t type, int fine, uint64_t ne0) {
 int main(void) {
     test_quant(32);
     test_quant(256);
-    static const uint32_t types[] = {SW_TYPE_Q4_0, SW_TYPE_Q5_0, SW_TYPE_Q8_0,
-                                     SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
+    static const uint32_t types[] = {SW_TYPE_Q4_0, SW_TYPE_Q5_0, SW_TYPE_Q8_0, SW_TYPE_Q4_1,
+                                     SW_TYPE_Q5_1, SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
     static const uint64_t lengths[] = {256, 768, 2304, 5120};
+    uint32_t ab;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        for (int fine = 0; fine < 2; fine++)
+        for (int fine = 0; fine < 2; fine++) {
             for (size_t j = 0; j < sizeof lengths / sizeof lengths[0]; j++)
                 test_dot(types[i], fine, lengths[j]);
-    uint32_t ab;
-    static const uint32_t others[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q4_1,
-                                      SW_TYPE_Q5_1, SW_TYPE_Q2_K, SW_TYPE_Q3_K};
+            if (q8_type(types[i], &ab) && ab == 32)
+                test_dot(types[i], fine, 96); /* fewer blocks than the mins' 8 lanes */
+        }
+    static const uint32_t others[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q2_K,
+                                      SW_TYPE_Q3_K, SW_TYPE_Q8_K};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
-        SW_CHECK(!q8_type(others[i], &ab), "q8_type takes %s, which the cpu dots in f32",
-                 type_name(others[i]));
+        SW_CHECK(!q8_type(others[i], &ab) && cpu_idot_get(CPU_ISA_REF, others[i]) == NULL,
+                 "q8_type takes %s, or the cpu has an integer kernel for it: the two "
+                 "must agree on the types dotted in f32", type_name(others[i]));
     return sw_check_finish("test_cuda_q8");
 }

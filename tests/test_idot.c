@@ -3,7 +3,9 @@
  * quantization (qact.h) against its stated bounds, and every integer
  * kernel (idot.h), coarse and fine forms, on every kernel set against the
  * portable reference, bit for bit, and against a double-precision dot of
- * the dequantized weights with the dequantized activations; the fine
+ * the dequantized weights with the dequantized activations (the min
+ * types, Q4_1 and Q5_1, also over every block count past a multiple of 8
+ * and with extreme scales and mins); the fine
  * form is closer to the f32 dot than the coarse one on rows whose
  * magnitude swings (as the GeGLU product's does).
  */
@@ -20,7 +22,8 @@
 #include "quant/types.h"
 
 static const uint32_t idot_types[] = {SW_TYPE_Q4_0, SW_TYPE_Q5_0, SW_TYPE_Q8_0,
-                                      SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
+                                      SW_TYPE_Q4_1, SW_TYPE_Q5_1, SW_TYPE_Q4_K,
+                                      SW_TYPE_Q5_K, SW_TYPE_Q6_K};
 enum { N_IDOT = sizeof idot_types / sizeof idot_types[0], N_X = 7, N_ROWS = 5 };
 
 /* Dequantized activation element i of a quantized row. */
@@ -138,6 +141,29 @@ static void test_tile(uint32_t type, uint64_t ne0, idot_get_fn get, const uint8_
 /* One type, row length and form (cpu_idot_get or cpu_idot_get_fine):
  * N_ROWS rows with N_X tokens, in calls of 4 + 3 tokens and of 1, on
  * every ISA. */
+/* The min types' (Q4_1, Q5_1) blocks with extreme scales and mins: the
+ * largest f16, subnormals, zeros, negative and positive mins, every few
+ * blocks; and one token's activations 1e6 times larger, another's 1e-6
+ * times (their scales' products with the weights' far from 1). */
+static bool extreme;
+
+static void make_extreme(uint32_t type, uint8_t *w, uint64_t n_bytes, float *x, uint64_t ne0) {
+    static const uint16_t h[] = {0x7bff, 0x0001, 0x0000, 0x8001, 0xfbff, 0x3c00, 0x0400,
+                                 0xb555, 0x03ff};
+    enum { NH = sizeof h / sizeof h[0] };
+    const uint32_t bb = type_get_traits(type)->block_bytes;
+    for (uint64_t b = 0; b < n_bytes / bb; b++) {
+        if (b % 3 != 0)
+            continue;
+        memcpy(w + b * bb, &h[(b / 3) % NH], 2);
+        memcpy(w + b * bb + 2, &h[(b / 3 + 4) % NH], 2);
+    }
+    for (uint64_t c = 0; c < ne0; c++) {
+        x[ne0 + c] *= 1e6f;
+        x[2 * ne0 + c] *= 1e-6f;
+    }
+}
+
 static void test_kernel(uint32_t type, uint64_t ne0, idot_get_fn get) {
     const char *form = get == cpu_idot_get_fine ? "fine" : "coarse";
     const cpu_idot *ref = get(CPU_ISA_REF, type);
@@ -151,6 +177,8 @@ static void test_kernel(uint32_t type, uint64_t ne0, idot_get_fn get) {
     const uint64_t st = cpu_qact_stride(ref->fmt, ne0);
     uint8_t *xq = xmalloc(st * N_X);
     fill_float(x, ne0 * N_X, -2.0f, 2.0f);
+    if (extreme)
+        make_extreme(type, w, n_bytes, x, ne0);
     cpu_qact_quantize(ref->fmt, x, ne0, N_X, xq);
     SW_CHECK_OK(quant_dequantize(type, w, deq, ne0 * N_ROWS));
     float want[N_X], got[N_X];
@@ -171,8 +199,9 @@ static void test_kernel(uint32_t type, uint64_t ne0, idot_get_fn get) {
         size_t n_far = 0;
         for (uint32_t t = 0; t < N_X; t++)
             n_far += !(fabs((double)want[t] - exact[t]) <= 1e-5 * mag[t] + 1e-30);
-        SW_CHECK(n_far == 0, "ref %s %s ne0 %llu row %llu: %zu of %d dots beyond 1e-5 of the "
-                 "exact sum (first: %.9g vs %.9g)", form, type_name(type),
+        SW_CHECK(n_far == 0, "ref %s %s%s ne0 %llu row %llu: %zu of %d dots beyond 1e-5 of "
+                 "the exact sum (first: %.9g vs %.9g)", form, extreme ? "extreme " : "",
+                 type_name(type),
                  (unsigned long long)ne0, (unsigned long long)r, n_far, N_X, (double)want[0],
                  exact[0]);
         for (int i = 0; i < CPU_ISA_COUNT; i++) {
@@ -312,6 +341,17 @@ int main(void) {
             /* the widest row AVX-512's 32-element rows take themselves */
             if (!k)
                 test_kernel(idot_types[i], 32768, get);
+            /* the min types: their mins go by 8 blocks (idot.h), so every
+             * count of blocks past the last 8, and extreme scales */
+            if (idot_types[i] == SW_TYPE_Q4_1 || idot_types[i] == SW_TYPE_Q5_1) {
+                for (uint64_t nb = 2; nb <= 17; nb++)
+                    test_kernel(idot_types[i], 32 * nb, get);
+                extreme = true;
+                test_kernel(idot_types[i], 32 * 13, get);
+                test_kernel(idot_types[i], 32 * 64, get);
+                test_kernel(idot_types[i], 32 * 1031, get);
+                extreme = false;
+            }
             test_nan(idot_types[i], get);
         }
         if (k)
@@ -321,8 +361,8 @@ int main(void) {
                          cpu_idot_get(cpu_isa_best(), idot_types[i])->dot,
                      "%s: per 32 already, its own fine form", type_name(idot_types[i]));
     }
-    const uint32_t none[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q4_1,
-                             SW_TYPE_Q5_1, SW_TYPE_Q2_K, SW_TYPE_Q3_K, SW_TYPE_Q8_K};
+    const uint32_t none[] = {SW_TYPE_F32, SW_TYPE_F16, SW_TYPE_BF16, SW_TYPE_Q2_K,
+                             SW_TYPE_Q3_K, SW_TYPE_Q8_K};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         SW_CHECK(cpu_idot_get(cpu_isa_best(), none[i]) == NULL &&
                      cpu_idot_get_fine(cpu_isa_best(), none[i]) == NULL,

@@ -39,8 +39,9 @@ typedef struct cpu_buf {
 typedef struct cpu_backend {
     backend base;          /* what callers hold; impl points back here */
     cpu_pool *pool;        /* borrowed */
-    float *attn_scratch;   /* (n_threads, max_attn_keys) */
+    float *attn_scratch;   /* (n_threads, max_attn_keys), then the block scratch */
     uint64_t scratch_floats;
+    uint64_t block_floats; /* n_threads * CPU_ATTN_BLOCK_FLOATS, after scratch_floats */
     cpu_mm_scratch *mm_ws; /* matmul tiles, rows up to max_row_elems */
     const float *last_mm_x; /* x of the previous op if it was a matmul, else NULL */
     cpu_buf host;          /* all host memory */
@@ -245,6 +246,8 @@ static sw_status run_attention(cpu_backend *c, const bop_attention *a) {
         .n_head_kv = a->n_head_kv, .head_dim = a->head_dim, .kv_ring = kv->ring,
         .window = a->window, .softcap = a->softcap, .scratch = c->attn_scratch,
         .scratch_floats = c->scratch_floats,
+        .block = c->block_floats ? c->attn_scratch + c->scratch_floats : NULL,
+        .block_floats = c->block_floats,
     };
     sw_status st = check_cache_rows("attention", kv, ca.q_pos, ca.q_seq, a->n_tokens);
     if (st != SW_OK)
@@ -446,7 +449,9 @@ static const backend_vtable cpu_vtable = {
 
 uint64_t backend_cpu_scratch_bytes(uint32_t n_threads, uint32_t max_attn_keys,
                                    uint32_t attn_group, uint64_t max_row_elems) {
-    return (uint64_t)n_threads * max_attn_keys * (attn_group ? attn_group : 1) * sizeof(float) +
+    const uint64_t block = max_attn_keys ? (uint64_t)n_threads * CPU_ATTN_BLOCK_FLOATS : 0;
+    return ((uint64_t)n_threads * max_attn_keys * (attn_group ? attn_group : 1) + block) *
+               sizeof(float) +
            cpu_mm_scratch_bytes((int)n_threads, max_row_elems);
 }
 
@@ -466,10 +471,14 @@ sw_status backend_cpu_create(const backend_params *p, backend **out) {
     c->host = (cpu_buf){.base = NULL, .bytes = UINT64_MAX};
     c->scratch_floats = (uint64_t)cpu_pool_size(p->pool) * k->max_attn_keys *
                         (k->attn_group ? k->attn_group : 1);
+    c->block_floats = c->scratch_floats > 0
+                          ? (uint64_t)cpu_pool_size(p->pool) * CPU_ATTN_BLOCK_FLOATS : 0;
     if (c->scratch_floats > 0 &&
-        (c->attn_scratch = malloc((size_t)c->scratch_floats * sizeof(float))) == NULL) {
+        (c->attn_scratch = malloc((size_t)(c->scratch_floats + c->block_floats) *
+                                  sizeof(float))) == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "cpu backend: out of host memory for %llu floats of "
-                       "attention scratch", (unsigned long long)c->scratch_floats);
+                       "attention scratch",
+                       (unsigned long long)(c->scratch_floats + c->block_floats));
         goto fail;
     }
     if ((st = cpu_mm_scratch_create(cpu_pool_size(p->pool),

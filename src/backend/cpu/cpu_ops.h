@@ -210,7 +210,17 @@ typedef struct cpu_attn_args {
     uint64_t scratch_floats; /* its size; 0: the minimum above. With room
                               * for a KV group's scores per thread, the
                               * group's heads read each key and value once */
+    float *block;            /* NULL, or block_floats for prefill's block
+                              * units (several tokens' queries over each
+                              * widened key and value): an equal share per
+                              * thread; used where a share holds a block */
+    uint64_t block_floats;
 } cpu_attn_args;
+
+/* The block scratch the cpu backend gives attention, per thread (512 KiB:
+ * blocks of 8 tokens of a KV group of 4 over about 3,500 keys, of 2 tokens
+ * over 14,000; longer ranges take the per-token units). */
+enum { CPU_ATTN_BLOCK_FLOATS = 1 << 17 };
 void cpu_attention(cpu_pool *pool, const cpu_attn_args *a);
 
 /* Writes the keys and values of n_tokens tokens (k, v: (n_tokens,

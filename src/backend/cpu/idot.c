@@ -2,7 +2,8 @@
  * idot.c — the portable integer dot kernels: idot.h's canonical
  * definition written out in plain C, one weight block at a time, and the
  * choice of kernel set per CPU. The AVX2 kernels (idot_avx2.c) give the
- * same bits.
+ * same bits. Types: Q4_0, Q5_0, Q8_0; Q4_1, Q5_1 (with a min); Q4_K,
+ * Q5_K, Q6_K.
  */
 #include "backend/cpu/idot.h"
 
@@ -24,19 +25,26 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine);
 void cpu_idot_avx512_krows_patch(cpu_idot table[], int fine);
 void cpu_idot_avx512_q6rows_patch(cpu_idot table[], int fine);
 void cpu_idot_avx512_rows32_patch(cpu_idot table[]);
+void cpu_idot_avx512_rows32m_patch(cpu_idot table[]);
 #else
 #define IDOT_HAVE_AVX2 0
 #endif
 
 enum { LANES = 8 };
 
-static float r8(float a[2][LANES]) {
-    float s[LANES], t[4];
-    for (int l = 0; l < LANES; l++)
-        s[l] = a[0][l] + a[1][l];
+/* R8 of idot.h on one set of lanes. */
+static float r8_lanes(const float s[LANES]) {
+    float t[4];
     for (int j = 0; j < 4; j++)
         t[j] = s[j] + s[j + 4];
     return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+static float r8(float a[2][LANES]) {
+    float s[LANES];
+    for (int l = 0; l < LANES; l++)
+        s[l] = a[0][l] + a[1][l];
+    return r8_lanes(s);
 }
 
 /* ---- 32-element types: signed values w[32] and the scale ---------------- */
@@ -106,6 +114,82 @@ static void dot32(unpack32_fn unpack, uint32_t block_bytes, const uint8_t *row,
             }
         }
         out[t] = r8(acc);
+    }
+}
+
+/* ---- 32-element types with a min: unsigned values u[32], d and m ------- */
+
+typedef void (*unpack32m_fn)(const uint8_t *blk, int u[32], float *d, float *m);
+
+static void unpack_q4_1(const uint8_t *b, int u[32], float *d, float *m) {
+    for (int j = 0; j < 16; j++) {
+        u[j] = b[4 + j] & 15;
+        u[j + 16] = b[4 + j] >> 4;
+    }
+    *d = half_load_f16(b);
+    *m = half_load_f16(b + 2);
+}
+
+static void unpack_q5_1(const uint8_t *b, int u[32], float *d, float *m) {
+    const uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+                        (uint32_t)b[7] << 24;
+    for (int j = 0; j < 16; j++) {
+        u[j] = (b[8 + j] & 15) | (int)((qh >> j) & 1) << 4;
+        u[j + 16] = (b[8 + j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+    }
+    *d = half_load_f16(b);
+    *m = half_load_f16(b + 2);
+}
+
+/* The unpacked layout of idot.h: f32 d, f32 m, 32 u8 values. */
+static void unpack_u32m(const uint8_t *b, int u[32], float *d, float *m) {
+    memcpy(d, b, sizeof *d);
+    memcpy(m, b + 4, sizeof *m);
+    for (int j = 0; j < 32; j++)
+        u[j] = b[8 + j];
+}
+
+static void unpack_row32m(unpack32m_fn unpack, uint32_t block_bytes, const uint8_t *row,
+                          uint64_t n, uint8_t *dst) {
+    for (uint64_t b = 0; b < n / 32; b++, dst += CPU_IDOT_U32M_BYTES) {
+        int u[32];
+        float d, m;
+        unpack(row + b * block_bytes, u, &d, &m);
+        memcpy(dst, &d, sizeof d);
+        memcpy(dst + 4, &m, sizeof m);
+        for (int j = 0; j < 32; j++)
+            dst[8 + j] = (uint8_t)u[j];
+    }
+}
+
+/* idot.h's canonical dot of the min types: the scaled part as dot32's,
+ * the mins' part by block into accm[b % 8]. */
+static void dot32m(unpack32m_fn unpack, uint32_t block_bytes, const uint8_t *row,
+                   const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *out) {
+    const uint64_t nb = n / 32;
+    for (uint32_t t = 0; t < n_x; t++) {
+        const int8_t *q = (const int8_t *)(xq + t * xs);
+        const float *dx = cpu_qact_scales(xq + t * xs, n);
+        const int16_t *bs = cpu_qact_bsums(CPU_QACT_32, xq + t * xs, n);
+        float acc[2][LANES] = {{0}}, accm[LANES] = {0};
+        for (uint64_t b = 0; b < nb; b++) {
+            int u[32];
+            float dw, mw;
+            unpack(row + b * block_bytes, u, &dw, &mw);
+            const float d = dw * dx[b];
+            for (int l = 0; l < LANES; l++) {
+                int s = 0;
+                for (int k = 0; k < 4; k++)
+                    s += u[4 * l + k] * q[32 * b + (uint64_t)(4 * l + k)];
+                acc[b % 2][l] = fmaf(d, (float)s, acc[b % 2][l]);
+            }
+            const int xsum = bs[2 * b] + bs[2 * b + 1];
+            accm[b % 8] = fmaf(mw * dx[b], (float)xsum, accm[b % 8]);
+        }
+        float sum[LANES];
+        for (int l = 0; l < LANES; l++)
+            sum[l] = (acc[0][l] + acc[1][l]) + accm[l];
+        out[t] = r8_lanes(sum);
     }
 }
 
@@ -293,14 +377,33 @@ static void ref_uk_fine(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint
     static void ref_unpack_##name(const uint8_t *row, uint64_t n, uint8_t *dst) {    \
         unpack_rowk(unpack_##name, bytes, row, n, dst);                              \
     }
+#define REF32M(name, bytes)                                                           \
+    static void ref_##name(const uint8_t *row, const uint8_t *xq, uint64_t xs,       \
+                           uint32_t n_x, uint64_t n, float *out) {                   \
+        dot32m(unpack_##name, bytes, row, xq, xs, n_x, n, out);                      \
+    }                                                                                 \
+    static void ref_rows_##name(const uint8_t *rows, uint64_t rb, uint64_t n_rows,   \
+                                const uint8_t *xq, uint64_t n, float *out) {         \
+        for (uint64_t r = 0; r < n_rows; r++)                                        \
+            dot32m(unpack_##name, bytes, rows + r * rb, xq, 0, 1, n, out + r);       \
+    }                                                                                 \
+    static void ref_unpack_##name(const uint8_t *row, uint64_t n, uint8_t *dst) {    \
+        unpack_row32m(unpack_##name, bytes, row, n, dst);                            \
+    }
 static void ref_u32(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
                     uint64_t n, float *out) {
     dot32(unpack_u32, CPU_IDOT_U32_BYTES, row, xq, xs, n_x, n, out);
+}
+static void ref_u32m(const uint8_t *row, const uint8_t *xq, uint64_t xs, uint32_t n_x,
+                     uint64_t n, float *out) {
+    dot32m(unpack_u32m, CPU_IDOT_U32M_BYTES, row, xq, xs, n_x, n, out);
 }
 
 REF32(q4_0, 18)
 REF32(q5_0, 22)
 REF32(q8_0, 34)
+REF32M(q4_1, 20)
+REF32M(q5_1, 24)
 REFK(q4_k, 144)
 REFK(q5_k, 176)
 REFK(q6_k, 210)
@@ -309,6 +412,10 @@ REFK(q6_k, 210)
     {.fmt = CPU_QACT_32, .dot = ref_##name, .rows = ref_rows_##name,                  \
      .unpack = ref_unpack_##name, .unpacked_dot = ref_u32, .unpack_elems = 32,        \
      .unpack_bytes = CPU_IDOT_U32_BYTES}
+#define REF_ENTRY32M(name)                                                            \
+    {.fmt = CPU_QACT_32, .dot = ref_##name, .rows = ref_rows_##name,                  \
+     .unpack = ref_unpack_##name, .unpacked_dot = ref_u32m, .unpack_elems = 32,       \
+     .unpack_bytes = CPU_IDOT_U32M_BYTES}
 #define REF_ENTRYK(name)                                                              \
     {.fmt = CPU_QACT_256, .dot = ref_##name, .rows = ref_rows_##name,                 \
      .unpack = ref_unpack_##name, .unpacked_dot = ref_uk, .unpack_elems = 256,        \
@@ -319,14 +426,16 @@ REFK(q6_k, 210)
      .unpack_bytes = CPU_IDOT_UK_BYTES}
 static const cpu_idot ref_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q4_0] = REF_ENTRY32(q4_0), [SW_TYPE_Q5_0] = REF_ENTRY32(q5_0),
-    [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_K] = REF_ENTRYK(q4_k),
+    [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_1] = REF_ENTRY32M(q4_1),
+    [SW_TYPE_Q5_1] = REF_ENTRY32M(q5_1), [SW_TYPE_Q4_K] = REF_ENTRYK(q4_k),
     [SW_TYPE_Q5_K] = REF_ENTRYK(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK(q6_k),
 };
-/* The fine forms: the K types over CPU_QACT_32; a 32-element type is its
- * own (its activations are per 32 already). */
+/* The fine forms: the K types over CPU_QACT_32; a 32-element type (with
+ * a min or not) is its own (its activations are per 32 already). */
 static const cpu_idot ref_fine_table[SW_TYPE_COUNT] = {
     [SW_TYPE_Q4_0] = REF_ENTRY32(q4_0), [SW_TYPE_Q5_0] = REF_ENTRY32(q5_0),
-    [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_K] = REF_ENTRYK_FINE(q4_k),
+    [SW_TYPE_Q8_0] = REF_ENTRY32(q8_0), [SW_TYPE_Q4_1] = REF_ENTRY32M(q4_1),
+    [SW_TYPE_Q5_1] = REF_ENTRY32M(q5_1), [SW_TYPE_Q4_K] = REF_ENTRYK_FINE(q4_k),
     [SW_TYPE_Q5_K] = REF_ENTRYK_FINE(q5_k), [SW_TYPE_Q6_K] = REF_ENTRYK_FINE(q6_k),
 };
 
@@ -347,6 +456,8 @@ static void avx512_build(void) {
     cpu_idot_avx512_q6rows_patch(avx512_fine_table, 1);
     cpu_idot_avx512_rows32_patch(avx512_table);
     cpu_idot_avx512_rows32_patch(avx512_fine_table);
+    cpu_idot_avx512_rows32m_patch(avx512_table);
+    cpu_idot_avx512_rows32m_patch(avx512_fine_table);
 }
 #endif
 

@@ -13,6 +13,24 @@
  *       acc[b%2][l] = fmaf(dw * dx[b], (float)s[l], acc[b%2][l])
  *       result = R8(acc[0] + acc[1])
  *
+ *   32-element types with a min (Q4_1, Q5_1: weight d*u + m, u
+ *   unsigned; activations CPU_QACT_32), block b with values u[], scale d
+ *   and min m: the scaled part as above, and the min's part, m * dx[b]
+ *   times the block's activation sum xsum[b] = sum_{i<32} q[32b+i]
+ *   (bsum[2b] + bsum[2b+1] of qact.h, exact), in a third set of 8 lanes
+ *   by block, accm[b%8]:
+ *       s[l]   = sum_{k<4} u[4l+k] * q[32b+4l+k]
+ *       acc[b%2][l] = fmaf(d * dx[b], (float)s[l], acc[b%2][l])
+ *       accm[b%8]   = fmaf(m * dx[b], (float)xsum[b], accm[b%8])
+ *       result = R8((acc[0] + acc[1]) + accm)
+ *   (one FMA per 8 blocks for the mins, not one per block as lane sums
+ *   of q would take: 8 blocks' m * dx[b] are one register, their sums
+ *   one madd of the block sums, which keeps decode at memory's pace.
+ *   vpdpbusd takes the unsigned u as they are. Where the row's
+ *   last 8 are fewer, the lanes past its end are left as they are; a
+ *   vector kernel's FMA of 0 * 0 there leaves them too, since the lanes,
+ *   started at +0, never hold -0.)
+ *
  *   K types (Q4_K, Q5_K, Q6_K; activations CPU_QACT_256), super-block b
  *   with unsigned values u[], sub-block scales sc[] and d, and chunks
  *   c < 8 of 32 elements:
@@ -72,9 +90,11 @@ typedef void (*cpu_idot_fn)(const uint8_t *row, const uint8_t *xq, uint64_t xq_s
 /* Unpacked rows, for many tokens: a stored row decoded once into blocks
  * that each further token reads with multiply-adds only, no bit
  * unpacking. unpacked_dot dots such rows exactly as `dot` dots the stored
- * ones (same bits). Two layouts:
+ * ones (same bits). Three layouts:
  *   32-element types: per block of 32, CPU_IDOT_U32_BYTES: f32 scale,
  *     then the 32 signed values as int8.
+ *   32-element types with a min: per block of 32, CPU_IDOT_U32M_BYTES:
+ *     f32 d, f32 m, then the 32 unsigned values as u8.
  *   K types: per super-block of 256, CPU_IDOT_UK_BYTES:
  *     u8 u[256]      the unsigned values, in element order
  *     int16 sc[16]   sc[c] scales lanes 0..3 of chunk c (elements
@@ -84,8 +104,11 @@ typedef void (*cpu_idot_fn)(const uint8_t *row, const uint8_t *xq, uint64_t xq_s
  *     int16 mw[16]   m[l] = mw[2l] * bsum[2l] + mw[2l+1] * bsum[2l+1]:
  *                    mw[g] = mn[g/2] for Q4_K/Q5_K, 32 * sc[g] for Q6_K
  *     f32 d, f32 ms  the scales of s and of m; then zeros to 352 bytes
- * A type's cpu_idot gives its layout in unpack_elems / unpack_bytes. */
-enum { CPU_IDOT_U32_BYTES = 36, CPU_IDOT_UK_BYTES = 352 };
+ * A type's cpu_idot gives its layout in unpack_elems / unpack_bytes; a
+ * set may have its own (the AVX-512 set's 32-element types: 96 bytes per
+ * block, the values beside what its tile would recompute per token,
+ * idot_avx512_tile32.c), which only its unpacked_dot and tile read. */
+enum { CPU_IDOT_U32_BYTES = 36, CPU_IDOT_U32M_BYTES = 40, CPU_IDOT_UK_BYTES = 352 };
 enum { CPU_IDOT_UK_SC = 256, CPU_IDOT_UK_MW = 288, CPU_IDOT_UK_D = 320, CPU_IDOT_UK_MS = 324 };
 typedef void (*cpu_idot_unpack_fn)(const uint8_t *row, uint64_t n, uint8_t *dst);
 
@@ -113,13 +136,14 @@ typedef struct cpu_idot {
     cpu_idot_fn unpacked_dot;   /* takes unpack's rows */
     cpu_idot_tile_fn unpacked_tile; /* the same over a tile; NULL: none */
     uint32_t unpack_elems;      /* elements per unpacked block: 32 or 256 */
-    uint32_t unpack_bytes;      /* its bytes: CPU_IDOT_U32_BYTES or _UK_BYTES */
+    uint32_t unpack_bytes;      /* its bytes: CPU_IDOT_U32_BYTES, _U32M_BYTES,
+                                 * _UK_BYTES or a set's own */
 } cpu_idot;
 
 /* The integer kernel of `type` for `isa`, or NULL where the type has none
- * (plain types, and the block types left to the f32 path: Q4_1, Q5_1,
- * Q2_K, Q3_K, Q8_K). An isa this build or CPU lacks falls back to the
- * portable kernels (same bits, only slower). */
+ * (plain types, and the block types left to the f32 path: Q2_K, Q3_K,
+ * Q8_K). An isa this build or CPU lacks falls back to the portable
+ * kernels (same bits, only slower). */
 const cpu_idot *cpu_idot_get(cpu_isa isa, uint32_t type);
 
 /* The kernel over CPU_QACT_32 activations: the fine form above for the K

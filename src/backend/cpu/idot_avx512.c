@@ -1,8 +1,8 @@
 /*
  * idot_avx512.c — idot.h's integer dots with AVX-512 (F, BW, VL, DQ) and
  * VNNI, for the kernels where the wider registers and the fused integer
- * multiply-adds pay: the 32-element types (stored rows and unpacked ones)
- * and the unpacked K rows of prefill as tiles of rows x tokens, in both
+ * multiply-adds pay: the 32-element types' stored rows (their unpacked
+ * rows have a layout of their own, idot_avx512_tile32.c's), the unpacked K rows of prefill as tiles of rows x tokens, in both
  * forms, and the unpacking of Q4_K/Q5_K rows. The stored rows of decode
  * are idot_avx512_krows.c's, idot_avx512_q6rows.c's and (the 32-element
  * types) idot_avx512_rows32.c's; the stored K rows of a few tokens
@@ -17,7 +17,7 @@
  *     half; the halves are the sets acc[0] and acc[1]. vpdpbusd sums the
  *     four u8 x s8 products of each lane at once, exactly (the signed
  *     weights enter as |w| with the activations negated where w < 0; the
- *     prefill tile biases the activations instead, iz_tile32).
+ *     prefill tile, idot_avx512_tile32.c, biases the activations instead).
  *   K types, coarse form: chunks 2p and 2p+1 of a super-block fill the
  *     halves; the integer sums of the halves are added (exact in any order)
  *     before the block's two float steps, which two tokens share in one
@@ -41,11 +41,12 @@
 #include "quant/types.h"
 
 void cpu_idot_avx512_patch(cpu_idot table[], int fine);
+void cpu_idot_avx512_tile32_patch(cpu_idot table[]);
 
 #define CPU_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
 #include "backend/cpu/target_begin.h"
 
-#include "backend/cpu/idot_x86.h"
+#include "backend/cpu/idot_avx512_x.h"
 
 /* lo in the low 256 bits, hi in the high ones */
 IA_INLINE __m512i iz_join(__m256i lo, __m256i hi) {
@@ -59,13 +60,6 @@ IA_INLINE __m512 iz_joinf(float lo, float hi) {
  * lanes 8..15: chunk pair p's two scales. */
 IA_INLINE __m512i iz_pair_idx(int p) {
     return iz_join(_mm256_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1));
-}
-
-/* p[0] in lanes 0..7, p[1] in lanes 8..15 */
-IA_INLINE __m512 iz_pair_bcast(const float *p) {
-    const __m128 v = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
-    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v));
 }
 
 /* The low and high halves as the sets acc[0] and acc[1]: R8 of idot.h. */
@@ -130,27 +124,9 @@ IA_INLINE void iz_dot32(ia_w32_fn wfn, ia_s32_fn sfn, uint32_t bb, int nx, const
         out[t] = iz_r8(acc[t]);
 }
 
-/* ---- unpacked 32-element rows, a tile at a time ----------------------- */
+/* ---- pieces of the K tiles ---------------------------------------------- */
 
-/* R8 of idot.h for four tokens at once, from their 8-lane sums s = acc[0]
- * + acc[1] (tokens 0, 1 in s01's halves, 2, 3 in s23's): the same
- * additions of the same values as ia_r8, lane-parallel across the tokens
- * (IEEE addition is commutative, so a + b and b + a agree). */
-IA_INLINE __m128 iz_r8_s4(__m512 s01, __m512 s23) {
-    /* t_j = s_j + s_{j+4}: token k's four in 128-bit lane k */
-    const __m512 t = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88),
-                                   _mm512_shuffle_f32x4(s01, s23, 0xdd));
-    /* (t0 + t2) and (t1 + t3), then their sum, in lane 0 of each */
-    const __m512 u = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4e));
-    const __m512 r = _mm512_add_ps(u, _mm512_permute_ps(u, 0xb1));
-    const __m512i idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-    return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, r));
-}
-
-/* The halves of a and b side by side: [a.lo + a.hi | b.lo + b.hi]. */
-IA_INLINE __m512 iz_fold2(__m512 a, __m512 b) {
-    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
-}
+/* The integer halves of a and b side by side, as iz_fold2. */
 IA_INLINE __m512i iz_fold2i(__m512i a, __m512i b) {
     return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xee));
 }
@@ -169,86 +145,8 @@ IA_INLINE __m128 iz_r8x4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     return iz_r8_s4(iz_fold2(a0, a1), iz_fold2(a2, a3));
 }
 
-/* Rows per tile of the 32-element kernel (3 x 4 accumulators and each
- * row's values, scales and bias terms fit the 32 registers; 3 measured
- * a few per cent faster than 2). */
-#define IZ_MR32 3
-
-/* The activations of up to 4 tokens over a row: q and scales. */
-typedef struct iz_x32 {
-    const int8_t *q[4];
-    const float *dx[4];
-} iz_x32;
-
-/* Blocks b, b+1 of nr rows (or block b alone when `last`: the high half
- * loads nothing, masked, and its float step writes the low half only)
- * into the nr x nt accumulators. */
-IA_INLINE void iz_tile32_step(const uint8_t *rows, uint64_t rbytes, int nr, const iz_x32 *x,
-                              int nt, uint64_t b, int last, __m512 acc[IZ_MR32][4]) {
-    const __m512i bias = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
-    const __mmask64 km = last ? 0xffffffffu : ~(__mmask64)0;
-    const __mmask16 kf = last ? 0x00ff : 0xffff;
-    __m512i w[IZ_MR32], nc[IZ_MR32];
-    __m512 dw[IZ_MR32];
-    IA_UNROLL
-    for (int r = 0; r < nr; r++) {
-        const uint8_t *blk = rows + (uint64_t)r * rbytes + b * CPU_IDOT_U32_BYTES;
-        if (last) {
-            w[r] = _mm512_maskz_loadu_epi8(km, blk + 4);
-            dw[r] = _mm512_set1_ps(ia_s_u32(blk));
-        } else {
-            w[r] = iz_join(ia_load(blk + 4), ia_load(blk + 4 + CPU_IDOT_U32_BYTES));
-            dw[r] = iz_joinf(ia_s_u32(blk), ia_s_u32(blk + CPU_IDOT_U32_BYTES));
-        }
-        nc[r] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, w[r]));
-    }
-    IA_UNROLL
-    for (int t = 0; t < nt; t++) {
-        const __m512i xb = _mm512_xor_si512(_mm512_maskz_loadu_epi8(km, x->q[t] + 32 * b), bias);
-        const __m512 dxv = last ? _mm512_set1_ps(x->dx[t][b]) : iz_pair_bcast(x->dx[t] + b);
-        IA_UNROLL
-        for (int r = 0; r < nr; r++) {
-            const __m512 d = _mm512_mul_ps(dw[r], dxv);
-            const __m512 s = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(nc[r], xb, w[r]));
-            acc[r][t] = last ? _mm512_mask3_fmadd_ps(d, s, acc[r][t], kf)
-                             : _mm512_fmadd_ps(d, s, acc[r][t]);
-        }
-    }
-}
-
-/* NR rows x NT tokens of unpacked 32-element rows (idot.h's u32 layout),
- * two blocks per register as in iz_dot32. The activations enter biased
- * (x + 128, unsigned: one XOR per token, shared by the rows) and the
- * weights as they are, signed; the bias's share 128 * sum(w) per lane
- * starts each sum negated, computed once per row and shared by the
- * tokens. So a dot costs vpdpbusd, the convert and the two float steps,
- * and every sum is exactly the canonical one. */
-IA_INLINE void iz_tile32(const uint8_t *rows, uint64_t rbytes, int nr, const uint8_t *xq,
-                         uint64_t xs, int nt, uint64_t n, float *y, uint64_t ys) {
-    iz_x32 x;
-    __m512 acc[IZ_MR32][4];
-    IA_UNROLL
-    for (int t = 0; t < 4; t++) {
-        x.q[t] = (const int8_t *)(xq + (uint64_t)(t < nt ? t : 0) * xs);
-        x.dx[t] = cpu_qact_scales((const uint8_t *)x.q[t], n);
-        IA_UNROLL
-        for (int r = 0; r < IZ_MR32; r++)
-            acc[r][t] = _mm512_setzero_ps();
-    }
-    const uint64_t nb = n / 32;
-    uint64_t b = 0;
-    for (; b + 1 < nb; b += 2)
-        iz_tile32_step(rows, rbytes, nr, &x, nt, b, 0, acc);
-    if (b < nb)
-        iz_tile32_step(rows, rbytes, nr, &x, nt, b, 1, acc);
-    IA_UNROLL
-    for (int r = 0; r < nr; r++) {
-        iz_put_row(y, ys, r, nt, iz_r8x4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    }
-}
-
 /* A cpu_idot_tile_fn `name` from a tile function part(rows, rbytes, NR,
- * xq, xs, NT, n, y, ys): tiles of MR rows (2 or 3, a literal) x 4
+ * xq, xs, NT, n, y, ys): tiles of MR rows (2, a literal) x 4
  * tokens, each smaller shape at the edges a constant instance of its own
  * (every (rows, tokens) pair is a case: nr * 4 + nt is unique). */
 #define IZ_TILE_CASE(part, NR, NT)                                                      \
@@ -257,7 +155,6 @@ IA_INLINE void iz_tile32(const uint8_t *rows, uint64_t rbytes, int nr, const uin
     IZ_TILE_CASE(part, NR, 1) IZ_TILE_CASE(part, NR, 2) IZ_TILE_CASE(part, NR, 3)       \
     IZ_TILE_CASE(part, NR, 4)
 #define IZ_TILE_CASES2(part) IZ_TILE_ROWS(part, 1) IZ_TILE_ROWS(part, 2)
-#define IZ_TILE_CASES3(part) IZ_TILE_CASES2(part) IZ_TILE_ROWS(part, 3)
 #define IZ_TILE_DRIVER(name, part, MR)                                                  \
     static void name(const uint8_t *rows, uint64_t rbytes, uint32_t n_rows,             \
                      const uint8_t *xq, uint64_t xs, uint32_t n_x, uint64_t n, float *y, \
@@ -273,7 +170,6 @@ IA_INLINE void iz_tile32(const uint8_t *rows, uint64_t rbytes, int nr, const uin
             }                                                                           \
         }                                                                               \
     }
-IZ_TILE_DRIVER(iz_tile_u32, iz_tile32, 3) /* IZ_MR32 */
 
 /* ---- unpacked K rows (idot.h's CPU_IDOT_UK layout) -------------------- */
 
@@ -320,8 +216,10 @@ IA_INLINE ia_xk iz_xk_tile(int fine, int nt, const uint8_t *xq, uint64_t xs, uin
 /* Coarse form over a tile: NR rows x 4 tokens (2 pairs) of unpacked K
  * rows. The integer sums run per (row, token), sharing each activation
  * load between the rows: per 128 elements two vpdpbusd (each lane's four
- * products), their lanes interleaved as int16 pairs, and one vpdpwssd with
- * the two chunks' scales (iz_quad_scale_idx); at a super-block's end each
+ * products) and two vpdpwssd, each with one chunk pair's scales in the
+ * low int16 of every lane (iz_quad_scale_idx's, split once per row; an
+ * interleave of the two sums into one vpdpwssd took one instruction
+ * more per row and token); at a super-block's end each
  * pair of tokens shares one register, [token 2j | token 2j+1], for the
  * fold of the halves and the two float steps, so those run once for two
  * tokens. acc[r][j][set]: the sets acc[b % 2] of idot.h, pair j. */
@@ -338,13 +236,17 @@ IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, co
     }
     IA_UNROLL
     for (int h = 0; h < 2; h++) { /* chunks 4h .. 4h+3: pairs 2h and 2h+1 */
-        __m512i u0[2], u1[2], sc[2];
+        __m512i u0[2], u1[2], sc0[2], sc1[2];
         IA_UNROLL
         for (int r = 0; r < nr; r++) {
             const uint8_t *ub = rows + (uint64_t)r * rbytes + b * CPU_IDOT_UK_BYTES;
             u0[r] = _mm512_loadu_si512(ub + 128 * h);
             u1[r] = _mm512_loadu_si512(ub + 128 * h + 64);
-            sc[r] = _mm512_permutexvar_epi16(_mm512_loadu_si512(iz_quad_scale_idx[h]), scz[r]);
+            const __m512i sc =
+                _mm512_permutexvar_epi16(_mm512_loadu_si512(iz_quad_scale_idx[h]), scz[r]);
+            /* each pair's scale in the low int16 of a lane, zero above */
+            sc0[r] = _mm512_and_si512(sc, _mm512_set1_epi32(0xffff));
+            sc1[r] = _mm512_srli_epi32(sc, 16);
         }
         IA_UNROLL
         for (int t = 0; t < 4; t++) {
@@ -352,12 +254,13 @@ IA_INLINE void iz_tile_uk_block(const uint8_t *rows, uint64_t rbytes, int nr, co
             const __m512i x0 = _mm512_loadu_si512(xb), x1 = _mm512_loadu_si512(xb + 64);
             IA_UNROLL
             for (int r = 0; r < nr; r++) {
+                /* a lane's four products fit its low int16 (|p| <= 32004);
+                 * the high int16, its sign, meets a zero scale */
                 const __m512i zero = _mm512_setzero_si512();
                 const __m512i p0 = _mm512_dpbusd_epi32(zero, u0[r], x0);
                 const __m512i p1 = _mm512_dpbusd_epi32(zero, u1[r], x1);
-                const __m512i q = _mm512_mask_blend_epi16(0xaaaaaaaau, p0,
-                                                          _mm512_slli_epi32(p1, 16));
-                s[r][t] = _mm512_dpwssd_epi32(s[r][t], q, sc[r]);
+                s[r][t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(s[r][t], p0, sc0[r]), p1,
+                                              sc1[r]);
             }
         }
     }
@@ -530,11 +433,9 @@ static void iz_unpack_q5_k(const uint8_t *row, uint64_t n, uint8_t *dst) {
 #define IZ_Q4_0_(NX_) iz_dot32(ia_w_q4_0, ia_f16, 18, NX_, row, xq, xs, n, out)
 #define IZ_Q5_0_(NX_) iz_dot32(ia_w_q5_0, ia_f16, 22, NX_, row, xq, xs, n, out)
 #define IZ_Q8_0_(NX_) iz_dot32(ia_w_q8_0, ia_f16, 34, NX_, row, xq, xs, n, out)
-#define IZ_U32_(NX_) iz_dot32(ia_w_u32, ia_s_u32, CPU_IDOT_U32_BYTES, NX_, row, xq, xs, n, out)
 IZ_ENTRY(q4_0, IZ_Q4_0_)
 IZ_ENTRY(q5_0, IZ_Q5_0_)
 IZ_ENTRY(q8_0, IZ_Q8_0_)
-IZ_ENTRY_DOT(u32, IZ_U32_)
 IZ_TILE_DRIVER(iz_tile_uk, iz_tile_uk_part, 2)
 IZ_TILE_DRIVER(iz_tile_uk_fine, iz_tile_uk_fine_part, 2)
 
@@ -552,9 +453,8 @@ void cpu_idot_avx512_patch(cpu_idot table[], int fine) {
     for (size_t i = 0; i < sizeof t32 / sizeof t32[0]; i++) {
         table[t32[i].type].dot = t32[i].dot;
         table[t32[i].type].rows = t32[i].rows;
-        table[t32[i].type].unpacked_dot = iz_u32;
-        table[t32[i].type].unpacked_tile = iz_tile_u32;
     }
+    cpu_idot_avx512_tile32_patch(table); /* their unpacked layout and tile */
     const uint32_t tk[] = {SW_TYPE_Q4_K, SW_TYPE_Q5_K, SW_TYPE_Q6_K};
     for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++)
         table[tk[i]].unpacked_tile = fine ? iz_tile_uk_fine : iz_tile_uk;

@@ -6,8 +6,8 @@
  * every dot uses one canonical order, so y[t][r] depends only on row r and
  * token t: not on the thread count, n_tokens, the path taken or the ISA.
  *
- * Block types with an integer kernel (idot.h: Q4_0, Q5_0, Q8_0, Q4_K,
- * Q5_K, Q6_K), unless the workspace is exact (--cpu-dots f32):
+ * Block types with an integer kernel (idot.h: Q4_0, Q5_0, Q8_0, Q4_1,
+ * Q5_1, Q4_K, Q5_K, Q6_K), unless the workspace is exact (--cpu-dots f32):
  *   the tokens are quantized to 8 bits per block (qact.h) a chunk at a
  *   time into the workspace (mm_qchunk_tokens), then dotted in
  *   integers: one token as one kernel call over the thread's whole row
@@ -22,7 +22,9 @@
  * thread's rows, more a block of rows at a time against the whole chunk.
  * Every other type (and all of them when exact), f32 activations:
  *   direct  (one token, or rows that are not whole 16-lane chunks): fused
- *           dequantize-and-dot on the stored row, a block at a time;
+ *           dequantize-and-dot on the stored row, a block at a time (one
+ *           token: the thread's rows in one `rows` call where the type has
+ *           one, F16 and BF16, which prefetches and runs rows side by side);
  *   tiled   (2 or more tokens): a tile of rows is dequantized once into
  *           the thread's slice of the caller's workspace, then dotted with
  *           every token by the register-blocked tile kernel of qdot.h.
@@ -236,6 +238,10 @@ static void mm_run_chunk(cpu_pool *pool, cpu_task_fn prep, cpu_task_fn dots, voi
 /* Dots rows [r0, r1) with all tokens straight from the stored bytes. */
 static void mm_rows_direct(const mm_job *j, uint64_t r0, uint64_t r1) {
     float o[MM_TOKENS_PER_DOT];
+    if (j->n_tokens == 1 && j->k->rows != NULL) { /* decode: all rows in one call */
+        j->k->rows(j->w + r0 * j->row_bytes, j->row_bytes, r1 - r0, j->x, j->ne0, j->y + r0);
+        return;
+    }
     for (uint64_t r = r0; r < r1; r++) {
         const uint8_t *row = j->w + r * j->row_bytes;
         for (uint32_t t0 = 0; t0 < j->n_tokens; t0 += MM_TOKENS_PER_DOT) {

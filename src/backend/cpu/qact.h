@@ -3,11 +3,13 @@
  * the integer dot products of idot.h (internal to backend/cpu).
  *
  * Two formats, by block length; both carry the int16 sum of each 16 q's
- * (the K-quant dots fold a weight block's mins or offset into them):
+ * (the dots of the K types and of Q4_1, Q5_1 fold a weight block's mins
+ * or offset into them):
  *   CPU_QACT_32   blocks of 32: int8 q[32] with one f32 scale each. Pairs
- *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0), and
- *                 with the K types where the activations need a finer
- *                 scale (idot.h's fine form: the down projection's input).
+ *                 with the 32-element weight types (Q4_0, Q5_0, Q8_0,
+ *                 Q4_1, Q5_1), and with the K types where the activations
+ *                 need a finer scale (idot.h's fine form: the down
+ *                 projection's input).
  *   CPU_QACT_256  blocks of 256: int8 q[256] with one f32 scale. Pairs
  *                 with Q4_K, Q5_K and Q6_K.
  * A quantized row of n elements is laid out as

@@ -106,7 +106,7 @@ REF_TYPE(q5_k, SW_TYPE_Q5_K)
 REF_TYPE(q6_k, SW_TYPE_Q6_K)
 REF_TYPE(q8_k, SW_TYPE_Q8_K)
 
-#define REF_ENTRY(id, name) [id] = {ref_deq_##name, ref_dot_##name}
+#define REF_ENTRY(id, name) [id] = {ref_deq_##name, ref_dot_##name, NULL}
 
 static const cpu_qkernel ref_table[SW_TYPE_COUNT] = {
     REF_ENTRY(SW_TYPE_F32, f32),   REF_ENTRY(SW_TYPE_F16, f16),

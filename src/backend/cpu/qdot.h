@@ -19,7 +19,8 @@
  * fallback for compilers without GNU vector extensions. GENERIC (baseline
  * ISA), AVX2 and AVX512 are the fast kernels of qdot_body.inc. All give the
  * same bits; tests/test_cpu_ops.c checks every type on every set, and the
- * f32 tile kernel (cpu_tile_f32_fn) on every set for every block shape.
+ * f32 tile kernel (cpu_tile_f32_fn) on every set for every block shape;
+ * tests/test_qrows.c the decode rows (cpu_qrows_fn) against both.
  */
 #ifndef SW_BACKEND_CPU_QDOT_H
 #define SW_BACKEND_CPU_QDOT_H
@@ -52,9 +53,20 @@ typedef void (*cpu_tile_f32_fn)(const float *w, uint64_t w_stride, uint32_t n_ro
                                 const float *x, uint64_t x_stride, uint32_t n_x, uint64_t n,
                                 float *y, uint64_t y_stride);
 
+/* out[r] = canonical dot of row r (the n-element rows are row_bytes
+ * apart, stored type) with the one f32 row x, for r < n_rows: `dot` with
+ * n_x = 1 over many rows in one call, the decode step's matmul. One call
+ * lets the kernel ask for the rows' bytes ahead of use and run several
+ * rows' sums side by side (each row's own sum in the canonical order), so
+ * a single core streams the weights at memory's pace rather than waiting
+ * on one sum's latency. Rows of any length. */
+typedef void (*cpu_qrows_fn)(const uint8_t *rows, uint64_t row_bytes, uint64_t n_rows,
+                             const float *x, uint64_t n, float *out);
+
 typedef struct cpu_qkernel {
     cpu_dequant_fn dequant; /* NULL: type has no kernel */
     cpu_qdot_fn dot;
+    cpu_qrows_fn rows;      /* NULL: call dot once per row */
 } cpu_qkernel;
 
 /* In order of preference; each set's CPU also runs REF, GENERIC and

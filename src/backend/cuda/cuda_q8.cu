@@ -2,10 +2,10 @@
  * cuda_q8.cu — which decode matmuls take the integer path (matvec_q8.cu)
  * and its scratch. The path is the default, as 8-bit activations are on
  * the cpu backend: every matmul of at most MV_MAX_TOKENS tokens over an
- * integer type (q8dot.h) then gives the cpu default's bits. Exact dots
- * (--cpu-dots f32) turn it off, as does SPILLWAY_CUDA_DOTS=f32 (the device
- * check compares the two); other types and larger batches keep the f32
- * kernels.
+ * integer type (q8dot.h: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K)
+ * then gives the cpu default's bits. Exact dots (--cpu-dots f32) turn it
+ * off, as does SPILLWAY_CUDA_DOTS=f32 (the device check compares the
+ * two); other types and larger batches keep the f32 kernels.
  *
  * The scratch (MV_MAX_TOKENS quantized rows of the model's longest row,
  * ~1.2 bytes per element each: 0.2 MiB for a 27B) is the backend's own,

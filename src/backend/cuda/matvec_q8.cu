@@ -1,10 +1,10 @@
 /*
  * matvec_q8.cu — the integer decode path: the default numerics of the
- * decode matmuls over the integer weight types (Q4_0, Q5_0, Q8_0, Q4_K,
- * Q5_K, Q6_K), the cpu backend's 8-bit activations and its canonical
- * integer dot (q8dot.h), so a decode step's matmuls give the cpu default's
- * bits. Exact mode (--cpu-dots f32) and the other types keep the f32
- * kernels of matvec.cu.
+ * decode matmuls over the integer weight types (Q4_0, Q5_0, Q8_0, Q4_1,
+ * Q5_1, Q4_K, Q5_K, Q6_K), the cpu backend's 8-bit activations and its
+ * canonical integer dot (q8dot.h), so a decode step's matmuls give the cpu
+ * default's bits. Exact mode (--cpu-dots f32) and the other types keep the
+ * f32 kernels of matvec.cu.
  *
  * Two launches per matmul input:
  *   k_q8_quant  one warp per activation block (32 or 256 elements): the
@@ -12,9 +12,11 @@
  *               order), each q as qact.c rounds it, into the backend's
  *               scratch (MV_MAX_TOKENS rows of q8_row_stride bytes);
  *   k_mv_q8     two rows per warp, one canonical-dot chain per thread
- *               (q8_chain: 16 chains a row), weights read in place once
- *               for all tokens with dp4a; the 16 accumulators join in
- *               q8_r8's order through shuffles.
+ *               (q8_chain: 16 chains a row; for Q4_1/Q5_1 the 8 threads
+ *               of set 0 also run the mins' chains, q8_chain_min),
+ *               weights read in place once for all tokens with dp4a; the
+ *               accumulators join in q8_r8's (q8_r8m's) order through
+ *               shuffles.
  * Several matrices over one input (Q, K, V; gate and up) share its
  * quantized rows.
  */
@@ -104,14 +106,20 @@ template <uint32_t TYPE, int NT, bool FINE>
 static __device__ __forceinline__ void row_q8(const ck_weight w, uint64_t row,
                                               const uint8_t *xq, uint64_t xs, uint32_t chain,
                                               float out[NT]) {
-    q8_chain(TYPE, FINE, w.data + row * w.row_bytes, xq, xs, NT, w.ne0, chain / 8, chain % 8,
-             out);
+    const uint8_t *r = w.data + row * w.row_bytes;
+    q8_chain(TYPE, FINE, r, xq, xs, NT, w.ne0, chain / 8, chain % 8, out);
+    float am[NT]; /* the mins' lane chain%8 on set 0's threads; else unused */
+    if (q8_has_min(TYPE) && chain < 8)
+        q8_chain_min(TYPE, r, xq, xs, NT, w.ne0, chain, am);
     /* q8_r8 through shuffles within the half-warp: s_l = a0 + a1 (chains
-     * l, 8 + l), t_j = s_j + s_j+4, then (t0 + t2) + (t1 + t3). */
+     * l, 8 + l; for the min types (a0 + a1) + am), t_j = s_j + s_j+4,
+     * then (t0 + t2) + (t1 + t3). */
 #pragma unroll
     for (int t = 0; t < NT; t++) {
         float v = out[t];
         v = hd_add(v, __shfl_down_sync(0xffffffffu, v, 8, 16));
+        if (q8_has_min(TYPE) && chain < 8)
+            v = hd_add(v, am[t]);
         v = hd_add(v, __shfl_down_sync(0xffffffffu, v, 4, 16));
         v = hd_add(v, __shfl_down_sync(0xffffffffu, v, 2, 16));
         out[t] = hd_add(v, __shfl_down_sync(0xffffffffu, v, 1, 16));
@@ -180,7 +188,8 @@ k_mv_q8_geglu(const ck_weight wg, const ck_weight wu, const uint8_t *xq, uint64_
 
 /* ---- dispatch ------------------------------------------------------------------------ */
 
-#define Q8_TYPES(X) X(QB_Q4_0) X(QB_Q5_0) X(QB_Q8_0) X(QB_Q4_K) X(QB_Q5_K) X(QB_Q6_K)
+#define Q8_TYPES(X) X(QB_Q4_0) X(QB_Q5_0) X(QB_Q8_0) X(QB_Q4_1) X(QB_Q5_1) X(QB_Q4_K) \
+    X(QB_Q5_K) X(QB_Q6_K)
 
 typedef void (*mv_fn)(const ck_weight, const uint8_t *, uint64_t, float *, uint32_t);
 typedef void (*mvm_fn)(const ck_mv_multi, const uint8_t *, uint64_t, uint32_t);

@@ -1,21 +1,24 @@
 /*
  * q8dot.h — the CUDA decode path's integer dot products, written once for
  * the host and the device (hd.h): activations quantized to 8 bits per
- * block, and weight rows of the integer types (Q4_0, Q5_0, Q8_0, Q4_K,
- * Q5_K, Q6_K) dotted with them in integers, floats entering once per
- * block. Everything here re-states the cpu backend's definitions —
- * backend/cpu/qact.h (the activations' bytes) and backend/cpu/idot.h (the
- * canonical dot: 8 lanes, two accumulator sets, the R8 combine, the
- * coarse and fine forms) — so that the GPU's default matmuls give the cpu
- * default's bits; tests/test_cuda_q8.c checks both on the CPU.
+ * block, and weight rows of the integer types (Q4_0, Q5_0, Q8_0; Q4_1,
+ * Q5_1 with a min; Q4_K, Q5_K, Q6_K) dotted with them in integers, floats
+ * entering once per block. Everything here re-states the cpu backend's
+ * definitions — backend/cpu/qact.h (the activations' bytes) and
+ * backend/cpu/idot.h (the canonical dot: 8 lanes, two accumulator sets,
+ * the min types' third set by block, the R8 combine, the coarse and fine
+ * forms) — so that the GPU's default matmuls give the cpu default's bits;
+ * tests/test_cuda_q8.c checks both on the CPU.
  *
  * The pieces a kernel composes:
  *   q8_quant_*      one activation block: max |x|, the scale, the q's, and
- *                   the int16 sums of each 16 (the K types' offset term);
+ *                   the int16 sums of each 16 (the K types' offset term,
+ *                   the min types' block sums);
  *   q8_s32          block b's integer lane sum s[l] of a 32-element type;
+ *   q8_block_min    block b's min term of Q4_1/Q5_1, into accm[b % 8];
  *   q8_k_chunk      chunk c's lane partial sc(c,l) * sum u*q of a K type;
  *   q8_k_offset     lane l's offset term m[l] of a K type;
- *   q8_r8           the final combine of the 16 accumulators.
+ *   q8_r8, q8_r8m   the final combine of the 16 (24) accumulators.
  * Integer sums are exact in any order; the float steps are fmaf chains
  * per (set, lane) whose order q8_row_dot fixes (the host's composition,
  * which the kernels in matvec_q8.cu follow with one thread per chain).
@@ -110,7 +113,7 @@ SW_HD void q8_quant_row(uint32_t blk, const float *x, uint64_t n, uint8_t *dst) 
  * length of its coarse form (32 or 256). */
 SW_HD int q8_type(uint32_t type, uint32_t *blk) {
     switch (type) {
-    case QB_Q4_0: case QB_Q5_0: case QB_Q8_0: *blk = 32; return 1;
+    case QB_Q4_0: case QB_Q5_0: case QB_Q8_0: case QB_Q4_1: case QB_Q5_1: *blk = 32; return 1;
     case QB_Q4_K: case QB_Q5_K: case QB_Q6_K: *blk = 256; return 1;
     default: *blk = 0; return 0;
     }
@@ -118,26 +121,50 @@ SW_HD int q8_type(uint32_t type, uint32_t *blk) {
 
 SW_HD uint32_t q8_ones(void) { return 0x01010101u; }
 
+/* Whether `type` has a min (Q4_1, Q5_1: weight d * u + m, u unsigned). */
+SW_HD int q8_has_min(uint32_t type) { return type == QB_Q4_1 || type == QB_Q5_1; }
+
 /* Block `b` (its bytes) of a 32-element type: lane l's integer sum
  * s = sum_{k<4} w[4l+k] * q[4l+k], q the block's activations (4-byte
  * aligned); *dw gets the block's scale. Offsets (Q4_0's 8, Q5_0's 16)
- * come off as offset * sum q, exactly. */
+ * come off as offset * sum q, exactly; the min types' w are their
+ * unsigned u (the min's part is q8_block_min's). Bytes after the f16 d:
+ * the min types' f16 m, then the 5-bit types' 32 high bits, then the
+ * 16 bytes of nibbles. */
 SW_HD int q8_s32(uint32_t type, const uint8_t *b, uint32_t l, const int8_t *q, float *dw) {
     const uint32_t xq = hd_u32a((const uint8_t *)(q + 4 * l));
     *dw = hd_load_f16(b);
     if (type == QB_Q8_0)
         return q8_dp4a(hd_u32(b + 2 + 4 * l), xq, 0);
+    const int min = q8_has_min(type), five = type == QB_Q5_0 || type == QB_Q5_1;
     const uint32_t j0 = 4 * (l % 4), hi = l / 4;          /* elements j0.. of byte run */
-    const uint8_t *qs = b + (type == QB_Q4_0 ? 2 : 6);
+    const uint8_t *qh_bytes = b + 2 + 2 * min, *qs = qh_bytes + 4 * five;
     uint32_t u = (hd_u32(qs + j0) >> (4 * hi)) & 0x0f0f0f0fu;
-    int off = 8;
-    if (type == QB_Q5_0) {
-        const uint32_t qh = hd_u32(b + 2) >> (4 * l);     /* bits of elements 4l.. */
+    if (five) {
+        const uint32_t qh = hd_u32(qh_bytes) >> (4 * l); /* bits of elements 4l.. */
         for (uint32_t k = 0; k < 4; k++)
             u |= ((qh >> k) & 1u) << (8 * k + 4);
-        off = 16;
     }
+    if (min)
+        return q8_dp4a(u, xq, 0); /* u <= 31: the signed bytes dp4a reads */
+    const int off = five ? 16 : 8;
     return q8_dp4a(u, xq, 0) - off * q8_dp4a(q8_ones(), xq, 0);
+}
+
+/* Block b's activation sum xsum[b] (idot.h) of a row x of n elements
+ * quantized per 32: bsum[2b] + bsum[2b+1], exact. */
+SW_HD int q8_xsum(const uint8_t *x, uint64_t n, uint64_t b) {
+    const int16_t *bs = (const int16_t *)(const void *)(x + n + 4 * (n / 32));
+    return bs[2 * b] + bs[2 * b + 1];
+}
+
+/* Block b (its bytes blk) of Q4_1/Q5_1: the min's step of idot.h,
+ * accm = fmaf(m * dx[b], (float)xsum[b], accm), into the given
+ * accumulator (accm[b % 8] of the canonical dot). */
+SW_HD float q8_block_min(const uint8_t *blk, uint64_t b, const uint8_t *x, uint64_t n,
+                         float accm) {
+    const float dx = ((const float *)(const void *)(x + n))[b];
+    return q8_fma(hd_mul(hd_load_f16(blk + 2), dx), (float)q8_xsum(x, n, b), accm);
 }
 
 /* ---- K types ---------------------------------------------------------------- */
@@ -198,14 +225,29 @@ SW_HD int q8_k_offset(uint32_t type, const uint8_t *b, uint32_t l, const int16_t
 
 /* ---- the canonical order ------------------------------------------------------ */
 
-/* R8: s[l] = a0[l] + a1[l], t_j = s[j] + s[j+4], (t0 + t2) + (t1 + t3). */
-SW_HD float q8_r8(const float a0[Q8_LANES], const float a1[Q8_LANES]) {
-    float s[Q8_LANES], t[4];
-    for (int l = 0; l < Q8_LANES; l++)
-        s[l] = hd_add(a0[l], a1[l]);
+/* R8 of 8 lane sums s[]: t_j = s[j] + s[j+4], (t0 + t2) + (t1 + t3). */
+SW_HD float q8_r8_lanes(const float s[Q8_LANES]) {
+    float t[4];
     for (int j = 0; j < 4; j++)
         t[j] = hd_add(s[j], s[j + 4]);
     return hd_add(hd_add(t[0], t[2]), hd_add(t[1], t[3]));
+}
+
+/* R8 of the two sets: s[l] = a0[l] + a1[l]. */
+SW_HD float q8_r8(const float a0[Q8_LANES], const float a1[Q8_LANES]) {
+    float s[Q8_LANES];
+    for (int l = 0; l < Q8_LANES; l++)
+        s[l] = hd_add(a0[l], a1[l]);
+    return q8_r8_lanes(s);
+}
+
+/* R8 of the min types: s[l] = (a0[l] + a1[l]) + am[l], am the mins' set. */
+SW_HD float q8_r8m(const float a0[Q8_LANES], const float a1[Q8_LANES],
+                   const float am[Q8_LANES]) {
+    float s[Q8_LANES];
+    for (int l = 0; l < Q8_LANES; l++)
+        s[l] = hd_add(hd_add(a0[l], a1[l]), am[l]);
+    return q8_r8_lanes(s);
 }
 
 /* Block (or super-block) b's steps into acc, coarse form: the set b % 2. */
@@ -268,8 +310,8 @@ enum { Q8_MAX_X = 8 }; /* activation rows per call (MV_MAX_TOKENS) */
  * weights read once): coarse form, the blocks b = set, set + 2, ... in
  * order; fine form, every super-block's chunks set, set + 2, set + 4,
  * set + 6 and, for set 0, the offset. Sixteen of these (set < 2, l < 8)
- * joined by q8_r8 are q8_row_dot, bit for bit: the GPU runs one per
- * thread. */
+ * joined by q8_r8 (for the min types, with q8_chain_min's eight by
+ * q8_r8m) are q8_row_dot, bit for bit: the GPU runs one per thread. */
 SW_HD void q8_chain(uint32_t type, int fine, const uint8_t *row, const uint8_t *xq,
                     uint64_t xs, uint32_t n_x, uint64_t n, uint32_t set, uint32_t l,
                     float acc[Q8_MAX_X]) {
@@ -318,25 +360,48 @@ SW_HD void q8_chain(uint32_t type, int fine, const uint8_t *row, const uint8_t *
     }
 }
 
+/* The min types' accumulator accm[l] of the canonical dot over a whole
+ * row, for n_x <= Q8_MAX_X activation rows xq + t * xs (per 32): the
+ * blocks b = l, l + 8, ... in order (0 for a type without a min). Joined
+ * with the sixteen q8_chain accumulators by q8_r8m: the GPU runs it on
+ * the threads of set 0, which add it to their lane's sum. */
+SW_HD void q8_chain_min(uint32_t type, const uint8_t *row, const uint8_t *xq, uint64_t xs,
+                        uint32_t n_x, uint64_t n, uint32_t l, float accm[Q8_MAX_X]) {
+    uint32_t elems, bytes;
+    qb_geometry(type, &elems, &bytes);
+    const uint64_t nb = q8_has_min(type) ? n / 32 : 0;
+    Q8_UNROLL
+    for (uint32_t t = 0; t < n_x; t++)
+        accm[t] = 0.0f;
+    for (uint64_t b = l; b < nb; b += Q8_LANES) {
+        Q8_UNROLL
+        for (uint32_t t = 0; t < n_x; t++)
+            accm[t] = q8_block_min(row + b * bytes, b, xq + t * xs, n, accm[t]);
+    }
+}
+
 /* The dot of an n-element row of `type` with one quantized activation row
  * xq (quantized per 32 when `fine` or for a 32-element type, else per
- * 256): idot.h's canonical integer dot, the same bits as the cpu's. */
+ * 256): idot.h's canonical integer dot, the same bits as the cpu's,
+ * written serially block by block. */
 SW_HD float q8_row_dot(uint32_t type, int fine, const uint8_t *row, const uint8_t *xq,
                        uint64_t n) {
     uint32_t elems, bytes, ab;
     qb_geometry(type, &elems, &bytes);
     if (!q8_type(type, &ab))
         return 0.0f;
-    float acc[2][Q8_LANES];
+    float acc[2][Q8_LANES], accm[Q8_LANES];
     for (int l = 0; l < Q8_LANES; l++)
-        acc[0][l] = acc[1][l] = 0.0f;
+        acc[0][l] = acc[1][l] = accm[l] = 0.0f;
     for (uint64_t b = 0; b < n / elems; b++) {
         if (fine && ab == 256)
             q8_block_fine(type, row + b * bytes, b, xq, n, acc);
         else
             q8_block_coarse(type, row + b * bytes, b, xq, n, ab, acc);
+        if (q8_has_min(type))
+            accm[b % 8] = q8_block_min(row + b * bytes, b, xq, n, accm[b % 8]);
     }
-    return q8_r8(acc[0], acc[1]);
+    return q8_has_min(type) ? q8_r8m(acc[0], acc[1], accm) : q8_r8(acc[0], acc[1]);
 }
 
 #endif
