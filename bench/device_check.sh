@@ -491,10 +491,12 @@ moe_cache() {
     esac
     decode "moe_$v" "$m" 2 8 "${dev[@]}" --device-mem 8G "$@"
     put "moe_$v.hit_rate" "$(pj "$raw/moe_${v}_long.json" '(lambda x: x["hits"] / max(x["needed"], 1))(d.get("expert_cache", {"hits": 0, "needed": 0}))')"
+    # where the copies came from: the mapping registered, or pinned staging
+    put "moe_$v.copy" "$(pj "$raw/moe_${v}_long.json" 'd.get("expert_cache", {}).get("copy_source", "-")')"
   done
   [ -n "$nh" ] && peer_bench moe_ncmoe "$m" -ngl 99 -ncmoe "$nh"
   say "gemma4-26b-a4b q4_k at 8G: static $(get moe_static.steady), cache $(get moe_cache.steady)" \
-      "(hits $(get moe_cache.hit_rate)), cache + prefetch $(get moe_prefetch.steady) tok/s" \
+      "(hits $(get moe_cache.hit_rate), copies $(get moe_cache.copy)), cache + prefetch $(get moe_prefetch.steady) tok/s" \
       "(hits $(get moe_prefetch.hit_rate)); llama.cpp -ncmoe ${nh:-?}: $(get moe_ncmoe.llama_tg) tok/s"
   rm -f "$m"
 }

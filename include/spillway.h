@@ -364,7 +364,7 @@ typedef struct sw_report {
     double pred_prefill_tokens_per_s, pred_decode_tokens_per_s;
     uint32_t n_replans;             /* device refused memory; re-planned */
     uint64_t plan_pinned_bytes;     /* the plan's pinned tier */
-    uint64_t pinned_bytes;          /* allocated for it: the streamed layers' copy */
+    uint64_t pinned_bytes;          /* allocated: streamed layers' copy, expert staging */
     int pinned_locked;              /* 1: page-locked; 0: refused (sw_engine_notes) or none */
     uint64_t converted_bytes;       /* host bytes of --weights conversions (+ staging) */
     uint64_t n_forwards;            /* forward passes run */

@@ -31,6 +31,10 @@ typedef struct sw_expert_options {
     int prefetch;        /* 1: after each device layer, guess the next cached
                           * layer's experts (its router on this layer's output)
                           * and copy them into free or cold slots ahead of use */
+    double hit_rate;     /* the share of needed experts the predictions take to be
+                          * in a slot: 0 (default) slots/n_expert, what evenly
+                          * spread routing gives; a replayed trace's measured rate
+                          * (spillway bench --expert-trace) is better */
 } sw_expert_options;
 
 /* What the cache did (sw_report.experts); all 0 without a cache. Counts
@@ -47,6 +51,17 @@ typedef struct sw_expert_report {
     uint64_t host_experts, host_tokens;
     uint64_t prefetched, prefetch_hits; /* experts prefetched (their bytes are in
                                          * copied_bytes); ... needed at the next step */
+    uint32_t copy_source;            /* where copies came from: SW_EXPERT_COPY_* */
+    uint64_t staging_bytes;          /* the pinned staging allocated (0: none) */
 } sw_expert_report;
+
+/* sw_expert_report.copy_source */
+enum {
+    SW_EXPERT_COPY_NONE = 0,         /* no copies (no cache, or --expert-copy never) */
+    SW_EXPERT_COPY_REGISTERED,       /* the mapping, registered with the device: no host copy */
+    SW_EXPERT_COPY_PINNED_STAGING,   /* through the plan's pinned staging buffers */
+    SW_EXPERT_COPY_PAGEABLE_STAGING, /* the same buffers, the lock refused (pageable) */
+    SW_EXPERT_COPY_PAGEABLE          /* straight from the mapping at the pageable rate */
+};
 
 #endif

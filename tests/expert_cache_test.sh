@@ -19,8 +19,16 @@ check "plan exits 0" [ $? -eq 0 ]
 check "the device row has the cache" contains "$out" "| expert cache 2 x 5 layers"
 check "the experts row" contains "$out" "cache 2 of 4 slots/layer x 5 layers"
 check "the policy" contains "$out" "lfu-decay"
+check "the pinned row has the copies' staging" contains "$out" "expert copy staging"
+check "copy auto on the sim never copies: no hits predicted" contains "$out" "no miss is ever copied"
+out=$("$bin" plan -m "$m" "${sim[@]}" --expert-cache 2 --expert-hit-rate 90% --expert-copy always -c 256 2>&1)
+check "--expert-hit-rate is taken" contains "$out" "predictions take 90% of needed experts to be cached (--expert-hit-rate)"
+"$bin" plan -m "$m" "${sim[@]}" --expert-cache 2 --expert-hit-rate 1.5 >/dev/null 2>"$tmp/err"
+rc=$?
+check "a hit rate over 1: exit 2 ($rc)" [ $rc -eq 2 ]
 out=$("$bin" plan -m "$m" "${sim[@]}" --expert-cache auto -c 256 --json 2>&1)
 check "plan --json has the cache" contains "$out" '"expert_cache":{"slots":4,"layers":5'
+check "plan --json has the predictions' hit rate" contains "$out" '"hit_rate":1'
 run=(run -m "$m" -p "the people of the water and the hills" -n 8 --temp 0 -t 2 -c 256)
 "$bin" "${run[@]}" >"$tmp/cpu.txt" 2>/dev/null
 "$bin" "${run[@]}" "${sim[@]}" --expert-cache 1 --expert-copy always --expert-prefetch on \
@@ -36,9 +44,16 @@ assert x["hits"] + x["misses"] == x["needed"] > 0, x
 assert x["copied"] + x["host_experts"] == x["misses"], x
 assert x["routings"] >= x["host_expert_tokens"], x
 assert 0 < x["prefetch_hits"] <= x["prefetched"], x
+# the sim registers the mapping, as a card that can page-lock it does
+assert x["copy_source"] == "registered" and x["staging_bytes"] == 0, x
 print("report ok:", x)
 PY
 check "the report's counters add up" [ $? -eq 0 ]
+SPILLWAY_EXPERT_STAGING=1 "$bin" "${run[@]}" "${sim[@]}" --expert-cache 1 --expert-copy always \
+    --report >"$tmp/staged.txt" 2>"$tmp/err"
+check "copies through the pinned staging: exit 0" [ $? -eq 0 ]
+check "the staging changes no output" cmp -s "$tmp/cpu.txt" "$tmp/staged.txt"
+check "--report says the copies were staged" contains "$(cat "$tmp/err")" "through"
 "$bin" plan -m "$m" "${sim[@]}" --expert-copy sometimes --expert-cache 2 >/dev/null 2>"$tmp/err"
 rc=$?
 check "a bad --expert-copy: exit 2 ($rc)" [ $rc -eq 2 ]

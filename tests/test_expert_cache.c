@@ -21,6 +21,7 @@
  *
  * usage: test_expert_cache MODEL.gguf [--cuda] (the tiny gemma4-moe)
  */
+#define _DEFAULT_SOURCE /* setenv */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,15 +119,28 @@ static void check_counts(const sw_expert_report *x, const placement *p, int slot
 
 /* One setting: its logits against the reference, its counters. */
 static bool one(const sw_model *m, const float *ref, uint32_t V, const placement *p,
-                sw_expert_options x, sw_expert_report *prefetch_sum) {
+                sw_expert_options x, bool staged, sw_expert_report *prefetch_sum) {
     sw_plan_options o = options("sim", p->place, 1);
     o.experts = x;
-    char what[160];
-    snprintf(what, sizeof what, "sim %s, %d slots, %s, copy %s, prefetch %s", p->name, x.slots,
-             x.policy, x.copy, x.prefetch ? "on" : "off");
+    char what[192];
+    snprintf(what, sizeof what, "sim %s, %d slots, %s, copy %s, prefetch %s, copies %s", p->name,
+             x.slots, x.policy, x.copy, x.prefetch ? "on" : "off",
+             staged ? "staged" : "registered");
     sw_report r;
     memset(&r, 0, sizeof r);
+    setenv("SPILLWAY_EXPERT_STAGING", staged ? "1" : "0", 1);
     float *got = run(m, &o, p->per_op, V, &r);
+    unsetenv("SPILLWAY_EXPERT_STAGING");
+    /* the sim registers any range; staged: through the plan's buffers */
+    const uint32_t src = r.experts.copy_source;
+    if (got && x.slots != 0 && (x.copy == NULL || strcmp(x.copy, "never")))
+        SW_CHECK(staged ? (src == SW_EXPERT_COPY_PINNED_STAGING ||
+                           src == SW_EXPERT_COPY_PAGEABLE_STAGING) && r.experts.staging_bytes > 0
+                        : src == SW_EXPERT_COPY_REGISTERED && r.experts.staging_bytes == 0,
+                 "%s: copies from source %u, %llu staging bytes", what, src,
+                 (unsigned long long)r.experts.staging_bytes);
+    else if (got)
+        SW_CHECK(src == SW_EXPERT_COPY_NONE, "%s: a copy source without copies (%u)", what, src);
     const bool same = got && !memcmp(got, ref, (size_t)N_STEPS * V * sizeof(float));
     SW_CHECK(same, "%s: logits differ from the cpu backend's", what);
     if (got && x.slots != 0)
@@ -157,8 +171,9 @@ static void test_identity(const sw_model *m, const float *ref, uint32_t V) {
                         if (slot_counts[si] == 0 && (po || ci || pre)) /* no cache: one */
                             continue;
                         const sw_expert_options x = {slot_counts[si], policies[po], copies[ci],
-                                                     pre};
-                        n_same += one(m, ref, V, &placements[pi], x, &pf);
+                                                     pre, 0};
+                        /* every other setting through the staging */
+                        n_same += one(m, ref, V, &placements[pi], x, n_runs % 2, &pf);
                         n_runs++;
                     }
     SW_CHECK(pf.prefetched > 0 && pf.prefetch_hits > 0, "prefetch ran and hit sometimes");
@@ -171,7 +186,7 @@ static void test_identity(const sw_model *m, const float *ref, uint32_t V) {
 static void test_batched(const sw_model *m, const float *ref, uint32_t V) {
     enum { N_SEQ = 3 };
     sw_plan_options o = options("sim", placements[0].place, N_SEQ);
-    o.experts = (sw_expert_options){1, "lfu-decay", "always", 1};
+    o.experts = (sw_expert_options){1, "lfu-decay", "always", 1, 0};
     sw_engine *e = NULL;
     sw_session *s[N_SEQ] = {0};
     int32_t tokens[N_STEPS];
@@ -225,7 +240,7 @@ static bool contains(const char *s, const char *what) { return s && strstr(s, wh
 
 static void test_plan(const sw_model *m) {
     sw_plan_options o = options("sim", placements[0].place, 1);
-    o.experts = (sw_expert_options){2, "lfu-decay", NULL, 0};
+    o.experts = (sw_expert_options){2, "lfu-decay", NULL, 0, 0};
     sw_plan *p = NULL;
     char text[8192];
     size_t len = 0;
@@ -262,10 +277,10 @@ static void test_plan(const sw_model *m) {
     sw_plan_destroy(p);
     /* bad words */
     o = options("sim", placements[0].place, 1);
-    o.experts = (sw_expert_options){2, "mru", NULL, 0};
+    o.experts = (sw_expert_options){2, "mru", NULL, 0, 0};
     SW_CHECK(sw_plan_create(m, NULL, &o, &p) == SW_ERR_ARG &&
                  contains(sw_last_error(), "lfu-decay"), "a bad policy: %s", sw_last_error());
-    o.experts = (sw_expert_options){2, NULL, "sometimes", 0};
+    o.experts = (sw_expert_options){2, NULL, "sometimes", 0, 0};
     SW_CHECK(sw_plan_create(m, NULL, &o, &p) == SW_ERR_ARG &&
                  contains(sw_last_error(), "always"), "a bad copy rule: %s", sw_last_error());
     /* a backend without slots is refused by name */
@@ -278,7 +293,7 @@ static void test_plan(const sw_model *m) {
     if (p != NULL) {
         plan copy = *plan_of(p);
         copy.expert_slots = 0;
-        const sw_expert_options xo = {2, NULL, NULL, 0};
+        const sw_expert_options xo = {2, NULL, NULL, 0, 0};
         SW_CHECK(plan_expert_cache(&copy, &xo, info.no_expert_cache) == SW_ERR_ARG &&
                      contains(sw_last_error(), "pjrt"), "refused: %s", sw_last_error());
     }
@@ -309,6 +324,35 @@ static void test_cost_model(void) {
     printf("  26B-A4B at 8 GiB: %u slots/layer; default rates copy a missed expert from %u "
            "tokens (host %.0f us, copy %.0f us for one)\n", c.expert_slots, t,
            1e6 * expert_plan_host_s(&c, 0, 1), 1e6 * expert_plan_copy_s(&c, 0, 1));
+    /* the predictions: with no copies the slots stay empty, the plan is
+     * the one without the cache; all hits swap each layer's host experts for the device's
+     * reads of the same experts; between, monotone in the hit rate */
+    c.expert_copy = EXPERT_COPY_NEVER;   /* the slots never fill: no hit counts */
+    c.expert_hit_rate = 0.9;
+    expert_plan_predict(&c);
+    SW_CHECK(fabs(c.decode_tokens_per_s / c.decode_tokens_per_s_uncached - 1) < 1e-9 &&
+                 fabs(c.prefill_tokens_per_s / c.prefill_tokens_per_s_uncached - 1) < 1e-9,
+             "no hits, no copies: %.3f / %.3f tok/s", c.decode_tokens_per_s,
+             c.decode_tokens_per_s_uncached);
+    double host_s = 0, dev_s = 0, last = 0;
+    for (uint32_t il = 0; il < c.model.config.n_layer; il++) {
+        host_s += c.expert_host_s[0][il];
+        dev_s += (double)c.model.config.n_expert_used *
+                 ((double)c.model.layer_expert_bytes[il] / c.model.config.n_expert) /
+                 c.rates.device_mem_Bps;
+    }
+    c.expert_copy = EXPERT_COPY_ALWAYS;
+    for (int i = 0; i <= 10; i++) {
+        c.expert_hit_rate = i / 10.0;
+        expert_plan_predict(&c);
+        SW_CHECK(c.decode_tokens_per_s >= last, "hit rate %.1f: %.3f tok/s", c.expert_hit_rate,
+                 c.decode_tokens_per_s);
+        last = c.decode_tokens_per_s;
+    }
+    const double want = 1 / (1 / c.decode_tokens_per_s_uncached - host_s + dev_s);
+    SW_CHECK(host_s > 0 && fabs(last / want - 1) < 1e-3, "all hits: %.3f tok/s, want %.3f",
+             last, want);
+
     sw_plan_destroy(p);
 }
 
@@ -339,8 +383,8 @@ static int test_cuda(const sw_model *m, uint32_t V) {
         return 77;
     }
     float *ref = run(m, &o, false, V, NULL);
-    const sw_expert_options xs[] = {{1, "lru", "always", 0}, {2, "lfu-decay", "always", 1},
-                                    {4, "lru", "always", 1}, {-1, "lru", "auto", 0}};
+    const sw_expert_options xs[] = {{1, "lru", "always", 0, 0}, {2, "lfu-decay", "always", 1, 0},
+                                    {4, "lru", "always", 1, 0}, {-1, "lru", "auto", 0, 0}};
     for (size_t i = 0; ref != NULL && i < sizeof xs / sizeof xs[0]; i++) {
         o.experts = xs[i];
         sw_report r;

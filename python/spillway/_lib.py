@@ -33,7 +33,7 @@ FINISH_ERROR = 6   # sw_finish's SW_FINISH_ERROR
 
 class ExpertOptions(Structure):   # spillway_experts.h
     _fields_ = [("slots", c_int), ("policy", c_char_p), ("copy", c_char_p),
-                ("prefetch", c_int)]
+                ("prefetch", c_int), ("hit_rate", c_double)]
 
 
 class PlanOptions(Structure):

@@ -286,6 +286,12 @@ typedef struct backend_vtable {
      * link rate (cudaHostAlloc). Not counted against the capacity. */
     sw_status (*host_alloc_pinned)(backend *b, uint64_t bytes, void **out);
     void (*host_free_pinned)(backend *b, void *ptr);
+    /* Optional: lets the device copy from host bytes it did not allocate
+     * (the file mapping) in place at the pinned rate (cudaHostRegister,
+     * read-only). An error changes nothing; the caller copies another way.
+     * host_unregister takes the pointer host_register took. */
+    sw_status (*host_register)(backend *b, void *ptr, uint64_t bytes);
+    void (*host_unregister)(backend *b, void *ptr);
 
     /* Copies between host memory and dst/src, queued on q. The host bytes
      * must stay valid (and, for d2h, unread) until the copy has run: until

@@ -19,7 +19,7 @@ static const char *const planning_flags[] = {
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
     "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots",
     "-ncmoe", "--n-cpu-moe", "--expert-cache", "--expert-policy", "--expert-copy",
-    "--expert-prefetch"};
+    "--expert-prefetch", "--expert-hit-rate"};
 
 bool plan_opts_has(const char *flag) {
     for (size_t i = 0; i < sizeof planning_flags / sizeof planning_flags[0]; i++)
@@ -103,6 +103,18 @@ int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
             return -1;
         }
         o->experts.prefetch = !strcmp(v, "on");
+    } else if (!strcmp(f, "--expert-hit-rate")) {
+        char *end = NULL;
+        double r = strtod(v, &end);
+        if (end != v && end != NULL && *end == '%' && end[1] == '\0') {
+            r /= 100;
+            end++;
+        }
+        if (end == v || end == NULL || *end != '\0' || !(r >= 0 && r <= 1)) {
+            cli_error("%s '%s': a share like 0.6 or 60%%", f, v);
+            return -1;
+        }
+        o->experts.hit_rate = r;
     } else if (!strcmp(f, "--expert-cache")) {
         long n = -1;
         if (strcmp(v, "auto") && cli_parse_long(f, v, 0, 100000, &n))
@@ -151,6 +163,9 @@ void plan_opts_usage(FILE *out) {
           "                   says the link beats host compute for its tokens), always, never\n"
           "  --expert-prefetch on|off  guess the next layer's experts (its router on this\n"
           "                   layer's output) and copy them ahead (default off)\n"
+          "  --expert-hit-rate R  the share of needed experts the predictions take to be\n"
+          "                   cached (default slots/experts, as evenly spread routing\n"
+          "                   gives; a real trace's: spillway bench --expert-trace)\n"
           "precision:\n"
           "  --kv-type T      KV cache type: f16 (default; f32 with --cpu-dots f32), bf16\n"
           "                   or f32 (twice the bytes)\n"

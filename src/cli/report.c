@@ -49,6 +49,27 @@ static void spec_json(const sw_scheduler_stats *t, FILE *f) {
             t->verify_tokens, spec_decode_tps(t));
 }
 
+/* Where the cache's copies came from (sw_expert_report.copy_source). */
+static const char *copy_source_name(uint32_t s) {
+    switch (s) {
+    case SW_EXPERT_COPY_REGISTERED: return "registered";
+    case SW_EXPERT_COPY_PINNED_STAGING: return "pinned_staging";
+    case SW_EXPERT_COPY_PAGEABLE_STAGING: return "pageable_staging";
+    case SW_EXPERT_COPY_PAGEABLE: return "pageable";
+    default: return "none";
+    }
+}
+
+static const char *copy_source_text(uint32_t s) {
+    switch (s) {
+    case SW_EXPERT_COPY_REGISTERED: return "from the mapping, registered with the device";
+    case SW_EXPERT_COPY_PINNED_STAGING: return "through pinned staging";
+    case SW_EXPERT_COPY_PAGEABLE_STAGING: return "through staging (the page lock refused)";
+    case SW_EXPERT_COPY_PAGEABLE: return "from the mapping, pageable";
+    default: return "none";
+    }
+}
+
 /* The expert cache's counters (issue 38), when there is one. */
 static void experts_text(const sw_expert_report *x, FILE *out) {
     if (x->slots == 0)
@@ -57,8 +78,13 @@ static void experts_text(const sw_expert_report *x, FILE *out) {
             "in %" PRIu64 " layer steps, %" PRIu64 " hits (%.1f%%), %" PRIu64 " misses\n",
             x->slots, x->layers, mib(x->cache_bytes), x->needed, x->steps, x->hits,
             x->needed ? 100.0 * (double)x->hits / (double)x->needed : 0.0, x->misses);
-    fprintf(out, "expert misses          %" PRIu64 " copied (%.1f MiB), %" PRIu64 " computed on the "
-            "host (%" PRIu64 " expert-tokens)\n", x->copied, mib(x->copied_bytes),
+    fprintf(out, "expert misses          %" PRIu64 " copied (%.1f MiB", x->copied,
+            mib(x->copied_bytes));
+    if (x->copy_source != SW_EXPERT_COPY_NONE)
+        fprintf(out, " %s", copy_source_text(x->copy_source));
+    if (x->staging_bytes)
+        fprintf(out, " buffers of %.2f MiB", mib(x->staging_bytes));
+    fprintf(out, "), %" PRIu64 " computed on the host (%" PRIu64 " expert-tokens)\n",
             x->host_experts, x->host_tokens);
     if (x->prefetched)
         fprintf(out, "expert prefetch        %" PRIu64 " experts copied ahead, %" PRIu64 " needed "
@@ -74,9 +100,11 @@ static void experts_json(const sw_expert_report *x, FILE *f) {
             ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"copied\":%" PRIu64
             ",\"copied_bytes\":%" PRIu64 ",\"host_experts\":%" PRIu64
             ",\"host_expert_tokens\":%" PRIu64 ",\"prefetched\":%" PRIu64
-            ",\"prefetch_hits\":%" PRIu64 "}", x->slots, x->layers, x->cache_bytes,
+            ",\"prefetch_hits\":%" PRIu64 ",\"copy_source\":\"%s\",\"staging_bytes\":%" PRIu64
+            "}", x->slots, x->layers, x->cache_bytes,
             x->steps, x->routings, x->needed, x->hits, x->misses, x->copied, x->copied_bytes,
-            x->host_experts, x->host_tokens, x->prefetched, x->prefetch_hits);
+            x->host_experts, x->host_tokens, x->prefetched, x->prefetch_hits,
+            copy_source_name(x->copy_source), x->staging_bytes);
 }
 
 int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *out) {

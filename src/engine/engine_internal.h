@@ -101,6 +101,16 @@ typedef struct engine_xcache {
     int32_t *pf_slot;                  /* (n_expert) */
     uint8_t *pf_flag;                  /* (n_layer * n_expert) */
     bool pf_pending;                   /* fills queued that no step has waited for */
+    /* where copies come from (expert_copy.c): SW_EXPERT_COPY_*; the
+     * registered span, or the staging buffers and their last copies */
+    uint32_t copy_source;
+    void *reg_ptr;
+    uint64_t reg_bytes;
+    engine_pinned stage;
+    uint64_t stage_each;
+    backend_event *stage_ev[EXPERT_STAGE_BUFFERS];
+    bool stage_busy[EXPERT_STAGE_BUFFERS];
+    uint32_t stage_next;
     sw_expert_report st;
 } engine_xcache;
 
@@ -246,6 +256,12 @@ void xcache_report(const sw_engine *e, sw_expert_report *out);
 /* After a failed forward: every slot emptied (its contents are unknown). */
 void xcache_reset(sw_engine *e);
 void xcache_close(sw_engine *e);
+/* expert_copy.c: the copies' source, chosen at xcache_open; one expert's
+ * two slices (gate/up, down) from src into dst on the copy queue. */
+sw_status xcopy_open(sw_engine *e);
+sw_status xcopy_expert(sw_engine *e, const bmem dst[2], const uint8_t *const src[2],
+                       const uint64_t bytes[2]);
+void xcopy_close(sw_engine *e);
 
 /* Host pointers of the host side's metadata arrays. */
 int32_t *engine_host_meta(sw_engine *e, uint64_t offset);

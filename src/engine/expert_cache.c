@@ -57,12 +57,15 @@ sw_status xcache_open(sw_engine *e) {
     x->st.layers = p->expert_layers;
     x->st.cache_bytes = p->expert_cache_bytes;
     SW_TRY(e->device->vt->event_create(e->device, &x->copied));
+    SW_TRY(xcopy_open(e));
     return expert_cache_create(c->n_layer, c->n_expert, p->expert_slots,
                                (expert_policy)p->expert_policy, EXPERT_DECAY_DEFAULT, &x->policy);
 }
 
 void xcache_close(sw_engine *e) {
     engine_xcache *x = &e->xc;
+    if (e->device != NULL)
+        xcopy_close(e);
     if (x->copied != NULL)
         e->device->vt->event_destroy(e->device, x->copied);
     expert_cache_destroy(x->policy);
@@ -100,6 +103,8 @@ void xcache_report(const sw_engine *e, sw_expert_report *out) {
     out->needed = s.needed;
     out->hits = s.hits;
     out->misses = s.misses;
+    out->copy_source = x->copy_source;
+    out->staging_bytes = x->stage.bytes;
 }
 
 /* Slot s of layer il's gate/up (which = 0) or down (1) slices, as one
@@ -118,19 +123,19 @@ static btensor slot_tensor(const sw_engine *e, uint32_t il, const btensor *whole
 
 /* Queues expert ex's slices into slot s on the copy queue. */
 static sw_status fill_slot(sw_engine *e, uint32_t il, uint32_t ex, int32_t s) {
-    backend *be = e->device;
     const btensor *hw = e->layers[il].host_w;
     const uint32_t n_expert = e->config.n_expert;
+    bmem dst[2];
+    const uint8_t *src[2];
+    uint64_t bytes[2];
     for (int which = 0; which < 2; which++) {
         const btensor *w = &hw[which ? BW_DOWN_EXPS : BW_GATE_UP_EXPS];
-        const uint64_t slice = w->n_bytes / n_expert;
-        const btensor slot = slot_tensor(e, il, w, which);
-        const uint8_t *src = (const uint8_t *)HPTR(w->mem) + (uint64_t)ex * slice;
-        SW_TRY(be->vt->copy_h2d(be, BQ_COPY, bmem_at(slot.mem, (uint64_t)s * slice), src,
-                                slice));
-        e->xc.st.copied_bytes += slice;
+        bytes[which] = w->n_bytes / n_expert;
+        dst[which] = bmem_at(slot_tensor(e, il, w, which).mem, (uint64_t)s * bytes[which]);
+        src[which] = (const uint8_t *)HPTR(w->mem) + (uint64_t)ex * bytes[which];
+        e->xc.st.copied_bytes += bytes[which];
     }
-    return SW_OK;
+    return xcopy_expert(e, dst, src, bytes);
 }
 
 /* The policy's step: hits, copies and host experts; the rows the host

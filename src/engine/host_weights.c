@@ -141,7 +141,7 @@ static void planned_sizes(const plan *pl, uint64_t *arena, uint64_t *staging, ui
             *arena += b->bytes;
         else if (b->kind == BUF_STAGING)
             *staging += b->bytes;
-        else if (b->tier == TIER_PINNED)
+        else if (b->tier == TIER_PINNED && b->kind == BUF_OTHER) /* not the experts' staging */
             *pinned += b->bytes;
     }
 }

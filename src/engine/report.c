@@ -36,8 +36,11 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     r->pred_decode_tokens_per_s = e->plan->decode_tokens_per_s;
     r->n_replans = e->n_replans;
     r->plan_pinned_bytes = e->plan->tier_bytes[TIER_PINNED];
-    r->pinned_bytes = e->hw.pinned.bytes;
-    r->pinned_locked = e->hw.pinned.locked;
+    r->pinned_bytes = e->hw.pinned.bytes + e->xc.stage.bytes;
+    /* locked: every pinned allocation there is (none: false) */
+    r->pinned_locked = (e->hw.pinned.ptr != NULL || e->xc.stage.ptr != NULL) &&
+                       (e->hw.pinned.ptr == NULL || e->hw.pinned.locked) &&
+                       (e->xc.stage.ptr == NULL || e->xc.stage.locked);
     r->converted_bytes = e->hw.arena_bytes + e->hw.staging_bytes;
     r->n_forwards = e->n_forwards;
     xcache_report(e, &r->experts);

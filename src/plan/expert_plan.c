@@ -2,6 +2,7 @@
  * expert_plan.c — the expert cache's size, layout and cost model
  * (expert_plan.h). Pure: reads the plan, writes the plan.
  */
+#include <math.h>
 #include <string.h>
 
 #include "plan/expert_plan.h"
@@ -81,7 +82,101 @@ static sw_status parse(const sw_expert_options *o, plan *p) {
     p->expert_policy = (uint8_t)pol;
     p->expert_copy = (uint8_t)copy;
     p->expert_prefetch = o->prefetch != 0;
+    if (!(o->hit_rate >= 0 && o->hit_rate <= 1))
+        return sw_errorf(SW_ERR_ARG, "--expert-hit-rate %g: a share from 0 to 1 (or 0%% to "
+                         "100%%)", o->hit_rate);
     return SW_OK;
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+static double min2(double a, double b) { return a < b ? a : b; }
+
+static double flops_per_token(const plan *p) {
+    const model_config *c = &p->model.config;
+    return 6.0 * c->n_ff_exp * c->n_embd;   /* gate, up (2 ff rows) and down */
+}
+
+/* Seconds the device takes for one expert's m tokens from its slot. */
+static double device_s(const plan *p, uint32_t il, double m) {
+    const plan_rates *r = &p->rates;
+    return max2((double)expert_bytes(p, il) / r->device_mem_Bps,
+                m * flops_per_token(p) / r->device_flops);
+}
+
+uint64_t expert_plan_stage_bytes(const plan *p) {
+    uint64_t most = 0;
+    for (uint32_t il = 0; il < p->model.config.n_layer; il++)
+        if (expert_plan_cached(p, il) && expert_bytes(p, il) > most)
+            most = expert_bytes(p, il);
+    /* each buffer holds one expert's two slices, each padded */
+    return most ? EXPERT_STAGE_BUFFERS * (plan_padded(most) + 2 * PLAN_TENSOR_ALIGN) : 0;
+}
+
+/* The pinned staging the copies may go through (expert_plan.h), in the
+ * pinned tier; the engine leaves it unallocated when the device reads
+ * the mapping itself. */
+static sw_status staging(plan *p) {
+    const uint64_t bytes = expert_plan_stage_bytes(p);
+    if (bytes == 0 || (expert_copy_mode)p->expert_copy == EXPERT_COPY_NEVER)
+        return SW_OK;
+    if (p->n_buffers + 1 > PLAN_MAX_BUFFERS)
+        return sw_errorf(SW_ERR_ARG, "plan: too many buffers for an expert cache");
+    p->buffers[p->n_buffers++] = (plan_buffer){.kind = BUF_EXPERT_CACHE,
+                                               .purpose = "expert copy staging",
+                                               .tier = TIER_PINNED, .bytes = bytes,
+                                               .layer = -1};
+    p->tier_bytes[TIER_PINNED] += bytes;
+    return SW_OK;
+}
+
+bool expert_plan_fills(const plan *p, uint32_t il) {
+    switch ((expert_copy_mode)p->expert_copy) {
+    case EXPERT_COPY_ALWAYS: return true;
+    case EXPERT_COPY_NEVER: return false;
+    default: return p->expert_prefetch || expert_plan_copy_threshold(p, il) != UINT32_MAX;
+    }
+}
+
+/* The cache in the predictions (expert_plan.h): each cached layer's
+ * experts, which the cost model put on the host (expert_host_s), become
+ * hit_rate of them read from slots by the device and the rest missed —
+ * copied or computed where they live, as the engine decides per expert. Evenly routed
+ * tokens (the cost model's assumption): a pass of n tokens needs
+ * n_expert (1 - (1 - k/n_expert)^n) distinct experts, n k / that tokens
+ * each; a step's hits and copies share the layer's slots. Prefetch is
+ * not modelled (its guesses cost link time too). */
+void expert_plan_predict(plan *p) {
+    const model_config *c = &p->model.config;
+    const double n_e = c->n_expert, k = c->n_expert_used, slots = p->expert_slots;
+    double *tps[2] = {&p->decode_tokens_per_s, &p->prefill_tokens_per_s};
+    const double from[2] = {p->decode_tokens_per_s_uncached, p->prefill_tokens_per_s_uncached};
+    for (int ps = 0; ps < 2; ps++) {
+        const double n = p->pass_tokens[ps];
+        *tps[ps] = from[ps];
+        if (!(*tps[ps] > 0) || !(n > 0) || n_e == 0)
+            continue;
+        const double need = n_e * (1 - pow(1 - k / n_e, n)), m = n * k / need;
+        const uint32_t m_whole = (uint32_t)ceil(m);
+        double pass_s = n / *tps[ps], saved = 0;
+        for (uint32_t il = 0; il < c->n_layer; il++) {
+            if (!expert_plan_cached(p, il) || !(p->expert_host_s[ps][il] > 0))
+                continue;
+            /* a step holds at most `slots` experts: hits and this step's
+             * copies share them, the rest of a wide chunk's stay on the host */
+            const double host1 = p->expert_host_s[ps][il] / need;
+            const bool fills = expert_plan_fills(p, il);
+            const double hits = fills ? min2(p->expert_hit_rate * need, slots) : 0;
+            const double copied = fills && expert_plan_copy_wins(p, il, m_whole)
+                                      ? min2(need - hits, slots - hits) : 0;
+            const double with = hits * device_s(p, il, m) +
+                                copied * expert_plan_copy_s(p, il, m_whole) +
+                                (need - hits - copied) * host1;
+            saved += p->expert_host_s[ps][il] - with;
+        }
+        /* a pass never drops below what its other parts take */
+        pass_s = pass_s - saved > pass_s * 1e-3 ? pass_s - saved : pass_s * 1e-3;
+        *tps[ps] = n / pass_s;
+    }
 }
 
 sw_status plan_expert_cache(plan *p, const sw_expert_options *o, const char *no_cache) {
@@ -121,7 +216,7 @@ sw_status plan_expert_cache(plan *p, const sw_expert_options *o, const char *no_
                          "needs %s; the placement leaves %s of the budget (try --expert-cache "
                          "auto, or fewer slots, or -ncmoe on fewer layers)", slots, n_layers,
                          need, room_s);
-    if (p->n_buffers + 2 > PLAN_MAX_BUFFERS)
+    if (p->n_buffers + 3 > PLAN_MAX_BUFFERS)
         return sw_errorf(SW_ERR_ARG, "plan: too many buffers for an expert cache");
     p->buffers[p->n_buffers++] = (plan_buffer){.kind = BUF_EXPERT_CACHE, .purpose = "expert cache",
                                                .tier = TIER_DEVICE, .bytes = l.total,
@@ -135,6 +230,12 @@ sw_status plan_expert_cache(plan *p, const sw_expert_options *o, const char *no_
     p->expert_slots = slots;
     p->expert_layers = n_layers;
     p->expert_cache_bytes = l.total;
+    p->expert_hit_given = o->hit_rate > 0;
+    p->expert_hit_rate = o->hit_rate > 0 ? o->hit_rate : (double)slots / p->model.config.n_expert;
+    SW_TRY(staging(p));
+    p->decode_tokens_per_s_uncached = p->decode_tokens_per_s;
+    p->prefill_tokens_per_s_uncached = p->prefill_tokens_per_s;
+    expert_plan_predict(p);
     snprintf(text, sizeof text, "expert cache: %u of %u experts per layer, %u layers (%s%s); "
              "misses copied or host-computed per step (%s)%s", slots,
              p->model.config.n_expert, n_layers, need, o->slots < 0 ? ", auto" : "",
@@ -143,13 +244,6 @@ sw_status plan_expert_cache(plan *p, const sw_expert_options *o, const char *no_
     note(p, text);
     return SW_OK;
 }
-
-static double flops_per_token(const plan *p) {
-    const model_config *c = &p->model.config;
-    return 6.0 * c->n_ff_exp * c->n_embd;   /* gate, up (2 ff rows) and down */
-}
-
-static double max2(double a, double b) { return a > b ? a : b; }
 
 double expert_plan_host_s(const plan *p, uint32_t il, uint32_t m) {
     const plan_rates *r = &p->rates;
@@ -160,8 +254,9 @@ double expert_plan_host_s(const plan *p, uint32_t il, uint32_t m) {
 double expert_plan_copy_s(const plan *p, uint32_t il, uint32_t m) {
     const plan_rates *r = &p->rates;
     const double bytes = (double)expert_bytes(p, il);
-    return bytes / r->h2d_pageable_Bps +   /* from the mapping: pageable */
-           max2(bytes / r->device_mem_Bps, m * flops_per_token(p) / r->device_flops);
+    /* from pinned memory: the mapping registered with the device, or
+     * staged through pinned buffers (a host copy the link overlaps) */
+    return max2(bytes / r->h2d_pinned_Bps, bytes / r->host_mem_Bps) + device_s(p, il, m);
 }
 
 bool expert_plan_copy_wins(const plan *p, uint32_t il, uint32_t m) {
@@ -216,4 +311,15 @@ void expert_plan_print(FILE *out, const plan *p) {
     else
         fprintf(out, "; a miss is copied when >= %u tokens route to it, else computed on "
                 "the host\n", t);
+    if (!expert_plan_fills(p, first))
+        fprintf(out, "%-9s predictions: no miss is ever copied, so the slots stay empty "
+                "(--expert-copy always or --expert-prefetch on fill them)", "");
+    else
+        fprintf(out, "%-9s predictions take %.0f%% of needed experts to be cached (%s)", "",
+                100 * p->expert_hit_rate,
+                p->expert_hit_given ? "--expert-hit-rate"
+                                    : "slots/experts: evenly spread routing; a real trace's "
+                                      "rate from spillway bench --expert-trace is better");
+    fprintf(out, "; without the cache: prefill %.0f tok/s, decode %.1f tok/s\n",
+            p->prefill_tokens_per_s_uncached, p->decode_tokens_per_s_uncached);
 }

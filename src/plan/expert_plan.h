@@ -35,11 +35,22 @@ typedef struct expert_layout {
     uint64_t total;
 } expert_layout;
 
+/* Copies into slots come from pinned memory: the mapping itself where
+ * the device can register it (cudaHostRegister), else through this many
+ * pinned buffers of one expert each, reused in turn (a buffer's next
+ * fill waits for its last copy), so the host's copy of one expert
+ * overlaps the link's of the one before. */
+#define EXPERT_STAGE_BUFFERS 4
+
 /* Whether layer il of p gets a cache (a device layer, experts on the host). */
 bool expert_plan_cached(const plan *p, uint32_t il);
 
 /* The cache's layout for p's (or a trial) slot count. */
 void expert_plan_layout(const plan *p, uint32_t slots, expert_layout *out);
+
+/* The staging's pinned bytes (EXPERT_STAGE_BUFFERS of the largest cached
+ * expert, each slice padded); 0 without cached layers. */
+uint64_t expert_plan_stage_bytes(const plan *p);
 
 /* The host's tables for a step (engine/expert_cache.c allocates them):
  * the host's expert outputs, the routing, slot tables, prefetch marks. */
@@ -55,7 +66,8 @@ sw_status plan_expert_cache(plan *p, const sw_expert_options *o, const char *no_
 /* The cost model: seconds to compute a missed expert of layer il for m
  * tokens on the host (reading it at the host's memory rate or computing
  * at its flop rate, whichever binds) against copying it over the link
- * and computing on the device. Copying also leaves the expert in a slot
+ * from pinned memory (the staging's host copy overlapping) and computing
+ * on the device. Copying also leaves the expert in a slot
  * for later steps; the model does not count that (a conservative copy). */
 double expert_plan_host_s(const plan *p, uint32_t il, uint32_t m);
 double expert_plan_copy_s(const plan *p, uint32_t il, uint32_t m);
@@ -63,6 +75,15 @@ bool expert_plan_copy_wins(const plan *p, uint32_t il, uint32_t m);
 /* The fewest routed tokens from which copying wins (UINT32_MAX: never
  * within n_tok). */
 uint32_t expert_plan_copy_threshold(const plan *p, uint32_t il);
+
+/* The predictions with the cache: p's decode and prefill tok/s from its
+ * *_uncached ones, each cached layer's host experts replaced by
+ * expert_hit_rate of them read from slots and the rest missed (copied or
+ * computed on the host, as the engine decides). Run by plan_expert_cache. */
+void expert_plan_predict(plan *p);
+/* Whether misses of layer il ever fill a slot (copied, or prefetched):
+ * if not, the slots stay empty and the predictions take no hits. */
+bool expert_plan_fills(const plan *p, uint32_t il);
 
 /* "auto" / "always" / "never", and parses them (SW_ERR_ARG). */
 const char *expert_copy_name(expert_copy_mode m);

@@ -91,6 +91,12 @@ static void host_buffers(const plan_ctx *x, const plan_choice *c, plan *p) {
 static void fill_predictions(const plan_ctx *x, const plan_choice *c, plan *p) {
     p->decode_tokens_per_s = x->w.n_seq / c->pass_s[PASS_DECODE];
     p->prefill_tokens_per_s = x->n_chunk / c->pass_s[PASS_PREFILL];
+    p->pass_tokens[PASS_DECODE] = x->w.n_seq;
+    p->pass_tokens[PASS_PREFILL] = x->n_chunk;
+    for (int k = 0; k < 2; k++)
+        for (uint32_t il = 0; il < x->n_layer; il++)
+            p->expert_host_s[k][il] = c->place[il] != PLACE_HOST && c->experts_host[il]
+                                          ? x->host_experts[k][il].s : 0;
     snprintf(p->decode_bottleneck, sizeof p->decode_bottleneck, "%s",
              plan_cat_name(c->cat[PASS_DECODE]));
     snprintf(p->prefill_bottleneck, sizeof p->prefill_bottleneck, "%s",

@@ -212,6 +212,15 @@ typedef struct plan {
     uint64_t expert_cache_bytes;               /* its BUF_EXPERT_CACHE */
     uint8_t expert_policy, expert_copy;        /* expert_policy; expert_copy_mode */
     bool expert_prefetch;                      /* guess the next layer's experts */
+    /* the cost model's seconds for a device layer's experts computed on
+     * the host, per pass (PASS_DECODE, PASS_PREFILL; 0: not experts_host),
+     * and the pass's tokens: what the cache's prediction starts from */
+    double expert_host_s[2][PLAN_MAX_LAYERS];
+    double pass_tokens[2];
+    double expert_hit_rate;                    /* the predictions' share of hits */
+    bool expert_hit_given;                     /* ... from --expert-hit-rate */
+    double decode_tokens_per_s_uncached;       /* the predictions without the cache */
+    double prefill_tokens_per_s_uncached;
     char better[160];                          /* a cheaper change that would
                                                 * speed up, or "" */
     uint32_t n_notes;

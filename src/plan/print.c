@@ -116,10 +116,17 @@ static void print_host_rows(FILE *out, const plan *p) {
     plan_format_size(p->tier_bytes[TIER_PINNED], b, sizeof b);
     short_size(pinned, a, sizeof a);
     fprintf(out, "%-8s %-10s %-10s ", "pinned", "-", b);
+    uint32_t n_stage;
+    const uint64_t stage = sum_kind(p, TIER_PINNED, BUF_EXPERT_CACHE, &n_stage);
     if (n)
-        fprintf(out, "%u layer%s streamed %s\n", n, n == 1 ? "" : "s", a);
+        fprintf(out, "%u layer%s streamed %s", n, n == 1 ? "" : "s", a);
     else
-        fprintf(out, "%s\n", n_streamed ? "- (streamed from the mapping)" : "-");
+        fprintf(out, "%s", n_streamed ? "- (streamed from the mapping)" : n_stage ? "" : "-");
+    short_size(stage, c, sizeof c);
+    if (n_stage)
+        fprintf(out, "%sexpert copy staging %s (unused where the device registers the mapping)",
+                n || n_streamed ? " | " : "", c);
+    fputc('\n', out);
     plan_format_size(p->budget.host_bytes, a, sizeof a);
     plan_format_size(p->tier_bytes[TIER_HOST], b, sizeof b);
     fprintf(out, "%-8s %-10s %-10s ", "host", a, b);
@@ -447,6 +454,17 @@ static void json_totals(jsonw *j, const plan *p) {
     jw_key_num(j, "decode_tokens_per_s", p->decode_tokens_per_s);
     jw_key_str(j, "decode_bottleneck", p->decode_bottleneck);
     jw_key_uint(j, "disk_bytes_per_token", p->disk_bytes_per_token);
+    if (p->expert_slots) {
+        jw_key(j, "expert_cache");
+        jw_obj(j);
+        jw_key_uint(j, "slots", p->expert_slots);
+        jw_key_uint(j, "layers", p->expert_layers);
+        jw_key_uint(j, "bytes", p->expert_cache_bytes);
+        jw_key_num(j, "hit_rate", p->expert_hit_rate);
+        jw_key_num(j, "prefill_tokens_per_s_uncached", p->prefill_tokens_per_s_uncached);
+        jw_key_num(j, "decode_tokens_per_s_uncached", p->decode_tokens_per_s_uncached);
+        jw_obj_end(j);
+    }
     jw_obj_end(j);
     jw_key_str(j, "better", p->better);
     jw_key(j, "notes");

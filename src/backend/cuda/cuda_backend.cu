@@ -150,6 +150,31 @@ static void cuda_host_free_pinned(backend *b, void *ptr) {
     (void)cudaGetLastError();
 }
 
+/* The expert cache's copies read the file mapping in place: read-only
+ * registration where the card supports it (a PROT_READ mapping cannot be
+ * registered writable). */
+static sw_status cuda_host_register(backend *b, void *ptr, uint64_t bytes) {
+    cuda_backend *c = cuda_of(b);
+    int read_only = 0;
+    if (cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported,
+                               c->device) != cudaSuccess)
+        read_only = 0;
+    cudaError_t err = cudaHostRegister(ptr, (size_t)bytes, read_only ? cudaHostRegisterReadOnly
+                                                                     : cudaHostRegisterDefault);
+    if (err == cudaSuccess)
+        return SW_OK;
+    (void)cudaGetLastError();
+    return sw_errorf(SW_ERR_UNSUPPORTED, "cudaHostRegister refused %.1f MiB of the mapping (%s)",
+                     (double)bytes / MIB, cudaGetErrorString(err));
+}
+
+static void cuda_host_unregister(backend *b, void *ptr) {
+    (void)b;
+    if (ptr != NULL)
+        cudaHostUnregister(ptr);
+    (void)cudaGetLastError();
+}
+
 /* ---- copies -------------------------------------------------------------------- */
 
 static sw_status check_queue(backend_queue q) {
@@ -305,7 +330,8 @@ static void cuda_destroy(backend *b) { free_state(cuda_of(b)); }
 #define CUDA_VTABLE(block_entry)                                                          \
     {.name = "cuda", .destroy = cuda_destroy, .alloc = cuda_alloc, .free = cuda_free,    \
      .host_memory = NULL, .host_alloc_pinned = cuda_host_alloc_pinned,                   \
-     .host_free_pinned = cuda_host_free_pinned, .copy_h2d = cuda_copy_h2d,               \
+     .host_free_pinned = cuda_host_free_pinned, .host_register = cuda_host_register,     \
+     .host_unregister = cuda_host_unregister, .copy_h2d = cuda_copy_h2d,                 \
      .copy_d2h = cuda_copy_d2h, .submit = cuda_submit, .block = (block_entry),           \
      .event_create = cuda_event_create, .event_destroy = cuda_event_destroy,             \
      .event_record = cuda_event_record, .queue_wait = cuda_queue_wait,                   \

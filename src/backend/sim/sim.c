@@ -346,9 +346,25 @@ static void sim_destroy(backend *b) {
     free(s);
 }
 
+/* Registration (the expert cache's copies from the mapping in place):
+ * the simulated card copies from any host bytes at its one link rate, so
+ * it accepts every range, as a card that can page-lock the mapping does
+ * (SPILLWAY_EXPERT_STAGING=1 makes the engine stage instead). */
+static sw_status sim_host_register(backend *b, void *ptr, uint64_t bytes) {
+    return ptr != NULL && bytes != 0 ? sticky(sim_of(b))
+                                     : sw_errorf(SW_ERR_ARG, "sim device: register nothing");
+}
+
+static void sim_host_unregister(backend *b, void *ptr) {
+    (void)b;
+    (void)ptr;
+}
+
 #define SIM_VTABLE_ENTRIES                                                   \
     .name = "sim", .destroy = sim_destroy, .alloc = sim_alloc, .free = sim_free, \
-    .host_memory = NULL, .copy_h2d = sim_copy_h2d, .copy_d2h = sim_copy_d2h,      \
+    .host_memory = NULL, .host_register = sim_host_register,                     \
+    .host_unregister = sim_host_unregister,                                      \
+    .copy_h2d = sim_copy_h2d, .copy_d2h = sim_copy_d2h,                          \
     .submit = sim_submit, .event_create = sim_event_create,                      \
     .event_destroy = sim_event_destroy, .event_record = sim_event_record,        \
     .queue_wait = sim_queue_wait_event, .event_sync = sim_event_sync,            \
