@@ -14,9 +14,12 @@ by side in one invocation.
 
 usage: bench/serve_load.py [--bin build/spillway] [-m MODEL] [--seconds 60]
          [--clients 32] [-np 8] [-c 512] [-t 2] [--plans cpu,resident,streamed]
-         [--out FILE.md]
+         [--replicas 1,2] [--rounds R] [--out FILE.md]
   plans: cpu (the cpu backend), resident (sim device, every layer resident),
          streamed (sim device, every layer streamed over a 2 GB/s link)
+  --replicas: each plan at each count (serve --replicas N: N engines, each
+         with -np and -t of its own), rounds interleaved; the summary gives
+         each count's median aggregate tok/s against one replica's
 """
 import argparse
 import datetime
@@ -131,10 +134,11 @@ def summarize(results, wall):
             "per_req_tok_s": statistics.median(rates) if rates else float("nan")}
 
 
-def run_plan(args, name):
+def run_plan(args, name, replicas):
     port = free_port()
     cmd = [args.bin, "serve", *(["-m", args.model] if args.model else []), "--port", str(port),
-           "-np", str(args.np), "-c", str(args.ctx), "-t", str(args.threads), *PLANS[name]]
+           "-np", str(args.np), "-c", str(args.ctx), "-t", str(args.threads), *PLANS[name],
+           *(["--replicas", str(replicas)] if replicas > 1 else [])]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
     try:
         t0 = time.time()
@@ -175,14 +179,20 @@ def main():
     ap.add_argument("-t", dest="threads", type=int, default=2)
     ap.add_argument("--single", type=int, default=5, help="requests of the single client")
     ap.add_argument("--plans", default="cpu,resident,streamed")
+    ap.add_argument("--replicas", default="1")
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out")
     args = ap.parse_args()
     rows = []
-    for name in args.plans.split(","):
-        print("serve_load: plan %s: one client, then %d clients for %.0f s" %
-              (name, args.clients, args.seconds), flush=True)
-        cmd, one, many = run_plan(args, name)
-        rows.append((name, cmd, one, many))
+    counts = [int(x) for x in args.replicas.split(",")]
+    for rnd in range(args.rounds):
+        for name in args.plans.split(","):
+            for n in counts:
+                label = name if n == 1 else "%s x%d replicas" % (name, n)
+                print("serve_load: round %d, plan %s: one client, then %d clients for %.0f s" %
+                      (rnd + 1, label, args.clients, args.seconds), flush=True)
+                cmd, one, many = run_plan(args, name, n)
+                rows.append((label, cmd, one, many))
     head = ("| plan | clients | requests | failed | generated tok/s | TTFT p50 / p99 (s) "
             "| per-request decode tok/s |\n|---|---:|---:|---:|---:|---|---:|")
     lines = [head]
@@ -191,6 +201,19 @@ def main():
             lines.append("| %s | %s | %d | %d | %.1f | %.2f / %.2f | %.1f |" % (
                 name, label, s["requests"], s["failed"], s["tok_s"], s["ttft_p50"],
                 s["ttft_p99"], s["per_req_tok_s"]))
+    if len(counts) > 1:   # each count's median aggregate against one replica's
+        lines.append("")
+        lines.append("| plan | replicas | median generated tok/s (%d clients) | against 1 |"
+                     % args.clients)
+        lines.append("|---|---:|---:|---:|")
+        for name in args.plans.split(","):
+            med = {}
+            for n in counts:
+                label = name if n == 1 else "%s x%d replicas" % (name, n)
+                med[n] = statistics.median(m["tok_s"] for l, _, _, m in rows if l == label)
+            for n in counts:
+                lines.append("| %s | %d | %.1f | %s |" % (
+                    name, n, med[n], "%.2fx" % (med[n] / med[1]) if 1 in med else "-"))
     table = "\n".join(lines)
     print(table)
     if args.out:
@@ -201,17 +224,21 @@ def main():
         except (OSError, StopIteration):
             pass
         with open(args.out, "w") as f:
-            f.write("# `spillway serve` under load (issue 14)\n\n%s, %s, bench/serve_load.py "
-                    "--seconds %.0f --clients %d -np %d -c %d -t %d.\n\n" % (
-                        datetime.date.today().isoformat(), cpu, args.seconds, args.clients,
-                        args.np, args.ctx, args.threads))
+            f.write("# `spillway serve` under load (issues 14, 39)\n\n%s, %s, bench/serve_load.py "
+                    "--seconds %.0f --clients %d -np %d -c %d -t %d --replicas %s --rounds %d"
+                    ".\n\n" % (datetime.date.today().isoformat(), cpu, args.seconds,
+                                 args.clients, args.np, args.ctx, args.threads, args.replicas,
+                                 args.rounds))
             f.write("Each client streams completion after completion (prompts of 4, 40 or "
                     "160 words; 16, 32 or 64 tokens at temperature 0.8); the row with 1 "
                     "client is %d requests alone, before the load. TTFT counts queueing; "
                     "per-request decode is a request's tokens over the time from its first "
                     "to its last token (median).\n\n%s\n\nServers:\n\n" % (args.single, table))
+            seen = set()
             for name, cmd, _, _ in rows:
-                f.write("    %s\n" % " ".join(cmd))
+                if name not in seen:
+                    seen.add(name)
+                    f.write("    %s\n" % " ".join(cmd))
         print("wrote", args.out)
 
 

@@ -3,7 +3,8 @@
 
 With greedy sampling every output text must equal `spillway run`'s for the
 same prompt, for every -np and every plan (resident, streamed, host layers
-on the simulated device, and the cpu backend); results come in input
+on the simulated device, and the cpu backend), also spread over 2 and 3
+replicas (--replicas: engines of their own); results come in input
 order; bad lines are reported with their line number and skipped while the
 rest still run; per-request n_predict and stop strings are honoured (the
 text cut where the stop string starts, "stop": "stop"); a summary with the
@@ -89,12 +90,19 @@ def main():
         req = os.path.join(tmp, "req.jsonl")
         out = os.path.join(tmp, "out.jsonl")
         write_requests(req, stop)
+        # --replicas: engines of their own (cpu and sim only; refused elsewhere)
+        p = subprocess.run([BIN, "batch", *COMMON, "--backend", "cuda", "--replicas", "2",
+                            "-f", req, "-o", out], capture_output=True, timeout=60)
+        check(p.returncode == 2 and b"--backend cpu or sim" in p.stderr,
+              "--replicas on cuda: exit %d: %s" % (p.returncode, p.stderr[-300:]))
         for plan, flags in PLANS.items():
-            for np_ in (1, 4, 8):
+            for np_, reps in ((1, 1), (4, 1), (8, 1), (2, 2)) + (((1, 3),) if plan == "resident"
+                                                               else ()):
                 p = subprocess.run([BIN, "batch", *COMMON, *flags, "-np", str(np_), "-n", str(N),
-                                    "-f", req, "-o", out], capture_output=True, timeout=600)
+                                    "--replicas", str(reps), "-f", req, "-o", out],
+                                   capture_output=True, timeout=600)
                 err = p.stderr.decode("utf-8", "replace")
-                tag = "%s -np %d" % (plan, np_)
+                tag = "%s -np %d x%d" % (plan, np_, reps)
                 if not check(p.returncode == 0, "%s: exit %d: %s" % (tag, p.returncode, err)):
                     continue
                 check("line 3:" in err and "line 4:" in err, "%s: bad lines not reported "
@@ -113,8 +121,8 @@ def main():
                           g["n_prompt"] > 0, "%s: %s counts %s" % (tag, g["id"], g))
                     check((g["stop"] == "stop") == (g["id"] == "s0"),
                           "%s: %s ended %s" % (tag, g["id"], g["stop"]))
-                print("ok   %-9s -np %d: %d/%d texts equal run's; %s" %
-                      (plan, np_, same, len(want), err.splitlines()[-1][:110]))
+                print("ok   %-9s -np %d x%d: %d/%d texts equal run's; %s" %
+                      (plan, np_, reps, same, len(want), err.splitlines()[-1][:110]))
     print("batch_cli: %d failures" % failures)
     return 1 if failures else 0
 

@@ -28,3 +28,12 @@ add_test(NAME k8s_manifests
                  ${CMAKE_SOURCE_DIR}/deploy/kubernetes $<TARGET_FILE:spillway_cli>
                  ${SW_TEST_DATA}/tiny/gemma3.gguf)
 set_tests_properties(k8s_manifests PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+# Issue 39, section 2: serve --replicas 2 (two engines, each its own
+# simulated device) under concurrent streamed and whole requests: none
+# lost, both replicas used, greedy answers equal across them, per-replica
+# /metrics adding up to the totals, exit 0 on SIGTERM; bad --replicas
+# refused (sanitizers too).
+add_test(NAME serve_replicas
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/serve_replicas_test.py
+                 $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+set_tests_properties(serve_replicas PROPERTIES TIMEOUT 300)

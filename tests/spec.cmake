@@ -3,7 +3,7 @@
 # sampling's output distribution on synthetic rows, and through the
 # scheduler on the tiny Gemma 3 (n-gram drafts; the tiny Gemma 2 as draft
 # model) the sampled tokens of 2,000 seeds distributed as without drafts
-# (about 30 s on two cores, 110 s under the sanitizers).
+# (about 30 s on two cores; under the sanitizers 500 seeds, about 35 s).
 sw_add_c_test(test_spec ${CMAKE_CURRENT_SOURCE_DIR}/test_spec.c)
 set_tests_properties(test_spec PROPERTIES TIMEOUT 600)
 # `spillway run` with drafts: greedy output byte-identical to the output

@@ -27,7 +27,10 @@ static void usage(FILE *out) {
           "  {\"id\", \"text\", \"n_prompt\", \"n_generated\", \"stop\", \"prefill_ms\",\n"
           "  \"decode_ms\"} in input order (stdout without -o). Up to -np requests run at\n"
           "  once; with --temp 0 every text equals `spillway run`'s for its prompt.\n"
-          "  -o FILE          where the results go (default: standard output)\n", out);
+          "  -o FILE          where the results go (default: standard output)\n"
+          "  --replicas N     N engines of the plan (--backend cpu or sim), each with its\n"
+          "                   own device and -np sequences; a request goes to the one with\n"
+          "                   the fewest tokens assigned (default 1)\n", out);
     gen_opts_usage(out);
 }
 
@@ -236,10 +239,11 @@ int batch_write_job(batch_ctx *b, const batch_job *j) {
 
 static void summary(const batch_ctx *b, size_t n_bad) {
     const batch_totals *t = &b->totals;
-    fprintf(stderr, "batch: %zu requests (%zu skipped), -np %u: %zu prompt tokens, %zu "
+    fprintf(stderr, "batch: %zu requests (%zu skipped), -np %u%s: %zu prompt tokens, %zu "
             "generated in %.2f s: %.1f tok/s generated overall, decode %.1f tok/s aggregate "
             "(%zu tokens in %.2f s of all-decode forwards), %zu forwards\n",
-            b->n_jobs, n_bad, sw_engine_n_seq(b->engine), t->n_prompt, t->n_generated,
+            b->n_jobs, n_bad, sw_engine_n_seq(b->engine), b->n_rep > 1 ? " per replica" : "",
+            t->n_prompt, t->n_generated,
             t->wall_s, t->wall_s > 0 ? (double)t->n_generated / t->wall_s : 0.0,
             t->decode_s > 0 ? (double)t->n_decode_tokens / t->decode_s : 0.0,
             t->n_decode_tokens, t->decode_s, t->n_forwards);
@@ -248,7 +252,8 @@ static void summary(const batch_ctx *b, size_t n_bad) {
 }
 
 /* -o is batch's own; everything else is the generation flags. */
-static int parse_args(gen_opts *o, const char **out_path, int argc, char **argv) {
+static int parse_args(gen_opts *o, const char **out_path, long *replicas, int argc,
+                      char **argv) {
     int n = 0;
     char **rest = malloc((size_t)argc * sizeof *rest);
     if (rest == NULL)
@@ -257,6 +262,19 @@ static int parse_args(gen_opts *o, const char **out_path, int argc, char **argv)
         if (i > 0 && (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) &&
             i + 1 < argc) {
             *out_path = argv[++i];
+            continue;
+        }
+        if (i > 0 && !strcmp(argv[i], "--replicas")) {
+            char *end = NULL;
+            const long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || end == argv[i + 1] || *end != '\0' || v < 1 ||
+                v > CLI_MAX_REPLICAS) {
+                cli_error("--replicas needs an integer in [1, %d]", CLI_MAX_REPLICAS);
+                free(rest);
+                return CLI_EXIT_USAGE;
+            }
+            *replicas = v;
+            i++;
             continue;
         }
         rest[n++] = argv[i];
@@ -285,17 +303,24 @@ int cmd_batch(int argc, char **argv) {
     const char *out_path = NULL;
     sw_model *m = NULL;
     size_t n_bad = 0;
-    batch_ctx b = {.opt = &o, .out = stdout};
+    batch_ctx b = {.opt = &o, .out = stdout, .replicas = 1};
     gen_opts_init(&o);
-    int rc = parse_args(&o, &out_path, argc, argv);
+    int rc = parse_args(&o, &out_path, &b.replicas, argc, argv);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if ((rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
+    if ((rc = cli_replicas_check(b.replicas, &o)) != CLI_EXIT_OK ||
+        (rc = cli_open_model(o.model, &m)) != CLI_EXIT_OK)
         return rc;
     b.model = m;
     sw_model_special_tokens(m, &b.special);
-    if ((rc = gen_opts_start_engine(&o, m, &b.engine)) != CLI_EXIT_OK ||
-        (rc = read_jobs(&b, o.prompt_file, &n_bad)) != CLI_EXIT_OK)
+    for (; b.n_rep < (size_t)b.replicas; b.n_rep++) {
+        if (b.replicas > 1)
+            fprintf(stderr, "batch: replica %zu of %ld\n", b.n_rep + 1, b.replicas);
+        if ((rc = cli_replica_engine(&o, m, b.n_rep, &b.engines[b.n_rep])) != CLI_EXIT_OK)
+            goto done;
+    }
+    b.engine = b.engines[0];
+    if ((rc = read_jobs(&b, o.prompt_file, &n_bad)) != CLI_EXIT_OK)
         goto done;
     if (out_path != NULL && (b.out = fopen(out_path, "w")) == NULL) {
         cli_error("cannot write '%s': %s", out_path, strerror(errno));
@@ -315,7 +340,8 @@ done:
         rc = CLI_EXIT_IO;
     }
     free_jobs(&b);
-    sw_engine_destroy(b.engine);
+    for (size_t i = 0; i < b.n_rep; i++)
+        sw_engine_destroy(b.engines[i]);
     sw_model_close(m);
     return rc;
 }

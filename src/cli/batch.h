@@ -18,6 +18,7 @@
 
 #include "cli/gen_opts.h"
 #include "cli/generate.h"
+#include "cli/replicas.h"
 
 enum { BATCH_MAX_STOP = 16 };
 
@@ -30,6 +31,7 @@ typedef struct batch_job {
     sw_sampler_options sampling;
     char *stop[BATCH_MAX_STOP];  /* the line's stop strings (owned) */
     size_t n_stop;
+    sw_scheduler *q;             /* its replica's scheduler */
     sw_request *req;             /* on the scheduler, until written */
     /* the result, when written */
     size_t n_generated;
@@ -50,9 +52,12 @@ typedef struct batch_totals {
 } batch_totals;
 
 typedef struct batch_ctx {
-    const gen_opts *opt;
+    gen_opts *opt;
     const sw_model *model;
-    sw_engine *engine;
+    sw_engine *engine;           /* replica 0's */
+    sw_engine *engines[CLI_MAX_REPLICAS];   /* --replicas N: one per replica */
+    size_t n_rep;
+    long replicas;               /* --replicas as given */
     sw_special_tokens special;
     batch_job *jobs;
     size_t n_jobs;
@@ -61,9 +66,10 @@ typedef struct batch_ctx {
     batch_totals totals;
 } batch_ctx;
 
-/* Runs every job to completion on a scheduler (spillway.h), writing each
- * finished job's line in input order through batch_write_job(). Returns
- * an exit status. */
+/* Runs every job to completion on a scheduler per replica (spillway.h;
+ * a job goes to the replica with the fewest tokens assigned), writing
+ * each finished job's line in input order through batch_write_job().
+ * Returns an exit status. */
 int batch_run(batch_ctx *b);
 
 /* Writes job j's result line. Returns an exit status. */

@@ -22,6 +22,7 @@
 #include "cli/gen_opts.h"
 #include "cli/interrupt.h"
 #include "cli/model_arg.h"
+#include "cli/replicas.h"
 #include "serve/server.h"
 #include "util/clock.h"
 
@@ -29,7 +30,8 @@ enum {
     DEFAULT_PORT = 8080, DEFAULT_MAX_BODY = 1 << 20, QUEUE_PER_SEQ = 4,
     DEFAULT_TIMEOUT_S = 30, DEFAULT_MAX_CONNS = 512, DEFAULT_MAX_CONNS_PER_ADDR = 64,
 };
-#define SHUTDOWN_DRAIN_S 10.0 /* the longest a stopping server waits for clients */
+#define SHUTDOWN_DRAIN_S 10.0
+_Static_assert((int)CLI_MAX_REPLICAS <= (int)SRV_MAX_REPLICAS, "the server holds every replica"); /* the longest a stopping server waits for clients */
 
 typedef struct serve_args {
     const char *host, *api_key, *alias;
@@ -40,12 +42,13 @@ typedef struct serve_args {
     bool no_webui;               /* --no-webui: no page at "/" */
     bool public_metrics;         /* --public-metrics: /metrics without the key */
     long drain_s;                /* --drain-timeout: 0, SIGTERM cancels what runs */
+    long replicas;               /* --replicas: engines, each its own device and plan */
 } serve_args;
 
 static void serve_usage(FILE *out) {
     fputs("usage: spillway serve [-m MODEL] [--host 127.0.0.1] [--port 8080] [-np N] [-c CTX]\n"
           "                      [--api-key KEY] [--alias NAME] [--timeout S] [--max-conns N]\n"
-          "                      [--max-conns-per-addr N] [--no-webui]\n"
+          "                      [--max-conns-per-addr N] [--no-webui] [--replicas N]\n"
           "                      [placement and budget flags]\n"
           "  An OpenAI-compatible server: POST /v1/completions, POST /v1/chat/completions\n"
           "  (both with \"stream\": true as server-sent events), GET /v1/models, GET /health,\n"
@@ -81,7 +84,11 @@ static void serve_usage(FILE *out) {
           "                   exit 0; a second signal cuts it short (default 0: cancel at\n"
           "                   once); keep it under Kubernetes' terminationGracePeriodSeconds\n"
           "  --public-metrics GET /metrics without --api-key's key (an inference gateway's\n"
-          "                   endpoint picker scrapes it without one)\n",
+          "                   endpoint picker scrapes it without one)\n"
+          "  --replicas N     N copies of the plan, each with its own device (sim: its own\n"
+          "                   simulated card of --device-mem; cpu: its own KV and threads),\n"
+          "                   each serving -np sequences; a request goes to the one with\n"
+          "                   the fewest (default 1; --backend cpu or sim for now)\n",
           out);
     gen_opts_usage(out);
 }
@@ -119,7 +126,7 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
                                     !strcmp(f, "--max-body") || !strcmp(f, "--queue") ||
                                     !strcmp(f, "--timeout") || !strcmp(f, "--max-conns") ||
                                     !strcmp(f, "--max-conns-per-addr") ||
-                                    !strcmp(f, "--drain-timeout"));
+                                    !strcmp(f, "--drain-timeout") || !strcmp(f, "--replicas"));
         if (!ours) {
             rest[n++] = argv[i];
             continue;
@@ -147,6 +154,9 @@ static int parse_args(gen_opts *o, serve_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--max-conns") && !parse_long(f, v, 1, 16384, &a->max_conns))
             rc = CLI_EXIT_USAGE;
         else if (!strcmp(f, "--drain-timeout") && !parse_long(f, v, 0, 86400, &a->drain_s))
+            rc = CLI_EXIT_USAGE;
+        else if (!strcmp(f, "--replicas") &&
+                 !parse_long(f, v, 1, CLI_MAX_REPLICAS, &a->replicas))
             rc = CLI_EXIT_USAGE;
         else if (!strcmp(f, "--max-conns-per-addr") &&
                  !parse_long(f, v, 1, 16384, &a->max_conns_per_addr))
@@ -210,34 +220,58 @@ static void wait_tick(pthread_cond_t *cv, pthread_mutex_t *mu) {
 static void serve_drain(srv_state *s, double drain_s) {
     pthread_mutex_lock(&s->mu);
     s->draining = true;
-    size_t n = 0;
-    for (const srv_req *r = s->live; r != NULL; r = r->next)
-        n++;
+    const size_t n = srv_live(s);
     pthread_mutex_unlock(&s->mu);
     fprintf(stderr, "serve: draining: %zu requests may run for up to %.0f s (a second "
             "signal stops at once)\n", n, drain_s);
     cli_interrupt_signal = 0;
     const double t_end = sw_clock_s() + drain_s;
     pthread_mutex_lock(&s->mu);
-    while (s->live != NULL && !s->failed && !cli_interrupt_signal && sw_clock_s() < t_end) {
+    while (srv_live(s) > 0 && !s->failed && !cli_interrupt_signal && sw_clock_s() < t_end) {
         wait_tick(&s->out_cv, &s->mu);
     }
-    const bool left = s->live != NULL;
+    const bool left = srv_live(s) > 0;
     pthread_mutex_unlock(&s->mu);
     fprintf(stderr, "serve: drained%s\n", left ? " (time up or a second signal: cancelling "
             "the rest)" : "");
+}
+
+/* Replica i's engine and scheduler (the first one's plan is printed; the
+ * others are the same plan on their own device). */
+static int start_replica(gen_opts *o, const sw_model *m, size_t i, srv_replica *p,
+                         draft_ctx *draft) {
+    sw_engine *e = NULL;
+    int rc = cli_replica_engine(o, m, i, &e);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (i == 0)
+        sw_engine_print_plan(e, stderr, 0);
+    sw_scheduler *q = NULL;
+    if ((rc = gen_opts_start_scheduler(o, m, e, &q, draft)) != CLI_EXIT_OK) {
+        sw_scheduler_destroy(q);
+        draft_end(draft);
+        sw_engine_destroy(e);
+        return rc;
+    }
+    if (i == 0)
+        print_drafter(&o->draft, draft);
+    p->engine = e;
+    p->sched = q;
+    return CLI_EXIT_OK;
 }
 
 int cmd_serve(int argc, char **argv) {
     gen_opts o;
     serve_args a = {.host = "127.0.0.1", .port = DEFAULT_PORT, .max_body = DEFAULT_MAX_BODY,
                     .queue = -1, .timeout_s = DEFAULT_TIMEOUT_S, .max_conns = DEFAULT_MAX_CONNS,
-                    .max_conns_per_addr = DEFAULT_MAX_CONNS_PER_ADDR,
+                    .max_conns_per_addr = DEFAULT_MAX_CONNS_PER_ADDR, .replicas = 1,
                     .api_key = getenv("SPILLWAY_API_KEY")};
     gen_opts_init(&o);
     int rc = parse_args(&o, &a, argc, argv);
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
+    if ((rc = cli_replicas_check(a.replicas, &o)) != CLI_EXIT_OK)
+        return rc;
     if (a.api_key != NULL && a.api_key[0] == '\0')
         a.api_key = NULL;
     sw_model *m = NULL;
@@ -255,10 +289,12 @@ int cmd_serve(int argc, char **argv) {
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.work_cv, NULL);
     pthread_cond_init(&s.out_cv, NULL);
-    pthread_t sched;
-    bool sched_started = false;
-    sw_engine *e = NULL;
-    draft_ctx draft = {0};       /* the drafter, until the scheduler is destroyed */
+    pthread_t sched[SRV_MAX_REPLICAS];
+    size_t n_started = 0, n_made = 0;
+    srv_replica made[SRV_MAX_REPLICAS];
+    draft_ctx draft[SRV_MAX_REPLICAS]; /* drafters, until their schedulers are destroyed */
+    memset(made, 0, sizeof made);
+    memset(draft, 0, sizeof draft);
     cli_interrupt_catch();
     const srv_net_options net = {.host = a.host, .port = (uint16_t)a.port,
                                  .timeout_s = (unsigned)a.timeout_s,
@@ -274,32 +310,37 @@ int cmd_serve(int argc, char **argv) {
     if (!srv_http_loopback(d) && s.api_key == NULL)
         fprintf(stderr, "serve: warning: --host %s is reachable from other machines and no "
                 "--api-key is set: anyone who can connect can use the model\n", a.host);
-    if ((rc = gen_opts_start_engine(&o, m, &e)) != CLI_EXIT_OK)
-        goto done;
-    sw_engine_print_plan(e, stderr, 0);
-    sw_scheduler *q = NULL;
-    if ((rc = gen_opts_start_scheduler(&o, m, e, &q, &draft)) != CLI_EXIT_OK) {
-        sw_scheduler_destroy(q);
-        draft_end(&draft);
-        sw_engine_destroy(e);
-        goto done;
+    for (; n_made < (size_t)a.replicas; n_made++) {
+        if (a.replicas > 1)
+            fprintf(stderr, "serve: replica %zu of %ld\n", n_made + 1, a.replicas);
+        if ((rc = start_replica(&o, m, n_made, &made[n_made], &draft[n_made])) != CLI_EXIT_OK)
+            goto done;
     }
-    print_drafter(&o.draft, &draft);
+    /* every replica loaded: the server takes them at once */
     pthread_mutex_lock(&s.mu);
-    s.engine = e;
-    s.sched = q;
-    s.n_seq = sw_engine_n_seq(e);
-    s.queue_cap = a.queue >= 0 ? (size_t)a.queue : (size_t)sw_engine_n_seq(e) * QUEUE_PER_SEQ;
-    pthread_mutex_unlock(&s.mu);
-    if (pthread_create(&sched, NULL, srv_sched_main, &s) != 0) {
-        cli_error("cannot start the scheduler thread");
-        rc = CLI_EXIT_FAILURE;
-        goto done;
+    for (size_t i = 0; i < n_made; i++) {
+        s.rep[i] = made[i];
+        s.rep[i].s = &s;
+        s.rep[i].index = (unsigned)i;
     }
-    sched_started = true;
-    fprintf(stderr, "serve: ready: model '%s', %u sequences of %u tokens, queue %zu%s\n",
-            s.model_name, sw_engine_n_seq(e), sw_engine_n_ctx(e), s.queue_cap,
+    s.n_rep = n_made;
+    const uint32_t per_seq = sw_engine_n_seq(made[0].engine);
+    s.n_seq = (size_t)per_seq * n_made;
+    s.queue_cap = a.queue >= 0 ? (size_t)a.queue : s.n_seq * QUEUE_PER_SEQ;
+    s.engine = made[0].engine;
+    pthread_mutex_unlock(&s.mu);
+    for (; n_started < n_made; n_started++)
+        if (pthread_create(&sched[n_started], NULL, srv_sched_main, &s.rep[n_started]) != 0) {
+            cli_error("cannot start the scheduler thread");
+            rc = CLI_EXIT_FAILURE;
+            goto done;
+        }
+    fprintf(stderr, "serve: ready: model '%s', %u sequences of %u tokens%s, queue %zu%s\n",
+            s.model_name, per_seq, sw_engine_n_ctx(s.engine),
+            n_made > 1 ? " per replica" : "", s.queue_cap,
             s.api_key ? ", API key required" : "");
+    if (n_made > 1)
+        fprintf(stderr, "serve: %zu replicas, %zu sequences in all\n", n_made, s.n_seq);
     if (s.webui)
         fprintf(stderr, "serve: web page at %s/\n", srv_http_url(d));
     while (!cli_interrupt_signal)
@@ -312,10 +353,10 @@ done:
     s.stopping = true;
     pthread_cond_broadcast(&s.work_cv);
     pthread_mutex_unlock(&s.mu);
-    if (sched_started)
-        pthread_join(sched, NULL);
-    else if (s.sched != NULL)
-        srv_sched_main(&s); /* stopping: ends what was submitted, and wakes its connections */
+    for (size_t i = 0; i < n_started; i++)
+        pthread_join(sched[i], NULL);
+    for (size_t i = n_started; i < s.n_rep; i++)
+        srv_sched_main(&s.rep[i]); /* stopping: ends what was submitted, wakes its connections */
     if (d != NULL) {
         /* Every request has ended; let the connections send what is left
          * (a streamed request's last events) before closing them. */
@@ -329,9 +370,11 @@ done:
     }
     srv_http_stop(d);
     cli_interrupt_restore();
-    sw_scheduler_destroy(s.sched);
-    draft_end(&draft);
-    sw_engine_destroy(s.engine);
+    for (size_t i = 0; i < n_made; i++) { /* made[i] is s.rep[i] once the server took it */
+        sw_scheduler_destroy(made[i].sched);
+        draft_end(&draft[i]);
+        sw_engine_destroy(made[i].engine);
+    }
     sw_model_close(m);
     pthread_cond_destroy(&s.out_cv);
     pthread_cond_destroy(&s.work_cv);

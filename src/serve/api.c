@@ -569,10 +569,46 @@ static void expert_metrics(FILE *f, const sw_expert_report *x) {
             x->slots);
 }
 
+/* Each replica's share (serve --replicas N > 1), labelled replica="i":
+ * the series above are the sums. */
+typedef struct replica_view {
+    size_t queued, running;
+    srv_metrics m;
+    bool failed;
+} replica_view;
+
+static void replica_metrics(FILE *f, const replica_view *v, size_t n) {
+    if (n < 2)
+        return;
+    const struct { const char *name, *type; int what; } fam[] = {
+        {"spillway_replica_requests_total", "counter", 0},
+        {"spillway_replica_generated_tokens_total", "counter", 1},
+        {"spillway_replica_forwards_total", "counter", 2},
+        {"spillway_replica_queue_depth", "gauge", 3},
+        {"spillway_replica_running_requests", "gauge", 4},
+        {"spillway_replica_kv_cache_used_tokens", "gauge", 5},
+        {"spillway_replica_up", "gauge", 6}};
+    for (size_t k = 0; k < sizeof fam / sizeof fam[0]; k++) {
+        fprintf(f, "# TYPE %s %s\n", fam[k].name, fam[k].type);
+        for (size_t i = 0; i < n; i++) {
+            const uint64_t x[] = {v[i].m.requests, v[i].m.generated_tokens, v[i].m.forwards,
+                                  v[i].queued, v[i].running, v[i].m.kv_used_tokens,
+                                  !v[i].failed};
+            fprintf(f, "%s{replica=\"%zu\"} %llu\n", fam[k].name, i,
+                    (unsigned long long)x[fam[k].what]);
+        }
+    }
+}
+
 srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
+    replica_view v[SRV_MAX_REPLICAS];
     pthread_mutex_lock(&s->mu);
     const srv_metrics m = s->m;
     const size_t queued = s->n_queued, running = s->n_running, n_seq = s->n_seq;
+    const size_t n_rep = s->n_rep;
+    for (size_t i = 0; i < n_rep; i++)
+        v[i] = (replica_view){s->rep[i].n_queued, s->rep[i].n_running, s->rep[i].m,
+                              s->rep[i].failed};
     pthread_mutex_unlock(&s->mu);
     const double up = sw_clock_s() - m.t_start;
     char *body = NULL;
@@ -611,6 +647,7 @@ srv_reply srv_api_metrics(srv_state *s, const srv_conn_counts *cc) {
     srv_gateway_metrics(f, s->model_name, queued, running, n_seq, &m);
     spec_metrics(f, &m);
     expert_metrics(f, &m.experts);
+    replica_metrics(f, v, n_rep);
     if (cc != NULL)
         conn_metrics(f, cc);
     if (fclose(f) != 0) {

@@ -194,7 +194,7 @@ static void stream_free(void *cls) {
     pthread_mutex_lock(&s->mu);
     if (st->r->phase != SRV_DONE) {
         st->r->cancelled = true;
-        pthread_cond_signal(&s->work_cv);
+        pthread_cond_broadcast(&s->work_cv); /* r's replica among them */
     }
     if (st->r->waiter == st->c)
         st->r->waiter = NULL;
@@ -398,7 +398,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
         pthread_mutex_lock(&s->mu);
         if (r->phase != SRV_DONE) {
             r->cancelled = true;
-            pthread_cond_signal(&s->work_cv);
+            pthread_cond_broadcast(&s->work_cv); /* r's replica among them */
         }
         if (r->waiter == c)
             r->waiter = NULL;

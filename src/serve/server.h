@@ -38,7 +38,9 @@
 struct MHD_Connection;
 struct MHD_Daemon;
 
-enum { SRV_MAX_STOP = 4, SRV_ID_BYTES = 40 };
+enum { SRV_MAX_STOP = 4, SRV_ID_BYTES = 40, SRV_MAX_REPLICAS = 8 };
+
+struct srv_replica;
 
 typedef enum srv_phase { SRV_QUEUED, SRV_PREFILL, SRV_DECODE, SRV_DONE } srv_phase;
 
@@ -58,6 +60,7 @@ typedef struct srv_req {
     char id[SRV_ID_BYTES];
     int64_t created;
     /* under srv_state.mu */
+    struct srv_replica *rep;     /* the replica it was submitted to */
     sw_request *req;             /* the library's, until it ended */
     srv_phase phase;
     size_t n_fed;                /* prompt tokens evaluated */
@@ -92,11 +95,26 @@ typedef struct srv_metrics {
     int64_t created;             /* wall-clock seconds at start */
 } srv_metrics;
 
+/* One replica (serve --replicas N): an engine with its own device and
+ * plan, its scheduler, the thread that steps it (sched.c) and the
+ * requests submitted to it; all under srv_state.mu. */
+typedef struct srv_replica {
+    struct srv_state *s;
+    unsigned index;
+    sw_engine *engine;
+    sw_scheduler *sched;
+    srv_req *live;               /* submitted to it and not yet ended */
+    size_t n_queued, n_running;  /* its library scheduler's, after each change */
+    bool failed;                 /* its forward failed: its requests error */
+    srv_metrics m;               /* its own counters and gauges (srv_state.m: all) */
+} srv_replica;
+
 typedef struct srv_state {
     sw_sampler_options sampler;  /* defaults of requests that leave them out */
     const sw_model *model;
-    sw_engine *engine;           /* NULL while loading */
-    sw_scheduler *sched;         /* with the engine */
+    sw_engine *engine;           /* replica 0's (the plan, the context); NULL while loading */
+    srv_replica rep[SRV_MAX_REPLICAS];
+    size_t n_rep;                /* replicas started */
     sw_special_tokens special;
     const char *model_name;      /* what /v1/models lists */
     const char *api_key;         /* NULL: none */
@@ -104,29 +122,32 @@ typedef struct srv_state {
     bool webui;                  /* serve the web page at "/" (webui.h); --no-webui: off */
     size_t max_body;             /* request bytes accepted */
     size_t queue_cap;            /* queued requests beyond the running ones */
-    size_t n_seq;                /* the engine's sequences: requests that run at once */
+    size_t n_seq;                /* every replica's sequences: requests that run at once */
 
     pthread_mutex_t mu;
-    pthread_cond_t work_cv;      /* scheduler: a request arrived or left, or stop */
+    pthread_cond_t work_cv;      /* schedulers (broadcast): a request arrived or left, or stop */
     pthread_cond_t out_cv;       /* connections: text appended, or done */
-    srv_req *live;               /* submitted and not yet ended */
-    size_t n_queued, n_running;  /* the library scheduler's, after each change */
+    size_t n_queued, n_running;  /* every replica's, after each change */
     size_t n_answering;          /* connections with a request not yet fully answered */
     bool stopping;               /* shut down: fail queued, cancel running */
     bool draining;               /* SIGTERM with --drain-timeout: refuse new requests,
                                     let the submitted ones finish */
-    bool failed;                 /* the engine failed: every request errors */
+    bool failed;                 /* every replica failed: every request errors */
     void (*wake)(srv_req *r);    /* resumes r's waiter if it can go on (under mu); or NULL */
     srv_metrics m;
     uint64_t next_id;
 } srv_state;
 
-/* sched.c: the scheduler thread's body (arg: srv_state). */
+/* sched.c: a replica's scheduler thread's body (arg: srv_replica). */
 void *srv_sched_main(void *arg);
 
-/* Queues r (refs taken: one for the scheduler). Returns false when the
- * queue is full or the server is stopping (r untouched). Under no lock. */
+/* Queues r (refs taken: one for the scheduler) on the replica with the
+ * fewest requests. Returns false when the queue is full or the server is
+ * stopping (r untouched). Under no lock. */
 bool srv_submit(srv_state *s, srv_req *r);
+
+/* Requests submitted and not yet ended, over every replica (under mu). */
+size_t srv_live(const srv_state *s);
 
 /* Drops one reference (under no lock); the last frees r. */
 void srv_release(srv_state *s, srv_req *r);

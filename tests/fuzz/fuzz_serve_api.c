@@ -62,8 +62,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         po.default_rates = 1;
         if (sw_model_open(path, &g_model[k]) != SW_OK ||
             sw_engine_launch(g_model[k], &po, NULL, &s->engine) != SW_OK ||
-            sw_scheduler_create(s->engine, g_model[k], &s->sched) != SW_OK)
+            sw_scheduler_create(s->engine, g_model[k], &s->rep[0].sched) != SW_OK)
             setup_failed(path);
+        s->rep[0] = (srv_replica){.s = s, .engine = s->engine, .sched = s->rep[0].sched};
+        s->n_rep = 1;
         s->model = g_model[k];
         s->sampler = sw_sampler_options_default();
         s->model_name = "tiny";
@@ -115,8 +117,9 @@ static void check_request(srv_state *s, srv_req *r, bool chat, const uint8_t *da
     o.n_predict = r->max_tokens;
     o.stop = (const char *const *)r->stop;
     o.n_stop = r->n_stop;
-    FUZZ_REQUIRE(sw_scheduler_submit(s->sched, r->prompt, r->n_prompt, &o, &req) == SW_OK);
-    sw_request_release(s->sched, req);
+    FUZZ_REQUIRE(sw_scheduler_submit(s->rep[0].sched, r->prompt, r->n_prompt, &o, &req) ==
+                 SW_OK);
+    sw_request_release(s->rep[0].sched, req);
     /* the replies for it, with the input as the generated text */
     if (sw_bytebuf_add(&r->text, (const char *)data, size)) {
         r->finish = "stop";

@@ -1,0 +1,25 @@
+/*
+ * replicas.h — `--replicas N` (issue 39, section 2) for serve and batch:
+ * N engines of one plan in one process, each with its own device (sim: its
+ * own simulated card of --device-mem; cpu: its own KV, activations and -t
+ * threads, the weights shared through the mapping), each with its own
+ * scheduler. cuda and pjrt processes drive one device for now, so there
+ * the flag is refused by name.
+ */
+#ifndef SW_CLI_REPLICAS_H
+#define SW_CLI_REPLICAS_H
+
+#include "cli/gen_opts.h"
+
+enum { CLI_MAX_REPLICAS = 8 };
+
+/* CLI_EXIT_OK, or CLI_EXIT_USAGE (said) when n > 1 on a backend that
+ * cannot hold replicas. */
+int cli_replicas_check(long n, const gen_opts *o);
+
+/* Replica i's engine: the first through gen_opts_start_engine (a
+ * drafter's reservation, --plan-json), the others the same plan options
+ * on their own device. Returns an exit status (error printed). */
+int cli_replica_engine(gen_opts *o, const sw_model *m, size_t i, sw_engine **out);
+
+#endif
