@@ -4,7 +4,8 @@
  * per-expert scale) against a computation in double, and the experts
  * (f32 and Q8_0 weights, 1 and 2 threads, tokens routed to the same and
  * to different experts) against a double-precision sum over each token's
- * experts; bad arguments are refused.
+ * experts; decode's one token through the experts' shared passes against
+ * the experts one by one, bit for bit; bad arguments are refused.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -119,8 +120,62 @@ static void experts_case(uint32_t type, int threads) {
     free(dn_f);
 }
 
+/* Decode's one token (moe.c's two passes over all its experts) against
+ * the experts one by one as cpu_matmul computes them, summed in ascending
+ * id: the same bits, with 8-bit activations, 1 and 2 threads, in shapes
+ * large enough for the threads to split the rows. */
+enum { DE = 512, DF = 256, DX = 8, DK = 4 };
+
+static void decode_case(uint32_t type, int threads) {
+    uint64_t gu_bytes, dn_bytes;
+    uint8_t *gu = random_weights(type, DE, (uint64_t)DX * 2 * DF, &gu_bytes);
+    uint8_t *dn = random_weights(type, DF, (uint64_t)DX * DE, &dn_bytes);
+    const tensor_view vgu = {"gate_up", type, 2, {DE, DX * 2 * DF, 1, 1}, gu_bytes, gu};
+    const tensor_view vdn = {"down", type, 2, {DF, DX * DE, 1, 1}, dn_bytes, dn};
+    static float x[DE], out[DE], want[DE], xg[DK * DE], g[DK * 2 * DF], yd[DK * DE];
+    static float h[2 * DF], y[DE];
+    const int32_t ids[DK] = {6, 1, 3, 0};   /* routing order, not id order */
+    const float w[DK] = {0.4f, 0.3f, 0.2f, 0.1f};
+    fill_float(x, DE, -1.0f, 1.0f);
+    cpu_pool *pool = NULL;
+    cpu_mm_scratch *ws = NULL;
+    SW_CHECK_OK(cpu_pool_create(threads, &pool));
+    SW_CHECK_OK(cpu_mm_scratch_create(threads, DE, &ws));
+    const cpu_moe_args a = {.gate_up = &vgu, .down = &vdn, .x = x, .weights = w, .ids = ids,
+                            .out = out, .xg = xg, .gu = g, .yd = yd, .n_tokens = 1,
+                            .n_expert = DX, .k = DK};
+    SW_CHECK_OK(cpu_moe_experts(pool, ws, &a));
+    memset(want, 0, sizeof want);
+    for (int e = 0; e < DX; e++)
+        for (int j = 0; j < DK; j++) {
+            if (ids[j] != e)
+                continue;
+            const tensor_view eg = {"gate_up", type, 2, {DE, 2 * DF, 1, 1}, gu_bytes / DX,
+                                    gu + (size_t)e * (gu_bytes / DX)};
+            const tensor_view ed = {"down", type, 2, {DF, DE, 1, 1}, dn_bytes / DX,
+                                    dn + (size_t)e * (dn_bytes / DX)};
+            SW_CHECK_OK(cpu_matmul(pool, ws, &eg, x, h, 1));
+            cpu_geglu(h, h + DF, h, DF);
+            SW_CHECK_OK(cpu_matmul(pool, ws, &ed, h, y, 1));
+            for (int c = 0; c < DE; c++)
+                want[c] += y[c] * w[j];
+        }
+    SW_CHECK(!memcmp(out, want, sizeof out), "decode experts %s, %d thread(s): not the "
+             "one-by-one bits", type_name(type), threads);
+    cpu_mm_scratch_destroy(ws);
+    cpu_pool_destroy(pool);
+    free(gu);
+    free(dn);
+}
+
 int main(void) {
     test_route();
+    for (int threads = 1; threads <= 2; threads++) {
+        decode_case(SW_TYPE_Q8_0, threads);
+        decode_case(SW_TYPE_Q5_0, threads);
+        decode_case(SW_TYPE_Q4_K, threads);
+        decode_case(SW_TYPE_Q6_K, threads);
+    }
     for (int threads = 1; threads <= 2; threads++) {
         experts_case(SW_TYPE_F32, threads);
         experts_case(SW_TYPE_Q8_0, threads);

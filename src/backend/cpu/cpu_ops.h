@@ -101,6 +101,19 @@ enum {
 sw_status cpu_matmul_as(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
                         const float *x, float *y, uint32_t n_tokens, unsigned flags);
 
+/* Decode's experts: one token against n_mat matrices of one shape and
+ * type (w[i]; x[i] its input row, y[i] its n_rows outputs), the rows of
+ * all of them shared over the pool's threads in one pass: the kernels and
+ * the bits of n_mat cpu_matmul calls of one token, with one hand-off to
+ * the threads instead of n_mat. Only cpu_matmul's integer path: *done
+ * false (nothing written) where it would take another (exact or bf16
+ * dots, a type without integer kernels), for the caller to go one by one.
+ * Errors: cpu_matmul's; SW_ERR_ARG for matrices that differ. */
+enum { CPU_MM_MULTI_MAX = 64 };
+sw_status cpu_matmul_rows_multi(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                                uint32_t n_mat, const float *const *x, float *const *y,
+                                bool *done);
+
 /* Gemma 4's router after its projection (backend.h's BOP_MOE_ROUTE):
  * for each of n_tokens rows of scores (n_expert), ids and weights (k each)
  * get the k largest softmax probabilities (descending, ties to the lower

@@ -603,6 +603,73 @@ sw_status cpu_matmul_as(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w
     return SW_OK;
 }
 
+/* ---- one token against several matrices (decode's experts) ------------ */
+
+typedef struct mm_mjob {
+    const cpu_idot *k;
+    const tensor_view *w;        /* n_mat views of one shape and type */
+    const uint8_t *xq[CPU_MM_MULTI_MAX];
+    float *const *y;
+    uint64_t row_bytes, ne0, n_rows;
+    uint32_t n_mat;
+} mm_mjob;
+
+/* Thread ith's share of every matrix's rows, one after another: each
+ * contiguous run of one matrix's rows is one `rows` call, as mm_qrows
+ * makes for one token (a row's result does not depend on its run). */
+static void mm_mtask(void *arg, int ith, int nth) {
+    const mm_mjob *j = arg;
+    uint64_t r0, r1;
+    mm_share(j->n_rows * j->n_mat, ith, nth, &r0, &r1);
+    while (r0 < r1) {
+        const uint64_t m = r0 / j->n_rows, r = r0 % j->n_rows;
+        const uint64_t end = r1 < (m + 1) * j->n_rows ? r1 : (m + 1) * j->n_rows;
+        j->k->rows((const uint8_t *)j->w[m].data + r * j->row_bytes, j->row_bytes, end - r0,
+                   j->xq[m], j->ne0, j->y[m] + r);
+        r0 = end;
+    }
+}
+
+sw_status cpu_matmul_rows_multi(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w,
+                                uint32_t n_mat, const float *const *x, float *const *y,
+                                bool *done) {
+    *done = false;
+    if (n_mat == 0 || n_mat > CPU_MM_MULTI_MAX || n_mat > MM_QCHUNK_TOKENS || ws == NULL ||
+        ws->exact)
+        return SW_OK;
+    const cpu_qkernel *qk = NULL;
+    uint64_t row_bytes = 0;
+    SW_TRY(mm_check_weight(&w[0], "cpu_matmul", &qk, &row_bytes));
+    for (uint32_t i = 1; i < n_mat; i++)
+        if (w[i].type != w[0].type || w[i].ne[0] != w[0].ne[0] || w[i].ne[1] != w[0].ne[1])
+            return sw_errorf(SW_ERR_ARG, "cpu_matmul: '%s' and '%s' differ in shape or type",
+                             w[0].name ? w[0].name : "?", w[i].name ? w[i].name : "?");
+    const cpu_idot *ik = cpu_idot_get(cpu_isa_best(), w[0].type);
+    if (ik == NULL)   /* cpu_matmul takes the bf16 or the f32 path: one by one */
+        return SW_OK;
+    SW_TRY(mm_check_scratch(ws, pool, &w[0], n_mat));
+    const uint64_t ne0 = w[0].ne[0], stride = cpu_qact_stride(ik->fmt, ne0);
+    mm_mjob job = {.k = ik, .w = w, .y = y, .row_bytes = row_bytes, .ne0 = ne0,
+                   .n_rows = w[0].ne[1], .n_mat = n_mat};
+    for (uint32_t i = 0; i < n_mat; i++) {   /* an input shared with the one before: once */
+        if (i > 0 && x[i] == x[i - 1]) {
+            job.xq[i] = job.xq[i - 1];
+            continue;
+        }
+        uint8_t *q = ws->act + (uint64_t)i * stride;
+        cpu_qact_quantize(ik->fmt, x[i], ne0, 1, q);
+        job.xq[i] = q;
+        ws->rows_prepared++;
+    }
+    ws->held = (mm_held){0};
+    if ((double)ne0 * (double)job.n_rows * n_mat < MM_MIN_PARALLEL_MACS)
+        mm_mtask(&job, 0, 1);
+    else
+        cpu_pool_run(pool, mm_mtask, &job);
+    *done = true;
+    return SW_OK;
+}
+
 sw_status cpu_matmul(cpu_pool *pool, cpu_mm_scratch *ws, const tensor_view *w, const float *x,
                      float *y, uint32_t n_tokens) {
     return cpu_matmul_as(pool, ws, w, x, y, n_tokens, 0);

@@ -60,17 +60,19 @@ static tensor_view expert_view(const tensor_view *w, uint32_t n_expert, uint32_t
                          .data = (const uint8_t *)w->data + (uint64_t)e * bytes};
 }
 
-/* Routing (t, j)'s output, expert e's yd row i, into its token's sum or
- * (another side's share) into y; the rows of e from elsewhere, out of y. */
-static void moe_scatter(const cpu_moe_args *a, uint32_t e, bool here) {
+/* Routing (t, j)'s output, expert e's row i of yd (computed here), into
+ * its token's sum or (another side's share) into y; with yd NULL, the
+ * rows of e from elsewhere, out of y. */
+static void moe_scatter(const cpu_moe_args *a, uint32_t e, const float *yd) {
     const uint64_t ne = a->gate_up->ne[0];
+    const bool here = yd != NULL;
     uint32_t i = 0;
     for (uint32_t t = 0; t < a->n_tokens; t++)
         for (uint32_t j = 0; j < a->k; j++) {
             const uint64_t tj = (uint64_t)t * a->k + j;
             if (a->ids[tj] != (int32_t)e)
                 continue;
-            const float *y = here ? a->yd + (uint64_t)i++ * ne
+            const float *y = here ? yd + (uint64_t)i++ * ne
                                   : a->y + (uint64_t)a->y_row[tj] * ne;
             if (a->slot_of != NULL && !a->accumulate) {
                 memcpy(a->y + (uint64_t)a->y_row[tj] * ne, y, ne * sizeof(float));
@@ -81,6 +83,64 @@ static void moe_scatter(const cpu_moe_args *a, uint32_t e, bool here) {
             for (uint64_t c = 0; c < ne; c++)
                 o[c] += y[c] * w;
         }
+}
+
+/* Decode (one token, so one row per expert): the experts computed here
+ * as two passes over the threads — every expert's gate/up, then every
+ * down — instead of two per expert; then the sums in ascending id, as
+ * the loop below makes them: the same bits. *done false: not this path
+ * (more tokens, or a matmul path without a multi form). */
+static sw_status moe_decode(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args *a,
+                            uint32_t n_mat, bool *done) {
+    const uint64_t ne = a->gate_up->ne[0], ff = a->down->ne[0];
+    const uint32_t n_expert = a->n_expert;
+    tensor_view gu[CPU_MM_MULTI_MAX], dn[CPU_MM_MULTI_MAX];
+    const float *xs[CPU_MM_MULTI_MAX], *hs[CPU_MM_MULTI_MAX];
+    float *gus[CPU_MM_MULTI_MAX], *yds[CPU_MM_MULTI_MAX];
+    int32_t at[CPU_MM_MULTI_MAX];   /* expert e's row: at[...] by routing order */
+    uint32_t n = 0;
+    *done = false;
+    if (a->n_tokens != 1 || a->k > CPU_MM_MULTI_MAX)
+        return SW_OK;
+    for (uint32_t e = 0; e < n_expert; e++) {
+        const int32_t slot = a->slot_of ? a->slot_of[e] : (int32_t)e;
+        bool routed = false;
+        for (uint32_t j = 0; j < a->k; j++)
+            routed |= a->ids[j] == (int32_t)e;
+        if (slot < 0 || !routed)
+            continue;
+        gu[n] = expert_view(a->gate_up, n_mat, (uint32_t)slot);
+        dn[n] = expert_view(a->down, n_mat, (uint32_t)slot);
+        xs[n] = a->x;
+        gus[n] = a->gu + (uint64_t)n * 2 * ff;
+        hs[n] = gus[n];
+        yds[n] = a->yd + (uint64_t)n * ne;
+        at[n] = (int32_t)e;
+        n++;
+    }
+    if (n < 2)   /* one expert or none: the loop is as quick */
+        return SW_OK;
+    bool gu_done = false, dn_done = false;
+    SW_TRY(cpu_matmul_rows_multi(pool, ws, gu, n, xs, gus, &gu_done));
+    if (!gu_done)
+        return SW_OK;
+    for (uint32_t i = 0; i < n; i++)   /* gelu(gate) * up, packed to the row's front */
+        cpu_geglu(gus[i], gus[i] + ff, gus[i], ff);
+    SW_TRY(cpu_matmul_rows_multi(pool, ws, dn, n, hs, yds, &dn_done));
+    if (!dn_done) {   /* down's type has no multi form: one by one */
+        for (uint32_t i = 0; i < n; i++)
+            SW_TRY(cpu_matmul(pool, ws, &dn[i], hs[i], yds[i], 1));
+    }
+    uint32_t next = 0;
+    for (uint32_t e = 0; e < n_expert; e++) {
+        const int32_t slot = a->slot_of ? a->slot_of[e] : (int32_t)e;
+        if (next < n && at[next] == (int32_t)e)
+            moe_scatter(a, e, yds[next++]);
+        else if (slot < 0 && a->accumulate)
+            moe_scatter(a, e, NULL);
+    }
+    *done = true;
+    return SW_OK;
 }
 
 sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args *a) {
@@ -95,11 +155,15 @@ sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args
     const uint64_t ff = a->down->ne[0];
     if (a->slot_of == NULL || a->accumulate)
         memset(a->out, 0, (size_t)(a->n_tokens * ne * sizeof(float)));
+    bool done = false;
+    SW_TRY(moe_decode(pool, ws, a, n_mat, &done));
+    if (done)
+        return SW_OK;
     for (uint32_t e = 0; e < n_expert; e++) {
         const int32_t slot = a->slot_of ? a->slot_of[e] : (int32_t)e;
         if (slot < 0) { /* computed elsewhere */
             if (a->accumulate)
-                moe_scatter(a, e, false);
+                moe_scatter(a, e, NULL);
             continue;
         }
         /* the tokens routed to e, their rows gathered into xg */
@@ -122,7 +186,7 @@ sw_status cpu_moe_experts(cpu_pool *pool, cpu_mm_scratch *ws, const cpu_moe_args
                       a->gu + (uint64_t)i * ff, ff);
         SW_TRY(cpu_matmul(pool, ws, &dn, a->gu, a->yd, m));
         /* each routed token's output += its weight x yd, in gathering order */
-        moe_scatter(a, e, true);
+        moe_scatter(a, e, a->yd);
     }
     return SW_OK;
 }
