@@ -67,9 +67,13 @@ static bool try_register(sw_engine *e) {
         (force != NULL && !strcmp(force, "1")))
         return false;
     expert_span(e, &lo, &hi);
-    if (hi <= lo || hi - lo > e->plan->budget.host_bytes ||
-        be->vt->host_register(be, (void *)lo, hi - lo) != SW_OK)
-        return false;   /* the caller stages instead; the refusal is not an error */
+    if (hi <= lo || hi - lo > e->plan->budget.host_bytes)
+        return false;
+    if (be->vt->host_register(be, (void *)lo, hi - lo) != SW_OK) {
+        /* the caller stages instead; the refusal is a note, not an error */
+        engine_note(e, "expert cache: %s; copies go through pinned staging\n", sw_last_error());
+        return false;
+    }
     x->reg_ptr = (void *)lo;
     x->reg_bytes = hi - lo;
     return true;
@@ -105,9 +109,13 @@ sw_status xcopy_open(sw_engine *e) {
     if (stage == 0 || staged_expert_bytes(e) > x->stage_each)
         return SW_OK;   /* the plan's staging cannot hold an expert: copy in place */
     if (pinned_alloc(e->device, stage, &x->stage) != SW_OK) {
+        engine_note(e, "expert cache: %s; copies come straight from the mapping\n",
+                    sw_last_error());
         memset(&x->stage, 0, sizeof x->stage);   /* pinned memory refused: copy in place */
         return SW_OK;
     }
+    if (!x->stage.locked)
+        engine_note(e, "expert cache staging: %s\n", x->stage.why);
     for (int i = 0; i < EXPERT_STAGE_BUFFERS; i++)
         SW_TRY(e->device->vt->event_create(e->device, &x->stage_ev[i]));
     x->copy_source = x->stage.locked ? SW_EXPERT_COPY_PINNED_STAGING
