@@ -123,7 +123,9 @@ int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *o
     if (r.plan_pinned_bytes || r.pinned_bytes)
         fprintf(out, "pinned                 %8.1f MiB    %8.1f MiB  (%s)\n",
                 mib(r.pinned_bytes), mib(r.plan_pinned_bytes),
-                r.pinned_locked ? "page-locked" : "lock refused: pageable");
+                r.pinned_bytes == 0 ? "none allocated: the expert copies read the mapping"
+                : r.pinned_locked   ? "page-locked"
+                                    : "lock refused: pageable");
     if (r.converted_bytes)
         fprintf(out, "converted weights      %8.1f MiB    (host, incl. load staging)\n",
                 mib(r.converted_bytes));
