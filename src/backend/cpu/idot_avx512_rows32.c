@@ -41,7 +41,7 @@ const cpu_idot *cpu_idot_table_avx2(void);
 #define CPU_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
 #include "backend/cpu/target_begin.h"
 
-#include "backend/cpu/idot_x86.h"
+#include "backend/cpu/idot_avx512_x.h"
 
 /* The widest row whose activation lane sums this kernel keeps on the stack
  * (32 KiB); wider rows take AVX2's kernel, the same bits. Gemma's widest
@@ -64,17 +64,11 @@ static void izr_bias(int kind, const int8_t *q, uint64_t n, int32_t *c) {
     }
 }
 
-/* A block's 16 bytes of nibbles in all four 128-bit lanes */
-IA_INLINE __m512i izr_nibbles(const uint8_t *qs) {
-    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qs));
-}
-
 /* The unsigned values u = w + B of blocks b0 and b1 = b0 + bytes (the low
  * and the high half), or of b0 alone (`last`: the high half, unused, a
  * copy of the low one).
- * Q4_0 and Q5_0: a block's 16 bytes of nibbles in two 128-bit lanes, the
- * second shifted down by 4 (its values 16..31 are the high nibbles); Q5_0's
- * fifth bits, bit j of the block's 32-bit qh for value j, a mask. */
+ * Q4_0 and Q5_0: the nibbles of iz_nibble_pair, and Q5_0's fifth bits
+ * (iz_fifth_bits). */
 IA_INLINE __m512i izr_values(int kind, int last, const uint8_t *b0) {
     const uint8_t *b1 = b0 + IZR_BYTES(kind);
     /* the halves from two broadcast loads and a blend (either vector port;
@@ -87,19 +81,8 @@ IA_INLINE __m512i izr_values(int kind, int last, const uint8_t *b0) {
         return _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80));
     }
     const uint32_t qs = kind == IZR_Q5_0 ? 6 : 2;
-    const __m512i v0 = izr_nibbles(b0 + qs);
-    const __m512i v = last ? v0 : _mm512_mask_blend_epi64(0xf0, v0, izr_nibbles(b1 + qs));
-    /* int16 lanes 8..15 and 24..31: the 128-bit lanes 1 and 3 */
-    const __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xff00ff00u, v, 4),
-                                       _mm512_set1_epi8(15));
-    if (kind == IZR_Q4_0)
-        return u;
-    uint32_t h0, h1 = 0;
-    memcpy(&h0, b0 + 2, sizeof h0);
-    if (!last)
-        memcpy(&h1, b1 + 2, sizeof h1);
-    const __mmask64 k = _cvtu64_mask64((uint64_t)h0 | (uint64_t)h1 << 32);
-    return _mm512_mask_add_epi8(u, k, u, _mm512_set1_epi8(16));
+    const __m512i u = iz_nibble_pair(b0 + qs, b1 + qs, last);
+    return kind == IZR_Q4_0 ? u : iz_fifth_bits(u, b0 + 2, b1 + 2, last);
 }
 
 /* The products dw[b + j] * dx[b + j], j < nb (4, 2 or 1), of blocks

@@ -36,7 +36,7 @@ const cpu_idot *cpu_idot_table_avx2(void);
 #define CPU_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
 #include "backend/cpu/target_begin.h"
 
-#include "backend/cpu/idot_x86.h"
+#include "backend/cpu/idot_avx512_x.h"
 
 /* The widest row whose activation block sums this kernel keeps on the
  * stack (4 KiB); wider rows take AVX2's kernel, the same bits. Gemma's
@@ -61,32 +61,14 @@ static void izm_sums(const int16_t *bs, uint64_t nb, float *xs) {
         xs[b] = 0.0f;
 }
 
-/* A block's 16 bytes of nibbles in all four 128-bit lanes */
-IA_INLINE __m512i izm_nibbles(const uint8_t *qs) {
-    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)qs));
-}
-
 /* The unsigned values of blocks b0 and b1 = b0 + bytes (the low and the
- * high half), or of b0 alone (`last`: the high half a copy, unused): the
- * nibbles in two 128-bit lanes, the second shifted down by 4 (values
- * 16..31); Q5_1's fifth bits, bit j of the block's qh for value j, a
- * mask. */
+ * high half), or of b0 alone (`last`: the high half a copy, unused):
+ * iz_nibble_pair's nibbles, with Q5_1's fifth bits (iz_fifth_bits). */
 IA_INLINE __m512i izm_values(int kind, int last, const uint8_t *b0) {
     const uint8_t *b1 = b0 + IZM_BYTES(kind);
     const uint32_t qs = kind == IZM_Q5_1 ? 8 : 4;
-    const __m512i v0 = izm_nibbles(b0 + qs);
-    const __m512i v = last ? v0 : _mm512_mask_blend_epi64(0xf0, v0, izm_nibbles(b1 + qs));
-    /* int16 lanes 8..15 and 24..31: the 128-bit lanes 1 and 3 */
-    const __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xff00ff00u, v, 4),
-                                       _mm512_set1_epi8(15));
-    if (kind == IZM_Q4_1)
-        return u;
-    uint32_t h0, h1 = 0;
-    memcpy(&h0, b0 + 4, sizeof h0);
-    if (!last)
-        memcpy(&h1, b1 + 4, sizeof h1);
-    const __mmask64 k = _cvtu64_mask64((uint64_t)h0 | (uint64_t)h1 << 32);
-    return _mm512_mask_add_epi8(u, k, u, _mm512_set1_epi8(16));
+    const __m512i u = iz_nibble_pair(b0 + qs, b1 + qs, last);
+    return kind == IZM_Q4_1 ? u : iz_fifth_bits(u, b0 + 4, b1 + 4, last);
 }
 
 /* h with int32 lane j from v (j a constant: the blend's mask an
