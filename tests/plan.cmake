@@ -30,5 +30,7 @@ target_include_directories(test_plan_gemma4 PRIVATE ${CMAKE_SOURCE_DIR}/src
 target_link_libraries(test_plan_gemma4 PRIVATE spillway)
 add_test(NAME test_plan_gemma4 COMMAND test_plan_gemma4)
 set_tests_properties(test_plan_gemma4 PROPERTIES TIMEOUT 60)
+# One plan over several devices (plan/split.h) on catalog models.
+sw_add_c_test(test_plan_split ${CMAKE_CURRENT_SOURCE_DIR}/test_plan_split.c)
 # The cost model of speculative decoding (plan/spec.c) on catalog plans.
 sw_add_c_test(test_spec_cost ${CMAKE_CURRENT_SOURCE_DIR}/test_spec_cost.c)

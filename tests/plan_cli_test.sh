@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plan_cli_test.sh — `spillway plan` exit statuses and messages: fits (0),
-# device short (7), host short (8), bad flags and names (2). Catalog models
-# only, so no model file is needed.
+# device short (7), host short (8), bad flags and names (2), and splits over
+# several devices (--device-mem A,B). Catalog models only, so no model file
+# is needed.
 set -u
 bin="${1:?usage: plan_cli_test.sh SPILLWAY}"
 fail=0
@@ -31,5 +32,23 @@ expect 2 "cannot hold" -m gemma3-1b --device-mem 200M "${sim[@]}" --place all=re
 expect 2 "unknown weight type" -m gemma3-1b --weights q3_k --device-mem 1G "${sim[@]}"
 expect 2 "exceeds" -m gemma2-2b --device-mem 1G "${sim[@]}" -c 100000
 expect 2 "unknown option" -m gemma3-1b --frobnicate 1
+# several --device-mem budgets: a split over devices (plan/split.h)
+expect 0 "device 1 (sim:1): layers 31-61 and the LM head" -m gemma3-27b --device-mem 16G,16G "${sim[@]}"
+expect 0 '"first_layer":31' -m gemma3-27b --device-mem 16G,16G "${sim[@]}" --json
+expect 0 "only a split runs it" -m gemma3-27b --device-mem 7G,7G --backend sim --host-mem 3G -c 131072 --rates defaults
+expect 7 "device 0: .* short for layers" -m gemma3-27b --device-mem 100M,100M "${sim[@]}"
+expect 2 "backend with devices" -m gemma3-27b --device-mem 16G,16G --backend cpu
+expect 2 "give 2 to 8 sizes" -m gemma3-27b --device-mem 16G,,16G "${sim[@]}"
+expect 2 "device 1: size .12Q.: unknown unit" -m gemma3-27b --device-mem 16G,12Q "${sim[@]}"
+if out="$("$bin" run --backend cpu --device-mem 1G,2G -p Hi -n 1 2>&1)" || ! grep -q "backend with devices" <<< "$out"; then
+  echo "FAIL: run on the cpu backend with several --device-mem budgets: $out"; fail=1
+else
+  echo "ok   2  run --backend cpu --device-mem 1G,2G"
+fi
+if out="$("$bin" serve --backend sim --device-mem 1G,1G --replicas 2 2>&1)" || ! grep -q "runs as one replica" <<< "$out"; then
+  echo "FAIL: serve --replicas 2 with a split: $out"; fail=1
+else
+  echo "ok   2  serve --replicas 2 --device-mem 1G,1G"
+fi
 expect 0 "usage: spillway plan" --help
 exit $fail

@@ -2,6 +2,9 @@
 # model): budget sweep with bit-identical logits, fault injection.
 sw_add_c_test(test_plan_exec ${CMAKE_CURRENT_SOURCE_DIR}/test_plan_exec.c)
 set_tests_properties(test_plan_exec PROPERTIES LABELS "model" TIMEOUT 900)
+# A split over 2-4 simulated devices against the cpu backend (issue 39).
+sw_add_c_test(test_split_exec ${CMAKE_CURRENT_SOURCE_DIR}/test_split_exec.c)
+set_tests_properties(test_split_exec PROPERTIES LABELS "model" TIMEOUT 600)
 sw_add_c_test(test_sim_timing ${CMAKE_CURRENT_SOURCE_DIR}/test_sim_timing.c)
 set_tests_properties(test_sim_timing PROPERTIES LABELS "model;slow" TIMEOUT 300 RUN_SERIAL TRUE)
 add_executable(test_plan_identity ${CMAKE_CURRENT_SOURCE_DIR}/test_plan_identity.c

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plan_run_test.sh — `spillway plan` and `spillway run` with the same flags
 # print and execute the same plan: run --plan-json writes the plan its
-# engine executes, compared byte for byte with plan --json. Default model;
+# engine executes, compared byte for byte with plan --json (splits over
+# several devices too, whose text must be the cpu backend's). Default model;
 # --host-mem is given so MemAvailable moving between the two runs cannot
 # change the host budget.
 set -u
@@ -16,6 +17,8 @@ cases=(
   "--backend sim --device-mem 64M --sim-link-bw 2G --place all=streamed -np 8 -c 128 --host-mem 4G -t 2"
   "--backend sim --device-mem 200M -ngl 6 --host-mem 4G -t 2 -b 32"
   "--backend sim --device-mem 24M --host-mem 4G -t 2 --kv-type bf16 -np 2"
+  "--backend sim --device-mem 60M,60M,60M --host-mem 4G -t 2 -c 256"
+  "--backend sim --device-mem 20M,200M --host-mem 4G -t 2 -c 256 -np 2"
 )
 for c in "${cases[@]}"; do
   # shellcheck disable=SC2086
@@ -31,4 +34,14 @@ for c in "${cases[@]}"; do
     echo "FAIL: plan and run differ: $c"; diff <(tr ',' '\n' < "$tmp/plan.json") <(tr ',' '\n' < "$tmp/run.json") | head -20; fail=1
   fi
 done
+# A split over three simulated devices writes what the cpu backend writes.
+args=(-p "The three laws of thermodynamics are" -n 12 --temp 0 -t 2 -c 256 --host-mem 4G)
+"$bin" run --backend cpu "${args[@]}" > "$tmp/cpu.txt" 2> "$tmp/cpu.err"
+"$bin" run --backend sim --device-mem 60M,60M,60M "${args[@]}" > "$tmp/split.txt" 2> "$tmp/split.err"
+"$bin" run --backend sim --device-mem 60M,60M,60M --report "${args[@]}" -n 1 > "$tmp/report.txt" 2>&1
+if cmp -s "$tmp/cpu.txt" "$tmp/split.txt" && grep -q "device 2 (layers" "$tmp/report.txt"; then
+  echo "ok   a split over 3 sim devices writes the cpu backend's text"
+else
+  echo "FAIL: split run differs from cpu"; diff "$tmp/cpu.txt" "$tmp/split.txt" | head; cat "$tmp/split.err"; fail=1
+fi
 exit $fail

@@ -12,6 +12,7 @@
 
 #include "cli/gen_opts.h"
 #include "cli/plan_opts.h"
+#include "engine/split_engine.h"
 #include "spillway_grammar.h"
 
 void gen_opts_init(gen_opts *o) {
@@ -37,6 +38,8 @@ static int parse_float(const char *flag, const char *s, double lo, double hi, fl
 
 static int parse_value(gen_opts *o, const char *f, const char *v) {
     long n;
+    if (!strcmp(f, "--device-mem") && strchr(v, ',') != NULL)
+        return plan_opts_parse_split(v, o->split, &o->n_split);
     if (plan_opts_has(f)) return plan_opts_parse(&o->plan, f, v);
     if (!strcmp(f, "-m") || !strcmp(f, "--model")) { o->model = v; return 0; }
     if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) { o->prompt = v; return 0; }
@@ -226,9 +229,42 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
     return draft_flags_check(&o->draft);
 }
 
+/* --device-mem A,B,...: the split planned, then an engine per device;
+ * --plan-json gets the split. Returns an exit status (error printed). */
+static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_options *eo,
+                       sw_engine **out) {
+    if (o->draft.model || o->draft.ngram) {
+        cli_error("--device-mem with several budgets (a split over devices) takes no drafter "
+                  "yet");
+        return CLI_EXIT_USAGE;
+    }
+    plan_split *s = malloc(sizeof *s);
+    if (s == NULL) {
+        cli_error("out of host memory planning a split");
+        return CLI_EXIT_OOM_HOST;
+    }
+    sw_status st = plan_split_create(m, NULL, &o->plan, o->split, o->n_split, s);
+    if (st == SW_OK)
+        st = engine_create_split(m, s, eo, NULL, out, NULL);
+    int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
+    FILE *f = NULL;
+    if (rc == CLI_EXIT_OK && o->plan_json != NULL) {
+        if ((f = fopen(o->plan_json, "w")) != NULL)
+            plan_split_print_json(f, s);
+        if (f == NULL || fclose(f) != 0) {
+            cli_error("cannot write the plan to '%s'", o->plan_json);
+            rc = CLI_EXIT_IO;
+        }
+    }
+    free(s);
+    return rc;
+}
+
 int gen_opts_start_engine(gen_opts *o, const sw_model *m, sw_engine **out) {
     sw_engine_options eo = o->engine;
     eo.load_progress = cli_load_progress;
+    if (o->n_split)
+        return start_split(o, m, &eo, out);
     bool assistant = false; /* a drafter's device bytes come off the target's budget */
     int rc = draft_reserve(&o->draft, m, NULL, &o->plan, &assistant);
     if (rc != CLI_EXIT_OK)

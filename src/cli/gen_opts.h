@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/draft.h"
+#include "plan/split.h"
 
 typedef struct gen_opts {
     const char *model;         /* -m; NULL = default model */
@@ -26,6 +27,8 @@ typedef struct gen_opts {
     const char *plan_json;     /* --plan-json PATH: the executed plan as JSON */
     draft_flags draft;         /* --draft-ngram, --draft-model, --draft-max */
     const char *json_schema;   /* --json-schema FILE (run, chat: gen_opts_take_json_schema) */
+    uint64_t split[PLAN_MAX_DEVICES]; /* --device-mem A,B,...: a split over devices */
+    uint32_t n_split;          /* 0: one device */
 } gen_opts;
 
 void gen_opts_init(gen_opts *o);
@@ -44,7 +47,8 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
 void gen_opts_usage(FILE *out);
 
 /* Plans and loads the engine for o (sw_engine_launch, with the load
- * progress bar), prints its notes, and writes --plan-json. A drafter's
+ * progress bar; with several --device-mem budgets, the split over them
+ * and an engine per device), prints its notes, and writes --plan-json. A drafter's
  * device bytes (draft_reserve) come off the plan's budget first and are
  * kept in o->plan for gen_opts_start_scheduler. Returns an exit status
  * (error printed). */

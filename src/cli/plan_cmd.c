@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/draft.h"
 #include "cli/plan_opts.h"
+#include "plan/split.h"
 
 typedef struct plan_args {
     const char *model;
@@ -29,6 +30,8 @@ typedef struct plan_args {
     sw_plan_options opt;
     draft_flags draft;       /* --draft-ngram, --draft-model, --draft-max, ... */
     bool assistant;          /* --draft-model is a Gemma 4 assistant: no plan of its own */
+    uint64_t split[PLAN_MAX_DEVICES]; /* --device-mem A,B,...: one budget per device */
+    uint32_t n_split;        /* 0: one device */
 } plan_args;
 
 static void usage(FILE *out) {
@@ -39,6 +42,10 @@ static void usage(FILE *out) {
           "                    gemma3-27b (default: the fetched Gemma 3 270M file)\n"
           "  --rates R         cache (doctor's measurements if any) or defaults\n"
           "  --json            machine-readable plan\n"
+          "  --device-mem A,B,...  one budget per device (2 to 8, sizes): the layers split\n"
+          "                    into one contiguous range per device, each placed as one\n"
+          "                    device's plan, the activation hopping between them (run,\n"
+          "                    chat, verify, batch and serve run it: an engine per device)\n"
           "the same planning flags as run, chat, verify and batch (the same flags give\n"
           "the same plan there):\n", out);
     plan_opts_usage(out);
@@ -83,7 +90,10 @@ static int parse_args(plan_args *a, int argc, char **argv) {
             a->model = v;
         else if (!strcmp(f, "--rates"))
             a->rates = v;
-        else if (plan_opts_parse(&a->opt, f, v) != 0)
+        else if (!strcmp(f, "--device-mem") && strchr(v, ',') != NULL) {
+            if (plan_opts_parse_split(v, a->split, &a->n_split) != 0)
+                return CLI_EXIT_USAGE;
+        } else if (plan_opts_parse(&a->opt, f, v) != 0)
             return CLI_EXIT_USAGE;
     }
     if (a->rates && strcmp(a->rates, "cache") != 0 && strcmp(a->rates, "defaults") != 0) {
@@ -91,6 +101,11 @@ static int parse_args(plan_args *a, int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     a->opt.default_rates = a->rates && !strcmp(a->rates, "defaults");
+    if (a->n_split && (a->draft.model || a->draft.ngram)) {
+        cli_error("--device-mem with several budgets (a split over devices) takes no drafter "
+                  "yet");
+        return CLI_EXIT_USAGE;
+    }
     return draft_flags_check(&a->draft);
 }
 
@@ -139,7 +154,7 @@ static char *plan_text(const sw_plan *p, bool json) {
 /* The workload the target's plan resolved: its context (the drafter's,
  * as gen_opts_start_scheduler gives it) and its prefill chunk (a verify
  * holds at most chunk - 1 drafts), from the plan's JSON. */
-static void plan_workload(const char *json, uint32_t *n_ctx, uint32_t *n_batch) {
+static void resolved_workload(const char *json, uint32_t *n_ctx, uint32_t *n_batch) {
     json_object *root = json_tokener_parse(json), *w = NULL, *v = NULL;
     if (root != NULL && json_object_object_get_ex(root, "workload", &w)) {
         if (json_object_object_get_ex(w, "n_ctx", &v))
@@ -193,7 +208,7 @@ static int plan_drafter(const plan_args *a, uint32_t n_ctx, sw_plan **dp, char *
  * plan, or the "drafter" member that closes the target's JSON object. */
 static int print_drafter(const plan_args *a, const sw_plan *target, const char *target_json) {
     uint32_t n_ctx = a->opt.n_ctx, n_batch = 0;
-    plan_workload(target_json, &n_ctx, &n_batch);
+    resolved_workload(target_json, &n_ctx, &n_batch);
     sw_plan *dp = NULL;
     char *text = NULL;
     int rc = a->draft.model && !a->assistant ? plan_drafter(a, n_ctx, &dp, &text)
@@ -227,6 +242,23 @@ static int print_drafter(const plan_args *a, const sw_plan *target, const char *
     return rc;
 }
 
+/* --device-mem A,B,...: the split over the devices, printed. */
+static int print_split(const plan_args *a, const sw_model *model, const char *name) {
+    plan_split *s = malloc(sizeof *s);
+    if (s == NULL) {
+        cli_error("out of host memory planning a split");
+        return CLI_EXIT_OOM_HOST;
+    }
+    sw_status st = plan_split_create(model, name, &a->opt, a->split, a->n_split, s);
+    int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
+    if (st == SW_OK && a->json)
+        plan_split_print_json(stdout, s);
+    else if (st == SW_OK)
+        plan_split_print_table(stdout, s);
+    free(s);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv) {
     plan_args a;
     sw_model *model = NULL;
@@ -240,6 +272,11 @@ int cmd_plan(int argc, char **argv) {
         return rc < 0 ? CLI_EXIT_OK : rc;
     if ((rc = open_source(a.model, &model, &name)) != CLI_EXIT_OK)
         return rc;
+    if (a.n_split) {
+        rc = print_split(&a, model, name);
+        sw_model_close(model);
+        return rc;
+    }
     const bool drafter = a.draft.model != NULL || a.draft.ngram;
     if ((rc = draft_reserve(&a.draft, model, name, &a.opt, &a.assistant)) != CLI_EXIT_OK) {
         sw_model_close(model);

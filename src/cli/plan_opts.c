@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/plan_opts.h"
+#include "plan/split.h"
 
 static const char *const planning_flags[] = {
     "-c", "--ctx-size", "-t", "--threads", "-b", "--batch-size", "-np", "--parallel",
@@ -36,6 +37,11 @@ static uint64_t physical_ram(void) {
 static int parse_memory(sw_plan_options *o, const char *f, const char *v) {
     bool device = !strcmp(f, "--device-mem");
     sw_status st;
+    if (device && strchr(v, ',') != NULL) { /* plan, run, chat, verify, batch take them */
+        cli_error("--device-mem %s: several budgets (a split over devices) are for plan, run, "
+                  "chat, verify, batch and serve; give one budget here", v);
+        return -1;
+    }
     if (device && strchr(v, '%') != NULL) {
         st = sw_parse_fraction(v, &o->device_mem_fraction);
         o->device_mem_bytes = 0;
@@ -133,6 +139,29 @@ int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
         return parse_counts(o, f, v);
     }
     return 0;
+}
+
+int plan_opts_parse_split(const char *v, uint64_t *out, uint32_t *n) {
+    char item[64];
+    *n = 0;
+    for (const char *p = v;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (*n == PLAN_MAX_DEVICES || len == 0 || len >= sizeof item) {
+            cli_error("--device-mem %s: give 2 to %d sizes separated by commas (e.g. 16G,16G)",
+                      v, PLAN_MAX_DEVICES);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (sw_parse_size(item, 0, &out[(*n)++]) != SW_OK) {
+            cli_error("--device-mem: device %u: %s", *n - 1, sw_last_error());
+            return -1;
+        }
+        if (comma == NULL)
+            return 0;
+        p = comma + 1;
+    }
 }
 
 void plan_opts_usage(FILE *out) {

@@ -11,6 +11,7 @@
 #define SW_CLI_PLAN_OPTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "spillway.h"
@@ -21,6 +22,11 @@ bool plan_opts_has(const char *flag);
 /* Parses flag's value into o. Returns 0, or -1 after printing a usage
  * error that names the flag. */
 int plan_opts_parse(sw_plan_options *o, const char *flag, const char *value);
+
+/* --device-mem A,B,...: a size per device (2 to PLAN_MAX_DEVICES, as
+ * --device-mem takes one, without percentages) into out[], *n of them.
+ * Returns 0, or -1 after printing a usage error. */
+int plan_opts_parse_split(const char *value, uint64_t *out, uint32_t *n);
 
 /* Usage lines for these flags. */
 void plan_opts_usage(FILE *out);

@@ -7,6 +7,11 @@
 
 int cli_replicas_check(long n, const gen_opts *o) {
     const char *b = o->plan.backend;
+    if (n > 1 && o->n_split) {
+        cli_error("--replicas %ld: a split over several devices (--device-mem A,B) runs as one "
+                  "replica for now", n);
+        return CLI_EXIT_USAGE;
+    }
     if (n <= 1 || (b != NULL && (!strcmp(b, "cpu") || !strcmp(b, "sim"))))
         return CLI_EXIT_OK;
     cli_error("--replicas %ld: replicas run on --backend cpu or sim for now (each its own "

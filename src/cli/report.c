@@ -6,6 +6,7 @@
 #include <inttypes.h>
 
 #include "cli/cli.h"
+#include "engine/split_engine.h"
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
@@ -116,6 +117,13 @@ int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *o
     fprintf(out, "\nreport                 measured        planned\n");
     fprintf(out, "device peak            %8.1f MiB    %8.1f MiB  (budget %.1f MiB)\n",
             mib(r.peak_device_bytes), mib(r.plan_device_bytes), mib(r.device_budget_bytes));
+    for (uint32_t d = 0; engine_n_devices(e) > 1 && d < engine_n_devices(e); d++) {
+        engine_device_stat ds; /* a split: each device within its own budget */
+        if (engine_device_stats(e, d, &ds) == SW_OK)
+            fprintf(out, "  device %u (layers %u-%u) %6.1f MiB    %8.1f MiB  (budget %.1f MiB)\n",
+                    d, ds.first_layer, ds.end_layer - 1, mib(ds.peak_bytes), mib(ds.plan_bytes),
+                    mib(ds.budget_bytes));
+    }
     if (r.peak_device_driver_bytes)
         fprintf(out, "device peak (driver)   %8.1f MiB    (cudaMemGetInfo: granularity included)\n",
                 mib(r.peak_device_driver_bytes));

@@ -68,8 +68,11 @@ sw_status sw_session_truncate(sw_session *s, uint32_t pos) {
      * positions still needed once more than n_batch tokens are dropped;
      * starting over (pos 0) needs none of them. */
     bool has_ring = false;
-    for (uint32_t il = 0; il < e->config.n_layer; il++)
-        has_ring = has_ring || e->kv[il].ring != 0;
+    for (uint32_t k = 0; k <= e->n_stages; k++) { /* every stage's layers */
+        const sw_engine *st = k ? e->stages[k - 1] : e;
+        for (uint32_t il = 0; il < st->config.n_layer; il++)
+            has_ring = has_ring || st->kv[il].ring != 0;
+    }
     if (pos > 0 && has_ring && q->pos - pos > e->n_batch)
         return sw_errorf(SW_ERR_ARG, "cannot rewind %u tokens (at most %u with sliding-window "
                          "layers, or to 0); start a new session", q->pos - pos, e->n_batch);

@@ -14,6 +14,7 @@
 #include "backend/registry.h"
 #include "engine/engine_internal.h"
 #include "plan/plan_api.h"
+#include "plan/split.h"
 #include "quant/types.h"
 #include "util/error.h"
 
@@ -35,13 +36,22 @@ void engine_set_replans(sw_engine *e, uint32_t n) { e->n_replans = n; }
 
 engine_hooks *engine_hooks_of(sw_engine *e) { return &e->hooks; }
 
-/* The plan must describe this very model (and its --weights conversion). */
+/* The plan must describe this very model (and its --weights conversion);
+ * a stage's plan, the stage model of the engine's layers. */
 static sw_status check_plan(sw_engine *e) {
     const plan_model *pm = &e->plan->model;
-    plan_model *mine = malloc(sizeof *mine);
-    if (mine == NULL)
+    plan_model *mine = malloc(sizeof *mine), *whole = malloc(sizeof *whole);
+    if (mine == NULL || whole == NULL) {
+        free(mine);
+        free(whole);
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory checking the plan");
-    sw_status st = plan_describe_file(e->model, pm->convert, mine);
+    }
+    sw_status st = plan_describe_file(e->model, pm->convert, whole);
+    if (st == SW_OK && e->stage_end)
+        st = plan_stage_model(whole, e->first_layer, e->stage_end, mine);
+    else if (st == SW_OK)
+        *mine = *whole;
+    free(whole);
     if (st == SW_OK && !plan_model_same(mine, pm))
         st = sw_errorf(SW_ERR_ARG, "this plan was made for %s (%s), not for %s: plan again for "
                        "this model", pm->name, pm->file_bytes ? "another file" : "the catalog",
@@ -110,30 +120,44 @@ static sw_status make_tables(sw_engine *e) {
     return SW_OK;
 }
 
-sw_status engine_create(const sw_model *model, const sw_plan *sp,
-                        const sw_engine_options *opt, const engine_hooks *hooks,
-                        sw_engine **out, sw_alloc_failure *failure) {
+/* A stage engine keeps its own layers of the bound model, renumbered. */
+static sw_status take_window(sw_engine *e) {
+    if (e->stage_end == 0)
+        return SW_OK;
+    SW_TRY(model_config_window(&e->config, e->first_layer, e->stage_end, &e->config));
+    memmove(e->file_weights.layers, e->file_weights.layers + e->first_layer,
+            e->config.n_layer * sizeof *e->file_weights.layers);
+    return SW_OK;
+}
+
+sw_status engine_create_stage(const sw_model *model, const plan *p, uint32_t first,
+                              uint32_t end, const sw_engine_options *opt,
+                              const engine_hooks *hooks, sw_engine **out,
+                              sw_alloc_failure *failure) {
     sw_engine *e = NULL;
     sw_status st;
     if (failure != NULL)
         memset(failure, 0, sizeof *failure);
-    if (model == NULL || sp == NULL || out == NULL)
+    if (model == NULL || p == NULL || out == NULL)
         return sw_errorf(SW_ERR_ARG, "sw_engine_create: NULL argument");
     *out = NULL;
-    if (plan_of(sp)->model.file_bytes == 0)
+    if (p->model.file_bytes == 0)
         return sw_errorf(SW_ERR_ARG, "the plan is of catalog model %s, which has no weights to "
-                         "run; plan a model file to run it", plan_of(sp)->model.name);
+                         "run; plan a model file to run it", p->model.name);
     if ((e = calloc(1, sizeof *e)) == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory creating the engine");
     e->model = model;
+    e->first_layer = first;
+    e->stage_end = end;
     if (hooks != NULL)
         e->hooks = *hooks;
-    if ((st = plan_copy(plan_of(sp), &e->plan_handle)) != SW_OK)
+    if ((st = plan_copy(p, &e->plan_handle)) != SW_OK)
         goto fail;
     e->plan = plan_of(e->plan_handle);
     if ((st = model_config_from_gguf(model->gguf, &e->config)) != SW_OK ||
-        (st = check_plan(e)) != SW_OK || (st = take_workload(e)) != SW_OK ||
         (st = model_weights_bind(model->gguf, &e->config, &e->file_weights)) != SW_OK ||
+        (st = take_window(e)) != SW_OK ||
+        (st = check_plan(e)) != SW_OK || (st = take_workload(e)) != SW_OK ||
         (st = make_tables(e)) != SW_OK || (st = create_backends(e)) != SW_OK ||
         (st = engine_load(e, opt, failure)) != SW_OK || (st = xcache_open(e)) != SW_OK ||
         (st = expert_trace_open(e, opt)) != SW_OK)
@@ -147,6 +171,17 @@ fail:
     return st;
 }
 
+sw_status engine_create(const sw_model *model, const sw_plan *sp,
+                        const sw_engine_options *opt, const engine_hooks *hooks,
+                        sw_engine **out, sw_alloc_failure *failure) {
+    if (sp == NULL) {
+        if (out != NULL)
+            *out = NULL;
+        return sw_errorf(SW_ERR_ARG, "sw_engine_create: NULL argument");
+    }
+    return engine_create_stage(model, plan_of(sp), 0, 0, opt, hooks, out, failure);
+}
+
 sw_status sw_engine_create(const sw_model *model, const sw_plan *sp,
                            const sw_engine_options *opt, sw_engine **out,
                            sw_alloc_failure *failure) {
@@ -156,6 +191,9 @@ sw_status sw_engine_create(const sw_model *model, const sw_plan *sp,
 void sw_engine_destroy(sw_engine *e) {
     if (e == NULL)
         return;
+    for (uint32_t k = 0; k < e->n_stages; k++)
+        sw_engine_destroy(e->stages[k]);
+    free(e->stages);
     expert_trace_close(e);
     xcache_close(e);
     engine_unload(e);

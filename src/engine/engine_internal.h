@@ -8,6 +8,7 @@
  *   pack.c          a layer packed into one device buffer
  *   ring.c          streamed layers through K slots, ordered by events
  *   forward.c       one forward over a batch: sides, transfers, logits
+ *   split_engine.c  a split over several devices: one stage engine each
  *   batch.c         sequences, sessions, sw_engine_eval_batch
  *   report.c        --report
  *   assist.c        a Gemma 4 assistant (drafter) over the target's caches
@@ -178,6 +179,16 @@ struct sw_engine {
     engine_seq *seqs;                  /* (n_seq) */
     sw_batch_item *items;              /* (n_tok) scratch for sw_session_eval */
     uint32_t n_replans;
+    /* A split over several devices (plan/split.h; split_engine.c): this
+     * engine computes the model's layers [first_layer, stage_end) (0, 0:
+     * all of them, no split); the first stage owns the later ones, in
+     * order, and drives them from its forward, the activation handed on
+     * through host memory. */
+    uint32_t first_layer, stage_end;
+    sw_engine **stages;
+    uint32_t n_stages;
+    double split_decode_tokens_per_s;  /* the split's predictions (the first */
+    double split_prefill_tokens_per_s; /* stage's plan has only its own) */
     char notes[1024];
     /* measurements for the report */
     double prefill_s, decode_s;
@@ -190,6 +201,13 @@ struct sw_session {
     sw_progress_fn progress;
     void *progress_user;
 };
+
+/* engine.c: an engine over layers [first, end) of the model from a stage's
+ * plan (end 0: the whole model, from a whole plan). */
+sw_status engine_create_stage(const sw_model *model, const plan *p, uint32_t first,
+                              uint32_t end, const sw_engine_options *opt,
+                              const engine_hooks *hooks, sw_engine **out,
+                              sw_alloc_failure *failure);
 
 /* load.c: allocates the plan's buffers (device buffers through the device
  * backend's accounting allocator, in plan order, exactly the planned

@@ -92,7 +92,9 @@ static sw_status run_hook(sw_engine *e, int layer, side_id side, uint32_t n) {
             return st;
         x = (const float *)(const void *)(h->host_base + e->act.h);
     }
-    k->layer_hook(k->layer_hook_user, layer, x, n, e->config.n_embd);
+    /* a stage's layers by their number in the model */
+    k->layer_hook(k->layer_hook_user, layer < 0 ? layer : (int)e->first_layer + layer, x, n,
+                  e->config.n_embd);
     return SW_OK;
 }
 
@@ -250,14 +252,22 @@ static sw_status run_embedding(sw_engine *e, uint32_t n) {
     return ple_run_ops(h->be, &pl);
 }
 
-static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+/* One engine's part of a forward: the embedding where the model starts,
+ * its layers, then the LM head where the model ends (`last`), or else the
+ * stream left in host memory for the next stage. */
+static sw_status stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
+                               bool last) {
     side_id side = SIDE_HOST;
     e->side[SIDE_DEVICE].meta_current = false;
     e->side[SIDE_DEVICE].used = false;
-    SW_TRY(run_embedding(e, n));
-    SW_TRY(run_hook(e, -1, SIDE_HOST, n));
+    if (e->first_layer == 0) {
+        SW_TRY(run_embedding(e, n));
+        SW_TRY(run_hook(e, -1, SIDE_HOST, n));
+    }
     SW_TRY(run_layers(e, n, &side));
-    if (n_out > 0) {
+    if (!last && side != SIDE_HOST)
+        SW_TRY(move_stream(e, SIDE_HOST, n));
+    if (last && n_out > 0) {
         if (side != lm_head_side(e))
             SW_TRY(move_stream(e, lm_head_side(e), n));
         SW_TRY(run_logits(e, n, n_out, logits));
@@ -265,16 +275,52 @@ static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     return e->side[SIDE_DEVICE].used ? device_wait(e) : SW_OK;
 }
 
+/* Hands the stream and this forward's metadata from stage a's host memory
+ * to stage b's (the hop between devices, through the host). */
+static void hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
+    const uint8_t *src = a->side[SIDE_HOST].host_base;
+    uint8_t *dst = b->side[SIDE_HOST].host_base;
+    const uint64_t from[4] = {a->act.ids, a->act.pos, a->act.seq, a->act.out_rows};
+    const uint64_t to[4] = {b->act.ids, b->act.pos, b->act.seq, b->act.out_rows};
+    memcpy(dst + b->act.x, src + a->act.x, stream_bytes(a, n));
+    for (int i = 0; i < 4; i++)
+        memcpy(dst + to[i], src + from[i], (uint64_t)n * sizeof(int32_t));
+}
+
+static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    if (e->n_stages == 0)
+        return stage_forward(e, n, n_out, logits, true);
+    SW_TRY(stage_forward(e, n, 0, NULL, false));
+    const sw_engine *prev = e;
+    for (uint32_t k = 0; k < e->n_stages; k++) {
+        sw_engine *s = e->stages[k];
+        const bool last = k + 1 == e->n_stages;
+        hand_on(prev, s, n);
+        SW_TRY(stage_forward(s, n, last ? n_out : 0, last ? logits : NULL, last));
+        prev = s;
+    }
+    return SW_OK;
+}
+
+/* After a failed forward: each stage's device drained, ring and cache reset. */
+static void reset_stage(sw_engine *e) {
+    if (e->device == NULL)
+        return;
+    (void)ring_reset(e);
+    xcache_reset(e);
+}
+
 sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     sw_status st = forward(e, n, n_out, logits);
     e->n_forwards++;
-    if (st == SW_OK || e->device == NULL)
+    if (st == SW_OK)
         return st;
     /* Keep the first failure's message; draining reports its own. */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", sw_last_error());
-    (void)ring_reset(e);
-    xcache_reset(e);
+    reset_stage(e);
+    for (uint32_t k = 0; k < e->n_stages; k++)
+        reset_stage(e->stages[k]);
     return sw_errorf(st, "%s", msg);
 }
 

@@ -7,13 +7,26 @@
 #include <sys/resource.h>
 
 #include "engine/engine_internal.h"
+#include "engine/split_engine.h"
 #include "util/error.h"
 
 sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     if (e == NULL || r == NULL)
         return sw_errorf(SW_ERR_ARG, "sw_engine_report: NULL argument");
     memset(r, 0, sizeof *r);
-    if (e->device) {
+    if (e->n_stages) {
+        /* a split: every device's figures summed (engine_device_stats has each) */
+        for (uint32_t d = 0; d <= e->n_stages; d++) {
+            engine_device_stat ds;
+            if (engine_device_stats(e, d, &ds) != SW_OK)
+                continue;
+            r->device_budget_bytes += ds.budget_bytes;
+            r->plan_device_bytes += ds.plan_bytes;
+            r->peak_device_bytes += ds.peak_bytes;
+            r->bytes_to_device += ds.bytes_to_device;
+            r->copy_busy_s += ds.copy_busy_s;
+        }
+    } else if (e->device) {
         backend_stats bs;
         e->device->vt->get_stats(e->device, &bs);
         /* a drafter's reservation is part of both (the plan's drafter row) */
@@ -32,8 +45,10 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     r->n_decode_tokens = e->n_decode_tokens;
     r->prefill_tokens_per_s = e->prefill_s > 0 ? (double)e->n_prefill_tokens / e->prefill_s : 0;
     r->decode_tokens_per_s = e->decode_s > 0 ? (double)e->n_decode_tokens / e->decode_s : 0;
-    r->pred_prefill_tokens_per_s = e->plan->prefill_tokens_per_s;
-    r->pred_decode_tokens_per_s = e->plan->decode_tokens_per_s;
+    r->pred_prefill_tokens_per_s =
+        e->n_stages ? e->split_prefill_tokens_per_s : e->plan->prefill_tokens_per_s;
+    r->pred_decode_tokens_per_s =
+        e->n_stages ? e->split_decode_tokens_per_s : e->plan->decode_tokens_per_s;
     r->n_replans = e->n_replans;
     r->plan_pinned_bytes = e->plan->tier_bytes[TIER_PINNED];
     r->pinned_bytes = e->hw.pinned.bytes + e->xc.stage.bytes;

@@ -298,6 +298,31 @@ sw_status model_config_share_kv(model_config *c, uint32_t n_shared) {
     return SW_OK;
 }
 
+sw_status model_config_window(const model_config *c, uint32_t first, uint32_t end,
+                              model_config *out) {
+    if (first >= end || end > c->n_layer || end > MODEL_MAX_LAYERS)
+        return sw_errorf(SW_ERR_ARG, "layers %u-%u are empty or past the model's %u layers",
+                         first, end, c->n_layer);
+    for (uint32_t il = first; il < end; il++)
+        if (model_layer_kv_owner(c, il) < first)
+            return sw_errorf(SW_ERR_ARG, "layer %u reads the KV cache of layer %u, which layers "
+                             "%u-%u leave out", il, model_layer_kv_owner(c, il), first, end - 1);
+    if (out != c)
+        *out = *c;
+    model_layer_shape shapes[MODEL_MAX_LAYERS];
+    for (uint32_t il = first; il < end; il++) {
+        shapes[il - first] = c->layer[il];
+        shapes[il - first].local = model_layer_is_local(c, il);
+        if (c->layer[il].kv_shared)
+            shapes[il - first].kv_source = c->layer[il].kv_source - first;
+    }
+    memset(out->layer, 0, sizeof out->layer);
+    memcpy(out->layer, shapes, (end - first) * sizeof shapes[0]);
+    out->n_layer = end - first;
+    out->swa_pattern = 0; /* locality is per layer now */
+    return SW_OK;
+}
+
 sw_status model_config_check_layers(const model_config *c) {
     if (c->n_layer > MODEL_MAX_LAYERS)
         return sw_errorf(SW_ERR_FORMAT, "%u layers is more than the %u supported", c->n_layer,

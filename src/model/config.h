@@ -121,6 +121,14 @@ bool model_layer_is_local(const model_config *c, uint32_t il);
  * (model_layer_is_local), which must exist. Errors: SW_ERR_FORMAT. */
 sw_status model_config_share_kv(model_config *c, uint32_t n_shared);
 
+/* The config of layers [first, end) alone, renumbered from 0 (a stage of a
+ * model split over devices): each layer's shape, attention type and KV
+ * source kept (swa_pattern's locality made explicit per layer).
+ * Errors: SW_ERR_ARG (an empty or out-of-range window, or a KV-shared
+ * layer whose cache is before first). */
+sw_status model_config_window(const model_config *c, uint32_t first, uint32_t end,
+                              model_config *out);
+
 /* Checks the per-layer shapes: head counts dividing n_head, even head
  * sizes, KV sources earlier, owning a cache and of the same attention
  * type. Errors:

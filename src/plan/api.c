@@ -24,6 +24,7 @@
 #include "model/weights.h"
 #include "plan/expert_plan.h"
 #include "plan/plan_api.h"
+#include "plan/split.h"
 #include "quant/types.h"
 #include "util/error.h"
 
@@ -393,3 +394,31 @@ sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
 }
 
 void sw_plan_destroy(sw_plan *sp) { free(sp); }
+
+sw_status plan_split_create(const sw_model *model, const char *catalog_name,
+                            const sw_plan_options *opt, const uint64_t *device_bytes,
+                            uint32_t n_dev, plan_split *out) {
+    if (opt == NULL || device_bytes == NULL || n_dev == 0 || out == NULL ||
+        (model == NULL) == (catalog_name == NULL))
+        return sw_errorf(SW_ERR_ARG, "plan_split_create: give exactly one of a model and a "
+                         "catalog name, options, budgets and an output");
+    if (opt->draft_device_bytes || opt->experts.slots > 0 || opt->device_mem_fraction > 0)
+        return sw_errorf(SW_ERR_ARG, "a split over several devices takes budgets as sizes, "
+                         "and no drafter or expert cache yet");
+    sw_plan_options o = *opt;
+    o.device_mem_bytes = device_bytes[0]; /* the backend's first budget; each device's below */
+    plan_inputs *in = calloc(1, sizeof *in);
+    if (in == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning");
+    sw_status st = gather(model, catalog_name, &o, in);
+    if (st == SW_OK)
+        st = plan_split_build(&in->model, &in->budget, device_bytes, n_dev, &in->rates,
+                              &in->work, &in->pins, out);
+    for (uint32_t d = 0; st == SW_OK && d < n_dev; d++) {
+        add_note(&out->stage[d], in->note);
+        add_note(&out->stage[d], in->rates_note);
+        add_note(&out->stage[d], in->weights_note);
+    }
+    free(in);
+    return st;
+}

@@ -171,7 +171,9 @@ static void layer_costs(plan_ctx *x) {
                                                2 * exp_params * tokens[p], 0);
         }
     }
-    double lm_flops = 2 * E * c->n_vocab, lm_bytes = (double)x->m->output_bytes;
+    /* a split's stage before the last has no LM head (output_bytes 0) */
+    double lm_flops = x->m->output_bytes ? 2 * E * c->n_vocab : 0;
+    double lm_bytes = (double)x->m->output_bytes;
     const uint64_t *lm_types = x->m->output_type_bytes;
     double lm_tokens[2] = {x->w.n_seq, 1};
     for (int p = 0; p < 2; p++) {
@@ -206,7 +208,9 @@ void plan_ctx_init(plan_ctx *x, const plan_model *m, const plan_budget *b,
     x->dev_act_bytes = plan_padded(act.bytes);
     x->host_scratch_bytes = backend_cpu_scratch_bytes(
         w->n_threads, w->n_ctx, model_attn_group(c), model_max_row_elems(c));
-    x->logits_bytes = plan_padded((uint64_t)c->n_vocab * x->n_tok * sizeof(float));
+    x->logits_bytes = m->output_bytes ? plan_padded((uint64_t)c->n_vocab * x->n_tok *
+                                                    sizeof(float))
+                                      : 0;
     x->lm_dev_bytes = m->output_bytes + m->output_norm_bytes + x->logits_bytes;
     layer_costs(x);
 }

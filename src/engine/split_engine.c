@@ -1,0 +1,92 @@
+/*
+ * split_engine.c — an engine over a split plan (plan/split.h): one engine
+ * per device, each over its range of layers with its own device backend,
+ * budget, ring, KV and activations, executing its stage's plan exactly.
+ * The first stage is the engine the caller holds: it owns the others, and
+ * its forward runs them in order (forward.c), the residual stream handed
+ * from one stage's host memory to the next's. Sessions, positions and the
+ * batch checks stay the first stage's; every stage keeps the KV of its own
+ * layers at the positions each forward names.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "engine/split_engine.h"
+#include "util/error.h"
+
+static sw_status check_split(const sw_model *model, const plan_split *s,
+                             const sw_engine_options *opt) {
+    model_config c;
+    if (model == NULL || s == NULL)
+        return sw_errorf(SW_ERR_ARG, "engine_create_split: NULL argument");
+    if (s->n_dev < 2 || s->n_dev > PLAN_MAX_DEVICES)
+        return sw_errorf(SW_ERR_ARG, "a split runs on 2 to %d devices, not %u",
+                         PLAN_MAX_DEVICES, s->n_dev);
+    SW_TRY(model_config_from_gguf(model->gguf, &c));
+    if (c.n_embd_per_layer)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "a split of a model with per-layer embeddings "
+                         "(Gemma 4 E2B, E4B) does not run yet: each stage would need its "
+                         "layers' inputs; plan one device");
+    if (opt != NULL && opt->expert_trace != NULL)
+        return sw_errorf(SW_ERR_ARG, "--expert-trace does not follow a split over devices yet");
+    for (uint32_t d = 0; d < s->n_dev; d++)
+        if (s->first[d] >= s->end[d] || (d > 0 && s->first[d] != s->end[d - 1]) ||
+            (d + 1 == s->n_dev && s->end[d] != c.n_layer) || (d == 0 && s->first[0] != 0))
+            return sw_errorf(SW_ERR_ARG, "the split's ranges do not cover the model's %u "
+                             "layers in order: plan again for this model", c.n_layer);
+    return SW_OK;
+}
+
+sw_status engine_create_split(const sw_model *model, const plan_split *s,
+                              const sw_engine_options *opt, const engine_hooks *hooks,
+                              sw_engine **out, sw_alloc_failure *failure) {
+    sw_engine *e = NULL;
+    if (out == NULL)
+        return sw_errorf(SW_ERR_ARG, "engine_create_split: NULL argument");
+    *out = NULL;
+    SW_TRY(check_split(model, s, opt));
+    SW_TRY(engine_create_stage(model, &s->stage[0], s->first[0], s->end[0], opt, hooks, &e,
+                               failure));
+    sw_status st = SW_OK;
+    if ((e->stages = calloc(s->n_dev - 1, sizeof *e->stages)) == NULL)
+        st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory creating the engine");
+    for (uint32_t d = 1; st == SW_OK && d < s->n_dev; d++) {
+        st = engine_create_stage(model, &s->stage[d], s->first[d], s->end[d], opt, hooks,
+                                 &e->stages[d - 1], failure);
+        if (st == SW_OK)
+            e->n_stages++;
+        else
+            st = sw_errorf(st, "device %u (layers %u-%u): %s", d, s->first[d], s->end[d] - 1,
+                           sw_last_error());
+    }
+    if (st != SW_OK) {
+        sw_engine_destroy(e);
+        return st;
+    }
+    e->split_decode_tokens_per_s = s->decode_tokens_per_s;
+    e->split_prefill_tokens_per_s = s->prefill_serial_tokens_per_s;
+    *out = e;
+    return SW_OK;
+}
+
+uint32_t engine_n_devices(const sw_engine *e) {
+    return e == NULL ? 0 : e->n_stages ? e->n_stages + 1 : e->device != NULL;
+}
+
+sw_status engine_device_stats(const sw_engine *e, uint32_t d, engine_device_stat *out) {
+    if (e == NULL || out == NULL || d >= engine_n_devices(e))
+        return sw_errorf(SW_ERR_ARG, "engine_device_stats: no device %u", d);
+    const sw_engine *s = d == 0 ? e : e->stages[d - 1];
+    backend_stats bs;
+    s->device->vt->get_stats(s->device, &bs);
+    memset(out, 0, sizeof *out);
+    out->first_layer = s->first_layer;
+    out->end_layer = s->stage_end ? s->stage_end : s->config.n_layer;
+    out->budget_bytes = s->plan->budget.device_bytes + s->plan->budget.drafter_bytes;
+    out->plan_bytes = s->plan->tier_bytes[TIER_DEVICE] + s->plan->budget.drafter_bytes;
+    out->peak_bytes = bs.peak_bytes;
+    out->bytes_to_device = bs.bytes_to_device;
+    out->copy_busy_s = bs.copy_busy_s;
+    return SW_OK;
+}

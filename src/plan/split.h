@@ -1,0 +1,93 @@
+/*
+ * split.h — one plan over several devices (issue 39, section 1): the
+ * model's layers in contiguous ranges, one range per device, each device
+ * with its own placement of its range (resident, streamed through its own
+ * ring, or computed by the host), its own KV and activations; the
+ * activation hops device to device between ranges.
+ *
+ * Each device's part is a whole single-device plan (plan.h) of a stage
+ * model: the layers of its range renumbered from 0, with the token
+ * embedding (and Gemma 4's per-layer embeddings) only in the first stage
+ * and the LM head only in the last. So every rule of plan_build holds per
+ * device, and the search here is only over where the ranges end.
+ *
+ * The search: for two devices every cut; for more, cuts that give each
+ * device a share of the layer bytes proportional to its budget, then each
+ * cut moved in halving steps while that helps. A cut never separates a
+ * KV-shared layer from the layer whose cache it reads. Splits compare by
+ * fitting, then decode time (the stages run one after another for one
+ * decode step, and each hop adds its copies), then pipelined prefill time
+ * (the slowest stage, as chunks follow each other through the devices),
+ * then the slowest stage's decode time, then the evenest stages (balance).
+ *
+ * The host is shared: the stages' host memory is summed against the one
+ * host budget. Hops are priced through pinned host memory (a copy down
+ * and a copy up per hop); peer copies, where a backend has them, are
+ * faster, so the figure is an upper bound on the hops' cost.
+ */
+#ifndef SW_PLAN_SPLIT_H
+#define SW_PLAN_SPLIT_H
+
+#include <stdio.h>
+
+#include "plan/plan.h"
+
+#define PLAN_MAX_DEVICES 8
+
+typedef struct plan_split {
+    char model[64];                       /* the model's name (the stages' say their layers) */
+    uint32_t n_dev;
+    uint32_t first[PLAN_MAX_DEVICES];     /* each device's layers: [first, end) */
+    uint32_t end[PLAN_MAX_DEVICES];
+    plan stage[PLAN_MAX_DEVICES];         /* each device's plan of its stage model */
+    uint64_t host_bytes;                  /* the host's budget, shared */
+    uint64_t host_planned_bytes;          /* the stages' host tiers summed */
+    uint64_t pinned_planned_bytes;        /* ... and their pinned tiers */
+    uint64_t hop_bytes[2];                /* one hop's activation bytes: decode, prefill */
+    double hop_s[2];                      /* one hop's seconds: decode, prefill */
+    double decode_tokens_per_s;           /* stages one after another, plus hops */
+    double prefill_tokens_per_s;          /* chunks pipelined: the slowest stage */
+    double prefill_serial_tokens_per_s;   /* one chunk alone through every stage */
+    double busy_share[PLAN_MAX_DEVICES];  /* share of a pipelined prefill each works */
+    /* the whole model on one device of the largest budget, for comparison:
+     * whether any plan fits it, and that plan's decode speed */
+    bool single_fits;
+    double single_decode_tokens_per_s;
+    uint32_t n_evaluated;                 /* stage plans the search built */
+} plan_split;
+
+/* Plans `model` over n_dev devices with device_bytes[d] each (budget's
+ * device_bytes is ignored; its name, backend and host budget are used).
+ * pins are in the model's layer numbers. *out is large (allocate it).
+ * Errors: SW_ERR_ARG (n_dev not in 2..PLAN_MAX_DEVICES, fewer layers than
+ * devices, no device, as plan_build), SW_ERR_OOM_DEVICE naming the short
+ * device and the budgets that would fit, SW_ERR_OOM_HOST (also for its own
+ * scratch). No I/O; deterministic. */
+sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
+                           const uint64_t *device_bytes, uint32_t n_dev,
+                           const plan_rates *rates, const plan_workload *work,
+                           const plan_pins *pins, plan_split *out);
+
+/* What sw_plan_create does for one device, for n_dev budgets: the model
+ * (file or catalog), backend, host budget, rates, workload and pins from
+ * the options (device_mem_bytes and device_mem_fraction unused), then
+ * plan_split_build. Reads the machine as sw_plan_create does.
+ * Errors: as plan_split_build; SW_ERR_ARG for a drafter or expert cache,
+ * which a split does not take yet. */
+sw_status plan_split_create(const sw_model *model, const char *catalog_name,
+                            const sw_plan_options *opt, const uint64_t *device_bytes,
+                            uint32_t n_dev, plan_split *out);
+
+/* The stage model of layers [first, end): the layers renumbered, the
+ * embedding only when first == 0, the LM head only when end == n_layer.
+ * Errors: SW_ERR_ARG (empty or out-of-range range, a KV-shared layer whose
+ * cache is before first). */
+sw_status plan_stage_model(const plan_model *m, uint32_t first, uint32_t end,
+                           plan_model *out);
+
+/* The split for a person: one block of rows per device, the host, the
+ * hops and the predictions; and as JSON (each device's plan in full). */
+void plan_split_print_table(FILE *out, const plan_split *s);
+void plan_split_print_json(FILE *out, const plan_split *s);
+
+#endif
