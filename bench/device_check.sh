@@ -18,6 +18,7 @@
 #      in Q4_K (random ids; the real default model is 241 MiB, past the
 #      64 MiB that travels); test_assist cuda (Gemma 4 assistants: drafter
 #      logits against transformers', assisted generation's acceptance);
+#      a split over two GPUs (issue 39) where two are visible;
 #   4. speed, on synthetic models of official shapes (`spillway synth`):
 #      resident decode at batch 1 against the HBM bound (weight bytes per
 #      token / measured copy rate) — for Q4_K also with the f32 decode
@@ -224,6 +225,26 @@ grep -hE 'drafter logits|assisted generation' "$raw/test_assist_cuda.log" 2>/dev
 step test_expert_cache_cuda 90 "$build/tests/test_expert_cache" tests/data/tiny/gemma4-moe.gguf --cuda
 put test.xcache "$(verdict "$(get test_expert_cache_cuda.rc)")"
 say "test_expert_cache cuda: $(get test.xcache) ($(grep -m1 -E 'checks|skipped' "$raw/test_expert_cache_cuda.log" || echo 'no summary'))"
+# a split over two GPUs (issue 39): one CUDA engine per device, each on its
+# own context and within its budget, the same greedy text as one GPU; only
+# where two are visible (the lent machines have one)
+n_gpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+split_args=(-m tests/data/tiny/gemma3.gguf -p "The river" -n 16 --temp 0 -c 128)
+if [ "${n_gpu:-0}" -ge 2 ]; then
+  step split_one 60 "$sw" run --backend cuda "${split_args[@]}"
+  step split_two 60 "$sw" run --backend cuda --device-mem 1G,1G --report "${split_args[@]}"
+  gen_text() { grep -v -E 'tok/s|MiB|^note|^report|^spillway|^load' "$1"; }
+  if [ "$(get split_one.rc)" = 0 ] && [ "$(get split_two.rc)" = 0 ] &&
+     cmp -s <(gen_text "$raw/split_one.log") <(gen_text "$raw/split_two.log"); then
+    put test.split "ok (same text on 2 GPUs as on 1)"
+  else
+    put test.split "FAILED (text differs, or a run failed)"
+  fi
+  grep -E '^  device [0-9]' "$raw/split_two.log" 2>/dev/null | sed 's/^/  /' >>"$log"
+else
+  put test.split "skipped (${n_gpu:-0} GPU visible; a split needs 2)"
+fi
+say "split over 2 GPUs: $(get test.split)"
 
 # ---- 4. speed ----------------------------------------------------------------------------
 peer_wait

@@ -38,6 +38,11 @@ expect 0 '"first_layer":31' -m gemma3-27b --device-mem 16G,16G "${sim[@]}" --jso
 expect 0 "only a split runs it" -m gemma3-27b --device-mem 7G,7G --backend sim --host-mem 3G -c 131072 --rates defaults
 expect 7 "device 0: .* short for layers" -m gemma3-27b --device-mem 100M,100M "${sim[@]}"
 expect 2 "backend with devices" -m gemma3-27b --device-mem 16G,16G --backend cpu
+expect 0 "device 0 (sim:0): layers 0-40" -m gemma3-27b --device-mem 16G,16G "${sim[@]}" --place 0-40=dev0
+expect 0 "device 1 (sim:3): layers" -m gemma3-27b --device-mem 16G,16G --devices 2,3 "${sim[@]}"
+expect 2 "a device of a split" -m gemma3-27b --device-mem 16G "${sim[@]}" --place 3=dev1
+expect 2 "one contiguous range, in order" -m gemma3-27b --device-mem 16G,16G "${sim[@]}" --place 0-9=dev1,10-=dev0
+expect 2 "one each" -m gemma3-27b --device-mem 16G,16G --devices 1 "${sim[@]}"
 expect 2 "give 2 to 8 sizes" -m gemma3-27b --device-mem 16G,,16G "${sim[@]}"
 expect 2 "device 1: size .12Q.: unknown unit" -m gemma3-27b --device-mem 16G,12Q "${sim[@]}"
 if out="$("$bin" run --backend cpu --device-mem 1G,2G -p Hi -n 1 2>&1)" || ! grep -q "backend with devices" <<< "$out"; then

@@ -5,6 +5,11 @@ set_tests_properties(test_plan_exec PROPERTIES LABELS "model" TIMEOUT 900)
 # A split over 2-4 simulated devices against the cpu backend (issue 39).
 sw_add_c_test(test_split_exec ${CMAKE_CURRENT_SOURCE_DIR}/test_split_exec.c)
 set_tests_properties(test_split_exec PROPERTIES LABELS "model" TIMEOUT 600)
+if(SW_HAVE_PJRT) # several of XLA's CPU devices against one (release stage only)
+  add_test(NAME split_exec_pjrt COMMAND test_split_exec pjrt)
+  set_tests_properties(split_exec_pjrt PROPERTIES LABELS "model;pjrt;slow" TIMEOUT 900
+                       ENVIRONMENT "SW_TEST_DATA=${SW_TEST_DATA}")
+endif()
 sw_add_c_test(test_sim_timing ${CMAKE_CURRENT_SOURCE_DIR}/test_sim_timing.c)
 set_tests_properties(test_sim_timing PROPERTIES LABELS "model;slow" TIMEOUT 300 RUN_SERIAL TRUE)
 add_executable(test_plan_identity ${CMAKE_CURRENT_SOURCE_DIR}/test_plan_identity.c

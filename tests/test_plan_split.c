@@ -158,6 +158,34 @@ static void test_only_split_fits(void) {
     SW_CHECK(!s.single_fits && s.single_decode_tokens_per_s == 0, "says one device fits none");
 }
 
+/* --place A-B=devN: the ranges hold the pinned layers; pins out of order,
+ * past the devices or leaving a device empty are refused. */
+static void test_device_pins(void) {
+    static inputs in;
+    static plan_split s;
+    static plan_pins pins;
+    make(&in, "gemma3-27b", 64 * GIB, 4096);
+    const uint64_t two[2] = {16 * GIB, 16 * GIB}, three[3] = {8 * GIB, 8 * GIB, 8 * GIB};
+    SW_CHECK_OK(plan_parse_place("0-40=dev0", 62, &pins));
+    SW_CHECK_OK(plan_split_build(&in.m, &in.b, two, 2, &in.r, &in.w, &pins, &s));
+    SW_CHECK(s.end[0] >= 41, "0-40=dev0: device 0 ends at %u", s.end[0]);
+    SW_CHECK_OK(plan_parse_place("0-5=dev0,6-61=dev1", 62, &pins));
+    SW_CHECK_OK(plan_split_build(&in.m, &in.b, two, 2, &in.r, &in.w, &pins, &s));
+    SW_CHECK(s.end[0] == 6, "0-5=dev0,6-=dev1: cut at %u", s.end[0]);
+    SW_CHECK_OK(plan_parse_place("10=dev1,50=dev2", 62, &pins));
+    SW_CHECK_OK(plan_split_build(&in.m, &in.b, three, 3, &in.r, &in.w, &pins, &s));
+    check_split(&in, &s, three, 3);
+    SW_CHECK(s.first[1] <= 10 && s.end[1] > 10 && s.first[2] <= 50, "three devices: %u-%u-%u",
+             s.end[0], s.end[1], s.end[2]);
+    const char *bad[] = {"0-9=dev1,10-=dev0", "5=dev2", "50-=dev0", "x=dev0", "3=dev9"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        sw_status st = plan_parse_place(bad[k], 62, &pins);
+        if (st == SW_OK)
+            st = plan_split_build(&in.m, &in.b, two, 2, &in.r, &in.w, &pins, &s);
+        SW_CHECK(st == SW_ERR_ARG, "--place %s is refused (%s)", bad[k], sw_status_name(st));
+    }
+}
+
 static void test_failures(void) {
     static inputs in;
     static plan_split s;
@@ -184,6 +212,7 @@ int main(void) {
     test_splits();
     test_kv_shared_cut();
     test_only_split_fits();
+    test_device_pins();
     test_failures();
     return sw_check_finish("test_plan_split");
 }

@@ -2,10 +2,14 @@
  * test_split_exec.c — a split over 2-4 simulated devices executes its plan
  * exactly, with the default model (issue 39's tests): for splits that keep
  * every layer resident, that stream and compute on the host, and with two
- * sequences batched in one forward, the logits are bit-identical to the
- * cpu backend's, and each device's accounted peak is within its plan and
- * its plan within its budget.
+ * sequences batched in one forward, and on Gemma 4's tiny models with
+ * experts on the host and KV-shared layers, the logits are bit-identical
+ * to the cpu backend's, and each device's accounted peak is within its plan and
+ * its plan within its budget. With the argument `pjrt`: a split over two
+ * and three of XLA's CPU plugin devices against that plugin on one device
+ * (the same programs, so the same numerics).
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,12 +70,13 @@ static float *run(sw_engine *e, uint32_t n_seq, uint32_t n_vocab) {
     return logits;
 }
 
-static void check_split(const sw_model *m, const uint64_t *dev, uint32_t n_dev, uint32_t n_seq,
-                        const float *ref, uint32_t n_vocab) {
-    sw_plan_options o = opts("sim", n_seq);
+static void check_split(const sw_plan_options *base, const sw_model *m, const uint64_t *dev,
+                        uint32_t n_dev, const float *ref, uint32_t n_vocab) {
+    sw_plan_options o = *base;
+    const uint32_t n_seq = o.n_seq;
     plan_split *s = malloc(sizeof *s);
     sw_engine *e = NULL;
-    SW_CHECK_OK(plan_split_create(m, NULL, &o, dev, n_dev, s));
+    SW_CHECK_OK(plan_split_create(m, NULL, &o, dev, NULL, n_dev, s));
     SW_CHECK_OK(engine_create_split(m, s, NULL, NULL, &e, NULL));
     if (e == NULL) {
         free(s);
@@ -82,7 +87,7 @@ static void check_split(const sw_model *m, const uint64_t *dev, uint32_t n_dev, 
     SW_CHECK(memcmp(got, ref, n * sizeof(float)) == 0, "%u devices (%llu MiB first), %u "
              "sequences: logits differ from the cpu backend's", n_dev,
              (unsigned long long)(dev[0] / MIB), n_seq);
-    uint32_t placed[3] = {0, 0, 0};
+    uint32_t placed[3] = {0, 0, 0}, experts_host = 0;
     SW_CHECK(engine_n_devices(e) == n_dev, "%u devices driven", engine_n_devices(e));
     for (uint32_t d = 0; d < n_dev; d++) {
         engine_device_stat ds;
@@ -92,17 +97,106 @@ static void check_split(const sw_model *m, const uint64_t *dev, uint32_t n_dev, 
                  "device %u: peak %llu, plan %llu, budget %llu", d,
                  (unsigned long long)ds.peak_bytes, (unsigned long long)ds.plan_bytes,
                  (unsigned long long)ds.budget_bytes);
-        for (uint32_t i = 0; i < s->stage[d].model.config.n_layer; i++)
+        for (uint32_t i = 0; i < s->stage[d].model.config.n_layer; i++) {
             placed[s->stage[d].layer_place[i] - PLACE_RESIDENT]++;
+            experts_host += s->stage[d].experts_host[i];
+        }
     }
-    printf("  %u devices, %u sequence(s): %u resident, %u streamed, %u host layers: same "
-           "logits\n", n_dev, n_seq, placed[0], placed[1], placed[2]);
+    printf("  %s, %u devices, %u sequence(s): %u resident, %u streamed, %u host layers, %u "
+           "with experts on the host: same logits\n", s->model, n_dev, n_seq, placed[0],
+           placed[1], placed[2], experts_host);
     free(got);
     sw_engine_destroy(e);
     free(s);
 }
 
-int main(void) {
+/* A prompt of several chunks (-b 4) wanting the last token's logits only:
+ * the stages work on consecutive chunks at once (pipeline.c), and the
+ * logits are the cpu backend's; so with the stages in turn. */
+static void pipelined_prefill(const sw_model *m, uint32_t n_vocab) {
+    float *want = malloc(n_vocab * sizeof(float)), *got = malloc(n_vocab * sizeof(float));
+    const uint64_t dev[3] = {60ull << 20, 60ull << 20, 60ull << 20};
+    for (int k = 0; k < 3; k++) {
+        sw_plan_options o = opts(k == 0 ? "cpu" : "sim", 1);
+        o.n_batch = 4;
+        sw_engine *e = NULL;
+        sw_session *s = NULL;
+        if (k == 2)
+            setenv("SPILLWAY_SPLIT_PIPELINE", "0", 1);
+        plan_split *sp = malloc(sizeof *sp);
+        if (k == 0) {
+            SW_CHECK_OK(runtime_launch(m, &o, NULL, NULL, &e));
+        } else {
+            SW_CHECK_OK(plan_split_create(m, NULL, &o, dev, NULL, 3, sp));
+            SW_CHECK_OK(engine_create_split(m, sp, NULL, NULL, &e, NULL));
+            SW_CHECK(e != NULL && (e->workers != NULL) == (k == 1), "threads %s",
+                     k == 1 ? "on" : "off");
+        }
+        unsetenv("SPILLWAY_SPLIT_PIPELINE");
+        free(sp);
+        if (e == NULL)
+            continue;
+        SW_CHECK_OK(sw_session_create(e, &s));
+        SW_CHECK_OK(sw_session_eval(s, prompt[0], N_PROMPT, k == 0 ? want : got, 0));
+        if (k > 0)
+            SW_CHECK(memcmp(want, got, n_vocab * sizeof(float)) == 0, "3 chunks through 3 "
+                     "devices %s: the last logits differ from the cpu backend's",
+                     k == 1 ? "at once" : "in turn");
+        sw_session_destroy(s);
+        sw_engine_destroy(e);
+    }
+    printf("  a 3-chunk prompt through 3 devices, pipelined and in turn: same logits\n");
+    free(want);
+    free(got);
+}
+
+/* The PJRT plugin's devices: one, then splits over two and three. */
+static void pjrt_devices(const sw_model *m, uint32_t n_vocab) {
+    sw_engine *one = NULL;
+    sw_plan_options o = opts("pjrt", 1);
+    SW_CHECK_OK(runtime_launch(m, &o, NULL, NULL, &one));
+    if (one == NULL)
+        return;
+    float *ref = run(one, 1, n_vocab);
+    sw_engine_destroy(one);
+    const uint64_t two[2] = {1ull << 30, 1ull << 30}, three[3] = {1ull << 30, 1ull << 30, 1ull << 30};
+    check_split(&o, m, two, 2, ref, n_vocab);
+    check_split(&o, m, three, 3, ref, n_vocab);
+    free(ref);
+}
+
+/* Gemma 4's tiny models: experts computed on the host beside device
+ * layers (-ncmoe), and KV-shared layers kept with their cache's stage. */
+static void tiny_gemma4(void) {
+    const char *names[2] = {"tiny/gemma4-moe.gguf", "tiny/gemma4-kv.gguf"};
+    for (int k = 0; k < 2; k++) {
+        sw_model *m = NULL;
+        SW_CHECK_OK(sw_model_open(sw_test_data(names[k]), &m));
+        if (m == NULL)
+            continue;
+        const uint32_t n_vocab = (uint32_t)sw_vocab_size(m);
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < N_PROMPT; i++)
+                prompt[q][i] = (int32_t)((uint32_t)(i * 7 + q * 3 + 2) % n_vocab);
+        sw_engine *cpu = NULL;
+        sw_plan_options o = opts("cpu", 2);
+        SW_CHECK_OK(runtime_launch(m, &o, NULL, NULL, &cpu));
+        if (cpu != NULL) {
+            float *ref = run(cpu, 2, n_vocab);
+            sw_engine_destroy(cpu);
+            o = opts("sim", 2);
+            o.n_cpu_moe = k == 0 ? 99 : 0; /* every device layer's experts on the host */
+            const uint64_t two[2] = {4ull << 20, 4ull << 20}, three[3] = {3ull << 20, 3ull << 20,
+                                                                          3ull << 20};
+            check_split(&o, m, two, 2, ref, n_vocab);
+            check_split(&o, m, three, 3, ref, n_vocab);
+            free(ref);
+        }
+        sw_model_close(m);
+    }
+}
+
+int main(int argc, char **argv) {
     sw_model *m = NULL;
     SW_CHECK_OK(sw_model_open(sw_test_default_model(), &m));
     if (m == NULL) {
@@ -117,6 +211,11 @@ int main(void) {
     SW_CHECK(n_ids >= N_PROMPT + 6, "prompt has only %zu tokens", n_ids);
     memcpy(prompt[0], ids, sizeof prompt[0]);
     memcpy(prompt[1], ids + 6, sizeof prompt[1]);
+    if (argc > 1 && !strcmp(argv[1], "pjrt")) {
+        pjrt_devices(m, n_vocab);
+        sw_model_close(m);
+        return sw_check_finish("test_split_exec pjrt");
+    }
     for (uint32_t n_seq = 1; n_seq <= 2; n_seq++) {
         sw_engine *cpu = NULL;
         sw_plan_options o = opts("cpu", n_seq);
@@ -130,12 +229,15 @@ int main(void) {
         const uint64_t two[2] = {1ull << 30, 1ull << 30}, three[3] = {60 * MIB, 60 * MIB, 60 * MIB};
         const uint64_t mixed[2] = {20 * MIB, 200 * MIB};
         const uint64_t four[4] = {30 * MIB, 30 * MIB, 30 * MIB, 30 * MIB};
-        check_split(m, two, 2, n_seq, ref, n_vocab);
-        check_split(m, three, 3, n_seq, ref, n_vocab);
-        check_split(m, mixed, 2, n_seq, ref, n_vocab);
-        check_split(m, four, 4, n_seq, ref, n_vocab);
+        const sw_plan_options sim = opts("sim", n_seq);
+        check_split(&sim, m, two, 2, ref, n_vocab);
+        check_split(&sim, m, three, 3, ref, n_vocab);
+        check_split(&sim, m, mixed, 2, ref, n_vocab);
+        check_split(&sim, m, four, 4, ref, n_vocab);
         free(ref);
     }
+    pipelined_prefill(m, n_vocab);
     sw_model_close(m);
+    tiny_gemma4();
     return sw_check_finish("test_split_exec");
 }

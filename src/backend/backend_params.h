@@ -42,6 +42,8 @@ typedef struct backend_params {
     struct cpu_pool *pool;     /* borrowed: the host's worker threads, which host
                                 * kernels run on; NULL = the calling thread */
     double link_Bps;           /* a simulated link's host-to-device rate; 0 = memcpy speed */
+    uint32_t device_index;     /* which of the backend's devices (a split over several:
+                                * cuda:N, the PJRT client's Nth); 0 = the first */
     const backend_test_hooks *test; /* NULL in normal use */
 } backend_params;
 

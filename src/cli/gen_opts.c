@@ -40,6 +40,8 @@ static int parse_value(gen_opts *o, const char *f, const char *v) {
     long n;
     if (!strcmp(f, "--device-mem") && strchr(v, ',') != NULL)
         return plan_opts_parse_split(v, o->split, &o->n_split);
+    if (!strcmp(f, "--devices"))
+        return plan_opts_parse_devices(v, o->devices, &o->n_devices);
     if (plan_opts_has(f)) return plan_opts_parse(&o->plan, f, v);
     if (!strcmp(f, "-m") || !strcmp(f, "--model")) { o->model = v; return 0; }
     if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) { o->prompt = v; return 0; }
@@ -226,6 +228,8 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
         }
         i += used;
     }
+    if (plan_opts_check_devices(o->n_devices, o->n_split) != 0)
+        return CLI_EXIT_USAGE;
     return draft_flags_check(&o->draft);
 }
 
@@ -243,7 +247,8 @@ static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_opt
         cli_error("out of host memory planning a split");
         return CLI_EXIT_OOM_HOST;
     }
-    sw_status st = plan_split_create(m, NULL, &o->plan, o->split, o->n_split, s);
+    sw_status st = plan_split_create(m, NULL, &o->plan, o->split,
+                                     o->n_devices ? o->devices : NULL, o->n_split, s);
     if (st == SW_OK)
         st = engine_create_split(m, s, eo, NULL, out, NULL);
     int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);

@@ -29,6 +29,8 @@ typedef struct gen_opts {
     const char *json_schema;   /* --json-schema FILE (run, chat: gen_opts_take_json_schema) */
     uint64_t split[PLAN_MAX_DEVICES]; /* --device-mem A,B,...: a split over devices */
     uint32_t n_split;          /* 0: one device */
+    uint32_t devices[PLAN_MAX_DEVICES]; /* --devices: which, for the split */
+    uint32_t n_devices;        /* 0: devices 0, 1, ... */
 } gen_opts;
 
 void gen_opts_init(gen_opts *o);

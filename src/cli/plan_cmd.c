@@ -32,6 +32,8 @@ typedef struct plan_args {
     bool assistant;          /* --draft-model is a Gemma 4 assistant: no plan of its own */
     uint64_t split[PLAN_MAX_DEVICES]; /* --device-mem A,B,...: one budget per device */
     uint32_t n_split;        /* 0: one device */
+    uint32_t devices[PLAN_MAX_DEVICES]; /* --devices: which, for the split */
+    uint32_t n_devices;
 } plan_args;
 
 static void usage(FILE *out) {
@@ -46,6 +48,8 @@ static void usage(FILE *out) {
           "                    into one contiguous range per device, each placed as one\n"
           "                    device's plan, the activation hopping between them (run,\n"
           "                    chat, verify, batch and serve run it: an engine per device)\n"
+          "  --devices N,M,... which of the backend's devices the split uses (default\n"
+          "                    0, 1, ...; one per budget)\n"
           "the same planning flags as run, chat, verify and batch (the same flags give\n"
           "the same plan there):\n", out);
     plan_opts_usage(out);
@@ -93,6 +97,9 @@ static int parse_args(plan_args *a, int argc, char **argv) {
         else if (!strcmp(f, "--device-mem") && strchr(v, ',') != NULL) {
             if (plan_opts_parse_split(v, a->split, &a->n_split) != 0)
                 return CLI_EXIT_USAGE;
+        } else if (!strcmp(f, "--devices")) {
+            if (plan_opts_parse_devices(v, a->devices, &a->n_devices) != 0)
+                return CLI_EXIT_USAGE;
         } else if (plan_opts_parse(&a->opt, f, v) != 0)
             return CLI_EXIT_USAGE;
     }
@@ -101,6 +108,8 @@ static int parse_args(plan_args *a, int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     a->opt.default_rates = a->rates && !strcmp(a->rates, "defaults");
+    if (plan_opts_check_devices(a->n_devices, a->n_split) != 0)
+        return CLI_EXIT_USAGE;
     if (a->n_split && (a->draft.model || a->draft.ngram)) {
         cli_error("--device-mem with several budgets (a split over devices) takes no drafter "
                   "yet");
@@ -249,7 +258,8 @@ static int print_split(const plan_args *a, const sw_model *model, const char *na
         cli_error("out of host memory planning a split");
         return CLI_EXIT_OOM_HOST;
     }
-    sw_status st = plan_split_create(model, name, &a->opt, a->split, a->n_split, s);
+    sw_status st = plan_split_create(model, name, &a->opt, a->split,
+                                     a->n_devices ? a->devices : NULL, a->n_split, s);
     int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
     if (st == SW_OK && a->json)
         plan_split_print_json(stdout, s);

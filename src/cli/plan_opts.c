@@ -20,7 +20,7 @@ static const char *const planning_flags[] = {
     "--backend", "--device-mem", "--host-mem", "--sim-link-bw", "--place", "-ngl",
     "--n-gpu-layers", "--kv-type", "--weights", "--type", "--pjrt-plugin", "--cpu-dots",
     "-ncmoe", "--n-cpu-moe", "--expert-cache", "--expert-policy", "--expert-copy",
-    "--expert-prefetch", "--expert-hit-rate"};
+    "--expert-prefetch", "--expert-hit-rate", "--devices"};
 
 bool plan_opts_has(const char *flag) {
     for (size_t i = 0; i < sizeof planning_flags / sizeof planning_flags[0]; i++)
@@ -126,6 +126,10 @@ int plan_opts_parse(sw_plan_options *o, const char *f, const char *v) {
         if (strcmp(v, "auto") && cli_parse_long(f, v, 0, 100000, &n))
             return -1;
         o->experts.slots = (int)n;
+    } else if (!strcmp(f, "--devices")) { /* plan, run, ... take it beside a split */
+        cli_error("--devices %s: picks the devices of a split over several (--device-mem A,B) "
+                  "for plan, run, chat, verify, batch and serve", v);
+        return -1;
     } else if (!strcmp(f, "--device-mem") || !strcmp(f, "--host-mem")) {
         return parse_memory(o, f, v);
     } else if (!strcmp(f, "--sim-link-bw")) {
@@ -162,6 +166,38 @@ int plan_opts_parse_split(const char *v, uint64_t *out, uint32_t *n) {
             return 0;
         p = comma + 1;
     }
+}
+
+int plan_opts_parse_devices(const char *v, uint32_t *out, uint32_t *n) {
+    *n = 0;
+    for (const char *p = v;;) {
+        char *end = NULL;
+        errno = 0;
+        const unsigned long d = strtoul(p, &end, 10);
+        if (end == p || errno || d > 255 || (*end != ',' && *end != '\0') ||
+            *n == PLAN_MAX_DEVICES || p[0] == '-' || p[0] == '+' || p[0] == ' ') {
+            cli_error("--devices %s: give 2 to %d device numbers separated by commas (e.g. "
+                      "0,2)", v, PLAN_MAX_DEVICES);
+            return -1;
+        }
+        out[(*n)++] = (uint32_t)d;
+        if (*end == '\0')
+            return 0;
+        p = end + 1;
+    }
+}
+
+int plan_opts_check_devices(uint32_t n_devices, uint32_t n_split) {
+    if (n_devices == 0 || n_devices == n_split)
+        return 0;
+    if (n_split == 0) {
+        cli_error("--devices picks the devices of a split: give one --device-mem budget per "
+                  "device (A,B,...)");
+        return -1;
+    }
+    cli_error("--devices names %u device%s but --device-mem gives %u budget%s: one each",
+              n_devices, n_devices == 1 ? "" : "s", n_split, n_split == 1 ? "" : "s");
+    return -1;
 }
 
 void plan_opts_usage(FILE *out) {

@@ -28,6 +28,12 @@ int plan_opts_parse(sw_plan_options *o, const char *flag, const char *value);
  * Returns 0, or -1 after printing a usage error. */
 int plan_opts_parse_split(const char *value, uint64_t *out, uint32_t *n);
 
+/* --devices N,M,...: the backend's device numbers of a split, into out[]
+ * (*n of them); and whether they match the budgets (n_devices 0: not
+ * given). Return 0, or -1 after printing a usage error. */
+int plan_opts_parse_devices(const char *value, uint32_t *out, uint32_t *n);
+int plan_opts_check_devices(uint32_t n_devices, uint32_t n_split);
+
 /* Usage lines for these flags. */
 void plan_opts_usage(FILE *out);
 

@@ -119,10 +119,17 @@ int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *o
             mib(r.peak_device_bytes), mib(r.plan_device_bytes), mib(r.device_budget_bytes));
     for (uint32_t d = 0; engine_n_devices(e) > 1 && d < engine_n_devices(e); d++) {
         engine_device_stat ds; /* a split: each device within its own budget */
+        const double wall = r.n_prefill_tokens + r.n_decode_tokens > 0
+                                ? (r.prefill_tokens_per_s > 0
+                                       ? r.n_prefill_tokens / r.prefill_tokens_per_s : 0) +
+                                      (r.decode_tokens_per_s > 0
+                                           ? r.n_decode_tokens / r.decode_tokens_per_s : 0)
+                                : 0;
         if (engine_device_stats(e, d, &ds) == SW_OK)
-            fprintf(out, "  device %u (layers %u-%u) %6.1f MiB    %8.1f MiB  (budget %.1f MiB)\n",
-                    d, ds.first_layer, ds.end_layer - 1, mib(ds.peak_bytes), mib(ds.plan_bytes),
-                    mib(ds.budget_bytes));
+            fprintf(out, "  device %u (layers %u-%u) %6.1f MiB    %8.1f MiB  (budget %.1f MiB); "
+                    "busy %.2f s, %.0f%% of the forwards' time\n", d, ds.first_layer,
+                    ds.end_layer - 1, mib(ds.peak_bytes), mib(ds.plan_bytes),
+                    mib(ds.budget_bytes), ds.busy_s, wall > 0 ? 100 * ds.busy_s / wall : 0.0);
     }
     if (r.peak_device_driver_bytes)
         fprintf(out, "device peak (driver)   %8.1f MiB    (cudaMemGetInfo: granularity included)\n",

@@ -97,6 +97,7 @@ static sw_status create_backends(sw_engine *e) {
         /* the whole budget: a drafter's share is the engine's to allocate too */
         .capacity_bytes = p->budget.device_bytes + p->budget.drafter_bytes,
         .link_Bps = p->budget.sim_link_Bps,
+        .device_index = e->device_index,
         .test = testing ? test : NULL,
     };
     sw_status st = cpu_pool_create(e->n_threads, &e->pool);
@@ -131,7 +132,7 @@ static sw_status take_window(sw_engine *e) {
 }
 
 sw_status engine_create_stage(const sw_model *model, const plan *p, uint32_t first,
-                              uint32_t end, const sw_engine_options *opt,
+                              uint32_t end, uint32_t device, const sw_engine_options *opt,
                               const engine_hooks *hooks, sw_engine **out,
                               sw_alloc_failure *failure) {
     sw_engine *e = NULL;
@@ -149,6 +150,7 @@ sw_status engine_create_stage(const sw_model *model, const plan *p, uint32_t fir
     e->model = model;
     e->first_layer = first;
     e->stage_end = end;
+    e->device_index = device;
     if (hooks != NULL)
         e->hooks = *hooks;
     if ((st = plan_copy(p, &e->plan_handle)) != SW_OK)
@@ -179,7 +181,7 @@ sw_status engine_create(const sw_model *model, const sw_plan *sp,
             *out = NULL;
         return sw_errorf(SW_ERR_ARG, "sw_engine_create: NULL argument");
     }
-    return engine_create_stage(model, plan_of(sp), 0, 0, opt, hooks, out, failure);
+    return engine_create_stage(model, plan_of(sp), 0, 0, 0, opt, hooks, out, failure);
 }
 
 sw_status sw_engine_create(const sw_model *model, const sw_plan *sp,
@@ -191,6 +193,7 @@ sw_status sw_engine_create(const sw_model *model, const sw_plan *sp,
 void sw_engine_destroy(sw_engine *e) {
     if (e == NULL)
         return;
+    pipeline_stop(e);
     for (uint32_t k = 0; k < e->n_stages; k++)
         sw_engine_destroy(e->stages[k]);
     free(e->stages);

@@ -9,6 +9,7 @@
  *   ring.c          streamed layers through K slots, ordered by events
  *   forward.c       one forward over a batch: sides, transfers, logits
  *   split_engine.c  a split over several devices: one stage engine each
+ *   pipeline.c      ... the later stages on threads of their own
  *   batch.c         sequences, sessions, sw_engine_eval_batch
  *   report.c        --report
  *   assist.c        a Gemma 4 assistant (drafter) over the target's caches
@@ -37,6 +38,8 @@
 #include "plan/plan.h"
 
 #define ENGINE_MAX_SLOTS 8
+
+typedef struct stage_worker stage_worker; /* pipeline.c */
 
 /* Where a layer (or an end of the forward) computes. */
 typedef enum side_id { SIDE_HOST = 0, SIDE_DEVICE = 1 } side_id;
@@ -185,10 +188,15 @@ struct sw_engine {
      * order, and drives them from its forward, the activation handed on
      * through host memory. */
     uint32_t first_layer, stage_end;
+    uint32_t device_index;             /* the backend's device this stage runs on */
     sw_engine **stages;
     uint32_t n_stages;
     double split_decode_tokens_per_s;  /* the split's predictions (the first */
     double split_prefill_tokens_per_s; /* stage's plan has only its own) */
+    stage_worker *workers;             /* (n_workers) the later stages' threads; NULL:
+                                        * the stages run in turn on the caller's */
+    uint32_t n_workers;
+    double busy_s;                     /* seconds this engine's forwards computed */
     char notes[1024];
     /* measurements for the report */
     double prefill_s, decode_s;
@@ -203,9 +211,10 @@ struct sw_session {
 };
 
 /* engine.c: an engine over layers [first, end) of the model from a stage's
- * plan (end 0: the whole model, from a whole plan). */
+ * plan (end 0: the whole model, from a whole plan), on the backend's
+ * device `device` (backend_params.device_index). */
 sw_status engine_create_stage(const sw_model *model, const plan *p, uint32_t first,
-                              uint32_t end, const sw_engine_options *opt,
+                              uint32_t end, uint32_t device, const sw_engine_options *opt,
                               const engine_hooks *hooks, sw_engine **out,
                               sw_alloc_failure *failure);
 
@@ -280,6 +289,24 @@ sw_status xcopy_open(sw_engine *e);
 sw_status xcopy_expert(sw_engine *e, const bmem dst[2], const uint8_t *const src[2],
                        const uint64_t bytes[2]);
 void xcopy_close(sw_engine *e);
+
+/* forward.c: one engine's part of a forward (a split's stage: the
+ * embedding where the model starts, the LM head where it ends, `last`; its
+ * stream left in host memory otherwise), timed into busy_s; and a stage's
+ * stream and this forward's metadata copied from a's host memory to b's
+ * (the hop between devices, through the host). */
+sw_status engine_stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
+                               bool last);
+void engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n);
+
+/* pipeline.c: threads for a split's later stages (start after they are
+ * made; stop before they are destroyed, draining first); a forward through
+ * them (returns before the later stages finish when it wants no logits);
+ * and a wait until every stage is idle, returning a stage's error. */
+sw_status pipeline_start(sw_engine *e);
+sw_status pipeline_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits);
+sw_status pipeline_drain(sw_engine *e);
+void pipeline_stop(sw_engine *e);
 
 /* Host pointers of the host side's metadata arrays. */
 int32_t *engine_host_meta(sw_engine *e, uint64_t offset);

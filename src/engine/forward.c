@@ -21,6 +21,7 @@
 
 #include "backend/ends.h"
 #include "engine/engine_internal.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 static uint64_t stream_bytes(const sw_engine *e, uint32_t n) {
@@ -255,8 +256,8 @@ static sw_status run_embedding(sw_engine *e, uint32_t n) {
 /* One engine's part of a forward: the embedding where the model starts,
  * its layers, then the LM head where the model ends (`last`), or else the
  * stream left in host memory for the next stage. */
-static sw_status stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
-                               bool last) {
+static sw_status stage_run(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
+                           bool last) {
     side_id side = SIDE_HOST;
     e->side[SIDE_DEVICE].meta_current = false;
     e->side[SIDE_DEVICE].used = false;
@@ -275,9 +276,15 @@ static sw_status stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *
     return e->side[SIDE_DEVICE].used ? device_wait(e) : SW_OK;
 }
 
-/* Hands the stream and this forward's metadata from stage a's host memory
- * to stage b's (the hop between devices, through the host). */
-static void hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
+sw_status engine_stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
+                               bool last) {
+    const double t0 = sw_clock_s();
+    const sw_status st = stage_run(e, n, n_out, logits, last);
+    e->busy_s += sw_clock_s() - t0;
+    return st;
+}
+
+void engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
     const uint8_t *src = a->side[SIDE_HOST].host_base;
     uint8_t *dst = b->side[SIDE_HOST].host_base;
     const uint64_t from[4] = {a->act.ids, a->act.pos, a->act.seq, a->act.out_rows};
@@ -289,14 +296,16 @@ static void hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
 
 static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     if (e->n_stages == 0)
-        return stage_forward(e, n, n_out, logits, true);
-    SW_TRY(stage_forward(e, n, 0, NULL, false));
+        return engine_stage_forward(e, n, n_out, logits, true);
+    if (e->workers != NULL)
+        return pipeline_forward(e, n, n_out, logits);
+    SW_TRY(engine_stage_forward(e, n, 0, NULL, false));
     const sw_engine *prev = e;
     for (uint32_t k = 0; k < e->n_stages; k++) {
         sw_engine *s = e->stages[k];
         const bool last = k + 1 == e->n_stages;
-        hand_on(prev, s, n);
-        SW_TRY(stage_forward(s, n, last ? n_out : 0, last ? logits : NULL, last));
+        engine_hand_on(prev, s, n);
+        SW_TRY(engine_stage_forward(s, n, last ? n_out : 0, last ? logits : NULL, last));
         prev = s;
     }
     return SW_OK;
@@ -318,6 +327,8 @@ sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     /* Keep the first failure's message; draining reports its own. */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", sw_last_error());
+    if (e->workers != NULL)
+        (void)pipeline_drain(e); /* the stages' threads idle before their reset */
     reset_stage(e);
     for (uint32_t k = 0; k < e->n_stages; k++)
         reset_stage(e->stages[k]);

@@ -201,10 +201,13 @@ static sw_status place_layers(sw_engine *e) {
     region arena = {e->hw.arena, e->hw.arena_bytes, 0, "converted weights"};
     uint64_t pin_off = 0;
     bool tied = e->weights.output.data == e->weights.tok_embd.data;
-    sw_status st = convert_into(e, &e->weights.tok_embd, &arena);
-    if (st == SW_OK && tied)
+    /* a split's stage: the embedding only where the model starts, the LM
+     * head only where it ends (plan_stage_model) */
+    const bool embeds = e->first_layer == 0, heads = pl->model.output_bytes != 0;
+    sw_status st = embeds ? convert_into(e, &e->weights.tok_embd, &arena) : SW_OK;
+    if (st == SW_OK && heads && tied && embeds)
         e->weights.output = e->weights.tok_embd;
-    else if (st == SW_OK)
+    else if (st == SW_OK && heads)
         st = convert_into(e, &e->weights.output, &arena);
     for (uint32_t i = 0; st == SW_OK && i < pl->n_buffers; i++) {
         const plan_buffer *b = &pl->buffers[i];

@@ -8,6 +8,7 @@
  * batch checks stay the first stage's; every stage keeps the KV of its own
  * layers at the positions each forward names.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,26 +47,36 @@ sw_status engine_create_split(const sw_model *model, const plan_split *s,
         return sw_errorf(SW_ERR_ARG, "engine_create_split: NULL argument");
     *out = NULL;
     SW_TRY(check_split(model, s, opt));
-    SW_TRY(engine_create_stage(model, &s->stage[0], s->first[0], s->end[0], opt, hooks, &e,
-                               failure));
+    SW_TRY(engine_create_stage(model, &s->stage[0], s->first[0], s->end[0], s->device[0], opt,
+                               hooks, &e, failure));
     sw_status st = SW_OK;
     if ((e->stages = calloc(s->n_dev - 1, sizeof *e->stages)) == NULL)
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory creating the engine");
     for (uint32_t d = 1; st == SW_OK && d < s->n_dev; d++) {
-        st = engine_create_stage(model, &s->stage[d], s->first[d], s->end[d], opt, hooks,
-                                 &e->stages[d - 1], failure);
+        st = engine_create_stage(model, &s->stage[d], s->first[d], s->end[d], s->device[d], opt,
+                                 hooks, &e->stages[d - 1], failure);
         if (st == SW_OK)
             e->n_stages++;
-        else
+        else {
+            char msg[512]; /* sw_last_error() is the buffer sw_errorf writes */
+            snprintf(msg, sizeof msg, "%s", sw_last_error());
             st = sw_errorf(st, "device %u (layers %u-%u): %s", d, s->first[d], s->end[d] - 1,
-                           sw_last_error());
+                           msg);
+        }
     }
+    /* the devices at once on a long prompt's chunks; SPILLWAY_SPLIT_PIPELINE=0
+     * runs them in turn (what bench/split.sh compares against) */
+    const char *pipe = getenv("SPILLWAY_SPLIT_PIPELINE");
+    if (st == SW_OK && !(pipe != NULL && !strcmp(pipe, "0")))
+        st = pipeline_start(e);
     if (st != SW_OK) {
         sw_engine_destroy(e);
         return st;
     }
     e->split_decode_tokens_per_s = s->decode_tokens_per_s;
-    e->split_prefill_tokens_per_s = s->prefill_serial_tokens_per_s;
+    /* the stages at once: the pipelined figure (a prompt of several chunks) */
+    e->split_prefill_tokens_per_s =
+        e->workers != NULL ? s->prefill_tokens_per_s : s->prefill_serial_tokens_per_s;
     *out = e;
     return SW_OK;
 }
@@ -77,6 +88,8 @@ uint32_t engine_n_devices(const sw_engine *e) {
 sw_status engine_device_stats(const sw_engine *e, uint32_t d, engine_device_stat *out) {
     if (e == NULL || out == NULL || d >= engine_n_devices(e))
         return sw_errorf(SW_ERR_ARG, "engine_device_stats: no device %u", d);
+    if (e->workers != NULL) /* the figures of finished forwards: the stages idle */
+        (void)pipeline_drain((sw_engine *)(uintptr_t)e);
     const sw_engine *s = d == 0 ? e : e->stages[d - 1];
     backend_stats bs;
     s->device->vt->get_stats(s->device, &bs);
@@ -88,5 +101,6 @@ sw_status engine_device_stats(const sw_engine *e, uint32_t d, engine_device_stat
     out->peak_bytes = bs.peak_bytes;
     out->bytes_to_device = bs.bytes_to_device;
     out->copy_busy_s = bs.copy_busy_s;
+    out->busy_s = s->busy_s;
     return SW_OK;
 }

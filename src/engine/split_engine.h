@@ -10,8 +10,10 @@
 #include "plan/split.h"
 
 /* Creates the stages of s in order, each executing its device's plan
- * exactly (its own device backend with that device's budget). The engine
- * returned is used as any other: sessions, batches, the report.
+ * exactly (its own device backend with that device's budget), the later
+ * ones on threads of their own (pipeline.c; SPILLWAY_SPLIT_PIPELINE=0: in
+ * turn on the caller's). The engine returned is used as any other:
+ * sessions, batches, the report.
  * Errors: SW_ERR_ARG (a split that is not of this model), SW_ERR_UNSUPPORTED
  * (per-layer embeddings), and engine creation's, prefixed with the device. */
 sw_status engine_create_split(const sw_model *model, const plan_split *s,
@@ -23,6 +25,8 @@ typedef struct engine_device_stat {
     uint32_t first_layer, end_layer;
     uint64_t budget_bytes, plan_bytes, peak_bytes, bytes_to_device;
     double copy_busy_s;
+    double busy_s;             /* seconds its forwards computed (its busy share:
+                                * over the engine's prefill and decode seconds) */
 } engine_device_stat;
 
 /* How many devices the engine drives (0 for the cpu backend), and device

@@ -286,6 +286,16 @@ static sw_status gather(const sw_model *model, const char *catalog_name,
     return SW_OK;
 }
 
+/* --place's devN pins name a split's devices: one device is dev0. */
+static sw_status one_device_pins(const plan_pins *pins, uint32_t n_layer) {
+    for (uint32_t il = 0; il < n_layer; il++)
+        if (pins->device[il] > 1)
+            return sw_errorf(SW_ERR_ARG, "--place pins layer %u to dev%u, a device of a split: "
+                             "give one --device-mem budget per device (A,B,...)", il,
+                             pins->device[il] - 1);
+    return SW_OK;
+}
+
 /* The expert cache, sized in what the placement leaves (expert_plan.h). */
 static sw_status expert_cache(const sw_plan_options *o, plan *p) {
     backend_info info;
@@ -314,6 +324,7 @@ sw_status sw_plan_create(const sw_model *model, const char *catalog_name,
         goto fail;
     }
     if ((st = gather(model, catalog_name, opt, in)) != SW_OK ||
+        (st = one_device_pins(&in->pins, in->model.config.n_layer)) != SW_OK ||
         (st = plan_build(&in->model, &in->budget, &in->rates, &in->work, &in->pins, &sp->p)) !=
             SW_OK || (st = expert_cache(opt, &sp->p)) != SW_OK)
         goto fail;
@@ -395,26 +406,67 @@ sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
 
 void sw_plan_destroy(sw_plan *sp) { free(sp); }
 
+/* A split's budgets on devices that report their memory (CUDA): each
+ * capped by its device's free memory, as one device's is; the devices
+ * named must exist. */
+static sw_status split_budgets(const plan_budget *b, const uint32_t *ids, uint32_t n_dev,
+                               uint64_t *bytes) {
+    backend_info info;
+    if (backend_lookup(b->backend, &info) != SW_OK || info.budget != BACKEND_BUDGET_DEVICES)
+        return SW_OK;
+    sw_device_report *rep = malloc(sizeof *rep);
+    if (rep == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory querying devices");
+    sw_status st = sw_devices_query(rep);
+    for (uint32_t d = 0; st == SW_OK && d < n_dev; d++) {
+        if (ids[d] >= rep->n_devices) {
+            st = sw_errorf(SW_ERR_NO_DEVICE, "device %u of the split is %s:%u, but %zu %s "
+                           "device%s visible", d, b->backend, ids[d], rep->n_devices,
+                           b->backend, rep->n_devices == 1 ? " is" : "s are");
+            break;
+        }
+        const uint64_t free_b = rep->devices[ids[d]].free_bytes;
+        bytes[d] = bytes[d] < free_b ? bytes[d] : free_b;
+    }
+    free(rep);
+    return st;
+}
+
 sw_status plan_split_create(const sw_model *model, const char *catalog_name,
                             const sw_plan_options *opt, const uint64_t *device_bytes,
-                            uint32_t n_dev, plan_split *out) {
-    if (opt == NULL || device_bytes == NULL || n_dev == 0 || out == NULL ||
-        (model == NULL) == (catalog_name == NULL))
+                            const uint32_t *devices, uint32_t n_dev, plan_split *out) {
+    if (opt == NULL || device_bytes == NULL || n_dev == 0 || n_dev > PLAN_MAX_DEVICES ||
+        out == NULL || (model == NULL) == (catalog_name == NULL))
         return sw_errorf(SW_ERR_ARG, "plan_split_create: give exactly one of a model and a "
-                         "catalog name, options, budgets and an output");
+                         "catalog name, options, 1 to %d budgets and an output",
+                         PLAN_MAX_DEVICES);
     if (opt->draft_device_bytes || opt->experts.slots > 0 || opt->device_mem_fraction > 0)
         return sw_errorf(SW_ERR_ARG, "a split over several devices takes budgets as sizes, "
                          "and no drafter or expert cache yet");
+    uint32_t ids[PLAN_MAX_DEVICES];
+    uint64_t bytes[PLAN_MAX_DEVICES];
+    for (uint32_t d = 0; d < n_dev; d++) {
+        ids[d] = devices ? devices[d] : d;
+        bytes[d] = device_bytes[d];
+        for (uint32_t k = 0; k < d; k++)
+            if (ids[k] == ids[d])
+                return sw_errorf(SW_ERR_ARG, "device %u is named twice in the split", ids[d]);
+    }
     sw_plan_options o = *opt;
-    o.device_mem_bytes = device_bytes[0]; /* the backend's first budget; each device's below */
+    o.device_mem_bytes = bytes[0]; /* the backend's first budget; each device's below */
     plan_inputs *in = calloc(1, sizeof *in);
     if (in == NULL)
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning");
     sw_status st = gather(model, catalog_name, &o, in);
     if (st == SW_OK)
-        st = plan_split_build(&in->model, &in->budget, device_bytes, n_dev, &in->rates,
-                              &in->work, &in->pins, out);
+        st = split_budgets(&in->budget, ids, n_dev, bytes);
+    if (st == SW_OK)
+        st = plan_split_build(&in->model, &in->budget, bytes, n_dev, &in->rates, &in->work,
+                              &in->pins, out);
     for (uint32_t d = 0; st == SW_OK && d < n_dev; d++) {
+        out->device[d] = ids[d];
+        snprintf(out->stage[d].budget.device_name, sizeof out->stage[d].budget.device_name,
+                 "%.16s:%u", in->budget.backend, ids[d]);
         add_note(&out->stage[d], in->note);
         add_note(&out->stage[d], in->rates_note);
         add_note(&out->stage[d], in->weights_note);

@@ -66,6 +66,23 @@ static sw_status parse_range(const char *item, const char *r, uint32_t n_layer, 
     return SW_OK;
 }
 
+/* LAYERS=devN: a split over several devices keeps those layers on its
+ * device N (split.h); the placement there stays the planner's. */
+static sw_status apply_device(const char *item, const char *lhs, const char *num,
+                              uint32_t n_layer, plan_pins *pins) {
+    uint32_t dev = 0, lo = 0, hi = 0;
+    if (!parse_layer(num, strlen(num), &dev) || dev >= PLAN_PIN_MAX_DEVICES)
+        return sw_errorf(SW_ERR_ARG, "--place item '%s': a device is dev0 to dev%d", item,
+                         PLAN_PIN_MAX_DEVICES - 1);
+    if (!strcmp(lhs, "lm_head") || !strcmp(lhs, "output") || !strncmp(lhs, "experts:", 8))
+        return sw_errorf(SW_ERR_ARG, "--place item '%s': only layers go to a device of a "
+                         "split (the LM head is on the last)", item);
+    SW_TRY(parse_range(item, lhs, n_layer, &lo, &hi));
+    for (uint32_t il = lo; il <= hi; il++)
+        pins->device[il] = (uint8_t)(dev + 1);
+    return SW_OK;
+}
+
 static sw_status apply_item(const char *item, uint32_t n_layer, plan_pins *pins) {
     const char *eq = strchr(item, '=');
     char lhs[ITEM_MAX];
@@ -75,6 +92,8 @@ static sw_status apply_item(const char *item, uint32_t n_layer, plan_pins *pins)
                          "0-11=resident, 12-=host, lm_head=host)", item);
     snprintf(lhs, sizeof lhs, "%.*s", (int)(eq - item), item);
     const char *rhs = eq + 1;
+    if (!strncmp(rhs, "dev", 3) && isdigit((unsigned char)rhs[3])) /* a split's: dev0, ... */
+        return apply_device(item, lhs, rhs + 3, n_layer, pins);
     if (!parse_place_word(rhs, &place))
         return sw_errorf(SW_ERR_ARG, "--place item '%s': unknown placement '%s' (resident, "
                          "streamed, host, auto)", item, rhs);

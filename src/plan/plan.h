@@ -146,7 +146,12 @@ typedef struct plan_pins {
     /* a layer's experts (Gemma 4): AUTO, or HOST (computed on the host
      * while the rest of a device layer stays on the device) */
     plan_place experts[PLAN_MAX_LAYERS];
+    /* a split over several devices (split.h): 0 any, else 1 + the device
+     * (in the split's order) that must hold the layer */
+    uint8_t device[PLAN_MAX_LAYERS];
 } plan_pins;
+
+#define PLAN_PIN_MAX_DEVICES 8  /* dev0..dev7 (split.h's PLAN_MAX_DEVICES) */
 
 /* What a buffer is for; the engine allocates by kind, in plan order. */
 typedef enum plan_buffer_kind {

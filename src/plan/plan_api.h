@@ -127,6 +127,7 @@ void plan_format_size(uint64_t bytes, char *buf, size_t cap);
  *   LAYERS:= N | N '-' M | N '-' (to the last) | 'all', or 'experts:' LAYERS
  *            (a layer's experts: host or auto)
  *   PLACE := resident | device | streamed | stream | host | cpu | auto
+ *            | devN (a split's device N, 0-7: pins->device; see split.h)
  * e.g. "0-11=resident,12-20=streamed,21-=host,lm_head=host".
  * Errors: SW_ERR_ARG naming the item (bad syntax, layer >= n_layer). */
 sw_status plan_parse_place(const char *spec, uint32_t n_layer, plan_pins *pins);

@@ -35,6 +35,8 @@ typedef struct split_search {
     const plan_workload *w;
     const plan_pins *pins;
     bool cut_ok[PLAN_MAX_LAYERS + 1];     /* a range may end before layer i */
+    uint32_t cut_lo[PLAN_MAX_DEVICES];    /* device d's range ends in [lo, hi] */
+    uint32_t cut_hi[PLAN_MAX_DEVICES];    /* (the device pins of --place) */
     stage_eval *memo;                     /* MEMO_CAP entries */
     plan_model stage;                     /* scratch */
     plan_ctx ctx;                         /* scratch */
@@ -69,6 +71,8 @@ sw_status plan_stage_model(const plan_model *m, uint32_t first, uint32_t end, pl
            n * sizeof out->layer_expert_bytes[0]);
     memcpy(out->layer_conv_bytes, m->layer_conv_bytes + first, n * sizeof out->layer_conv_bytes[0]);
     if (first > 0) { /* the embeddings are looked up before the first stage */
+        if (m->tied) /* the LM head converts on its own now */
+            out->output_conv_bytes = m->embd_conv_bytes;
         out->embd_bytes = out->embd_conv_bytes = 0;
         out->ple_bytes = out->ple_proj_bytes = 0;
         out->tied = false;
@@ -133,6 +137,47 @@ static stage_eval *evaluate(split_search *s, uint32_t d, uint32_t first, uint32_
         e->host_need = s->res.best.host_need_bytes;
     }
     return e;
+}
+
+/* Whether device d's range may end before layer `cut`. */
+static bool cut_allowed(const split_search *s, uint32_t d, uint32_t cut) {
+    return s->cut_ok[cut] && cut >= s->cut_lo[d] && cut <= s->cut_hi[d];
+}
+
+/* The device pins of --place as bounds on each cut: device d's range ends
+ * after every layer pinned to devices up to d and before any pinned to a
+ * later one. Errors: SW_ERR_ARG for pins out of order or past n_dev. */
+static sw_status pin_bounds(split_search *s) {
+    for (uint32_t d = 0; d + 1 < s->n_dev; d++) { /* each device one layer at least */
+        s->cut_lo[d] = d + 1;
+        s->cut_hi[d] = s->n_layer - (s->n_dev - 1 - d);
+    }
+    uint32_t last = 0; /* 1 + the device of the last pinned layer so far */
+    for (uint32_t il = 0; il < s->n_layer; il++) {
+        const uint32_t p = s->pins->device[il];
+        if (p == 0)
+            continue;
+        if (p > s->n_dev)
+            return sw_errorf(SW_ERR_ARG, "--place pins layer %u to dev%u, but the split has %u "
+                             "devices (dev0-dev%u)", il, p - 1, s->n_dev, s->n_dev - 1);
+        if (p < last)
+            return sw_errorf(SW_ERR_ARG, "--place pins layer %u to dev%u after a layer on "
+                             "dev%u: each device holds one contiguous range, in order", il, p - 1,
+                             last - 1);
+        last = p;
+        for (uint32_t d = 0; d + 1 < s->n_dev; d++) {
+            if (d >= p - 1 && il + 1 > s->cut_lo[d]) /* on dev p-1 <= d: before cut d */
+                s->cut_lo[d] = il + 1;
+            if (d < p - 1 && il < s->cut_hi[d])      /* on a later device: after cut d */
+                s->cut_hi[d] = il;
+        }
+    }
+    for (uint32_t d = 0; d + 1 < s->n_dev; d++)
+        if (s->cut_lo[d] > s->cut_hi[d])
+            return sw_errorf(SW_ERR_ARG, "--place's device pins cannot hold over %u devices: "
+                             "each device keeps at least one layer, dev0's range first "
+                             "(the cut after device %u has no room)", s->n_dev, d);
+    return SW_OK;
 }
 
 /* One hop's bytes for a pass of n_tok tokens: the residual stream, and
@@ -207,7 +252,9 @@ static void proportional(const split_search *s, split_cand *c) {
     uint32_t cut = 0, prev = 0;
     for (uint32_t d = 0; d + 1 < s->n_dev; d++) {
         want += total * (double)s->dev_bytes[d] / budget;
-        const uint32_t lo = prev + 1, hi = s->n_layer - (s->n_dev - 1 - d);
+        uint32_t lo = prev + 1, hi = s->n_layer - (s->n_dev - 1 - d);
+        lo = lo > s->cut_lo[d] ? lo : s->cut_lo[d];
+        hi = hi < s->cut_hi[d] ? hi : s->cut_hi[d];
         while (cut < lo)
             acc += (double)s->m->layer_bytes[cut++];
         while (cut < hi && (acc < want || !s->cut_ok[cut]))
@@ -229,7 +276,7 @@ static void refine(split_search *s, const plan_ctx *full, split_cand *best) {
                 for (int dir = -1; dir <= 1; dir += 2) {
                     split_cand t = *best;
                     const int64_t to = (int64_t)best->cut[d] + dir * (int64_t)step;
-                    if (to <= (int64_t)lo || to >= (int64_t)hi || !s->cut_ok[to])
+                    if (to <= (int64_t)lo || to >= (int64_t)hi || !cut_allowed(s, d, (uint32_t)to))
                         continue;
                     t.cut[d] = (uint32_t)to;
                     price(s, full, &t);
@@ -245,11 +292,11 @@ static void refine(split_search *s, const plan_ctx *full, split_cand *best) {
     }
 }
 
-/* Two devices: every allowed cut. */
-static void every_cut(split_search *s, const plan_ctx *full, split_cand *best) {
+/* Two devices: every allowed cut. Returns whether there was one. */
+static bool every_cut(split_search *s, const plan_ctx *full, split_cand *best) {
     bool any = false;
     for (uint32_t cut = 1; cut < s->n_layer; cut++) {
-        if (!s->cut_ok[cut])
+        if (!cut_allowed(s, 0, cut))
             continue;
         split_cand t = {.cut = {cut, s->n_layer}};
         price(s, full, &t);
@@ -257,6 +304,15 @@ static void every_cut(split_search *s, const plan_ctx *full, split_cand *best) {
             *best = t;
         any = true;
     }
+    return any;
+}
+
+/* Whether every cut of c is allowed (the proportional start may not be). */
+static bool cuts_allowed(const split_search *s, const split_cand *c) {
+    for (uint32_t d = 0; d + 1 < s->n_dev; d++)
+        if (!cut_allowed(s, d, c->cut[d]))
+            return false;
+    return true;
 }
 
 static sw_status explain(const split_search *s, const split_cand *c) {
@@ -311,6 +367,7 @@ static sw_status fill(split_search *s, const split_cand *c, plan_split *out) {
         const plan *p = &out->stage[d];
         const uint64_t used = p->tier_bytes[TIER_HOST] + p->tier_bytes[TIER_PINNED];
         spare -= used > mine ? (used - mine < spare ? used - mine : spare) : 0;
+        out->device[d] = d;
         out->first[d] = first;
         out->end[d] = c->cut[d];
         out->host_planned_bytes += p->tier_bytes[TIER_HOST];
@@ -403,13 +460,23 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
         for (uint32_t il = cut; il < s->n_layer && s->cut_ok[cut]; il++)
             s->cut_ok[cut] = model_layer_kv_owner(&model->config, il) >= cut;
     }
+    if ((st = pin_bounds(s)) != SW_OK)
+        goto done;
     split_cand best;
     memset(&best, 0, sizeof best);
+    bool found = true;
     if (n_dev == 2) {
-        every_cut(s, fx, &best);
+        found = every_cut(s, fx, &best);
     } else {
         proportional(s, &best);
         refine(s, fx, &best);
+        found = cuts_allowed(s, &best);
+    }
+    if (!found) {
+        st = sw_errorf(SW_ERR_ARG, "no split of %s's %u layers over %u devices keeps every "
+                       "KV-shared layer with its cache and every --place device pin: move "
+                       "the pins", model->name, s->n_layer, n_dev);
+        goto done;
     }
     if (!best.fits) {
         st = explain(s, &best);

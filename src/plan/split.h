@@ -14,7 +14,8 @@
  * The search: for two devices every cut; for more, cuts that give each
  * device a share of the layer bytes proportional to its budget, then each
  * cut moved in halving steps while that helps. A cut never separates a
- * KV-shared layer from the layer whose cache it reads. Splits compare by
+ * KV-shared layer from the layer whose cache it reads, nor puts a layer
+ * pinned to a device (--place A-B=devN) outside that device's range. Splits compare by
  * fitting, then decode time (the stages run one after another for one
  * decode step, and each hop adds its copies), then pipelined prefill time
  * (the slowest stage, as chunks follow each other through the devices),
@@ -32,11 +33,13 @@
 
 #include "plan/plan.h"
 
-#define PLAN_MAX_DEVICES 8
+#define PLAN_MAX_DEVICES PLAN_PIN_MAX_DEVICES
 
 typedef struct plan_split {
     char model[64];                       /* the model's name (the stages' say their layers) */
     uint32_t n_dev;
+    uint32_t device[PLAN_MAX_DEVICES];    /* each the backend's device number
+                                           * (--devices; by default 0, 1, ...) */
     uint32_t first[PLAN_MAX_DEVICES];     /* each device's layers: [first, end) */
     uint32_t end[PLAN_MAX_DEVICES];
     plan stage[PLAN_MAX_DEVICES];         /* each device's plan of its stage model */
@@ -71,12 +74,15 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
 /* What sw_plan_create does for one device, for n_dev budgets: the model
  * (file or catalog), backend, host budget, rates, workload and pins from
  * the options (device_mem_bytes and device_mem_fraction unused), then
- * plan_split_build. Reads the machine as sw_plan_create does.
- * Errors: as plan_split_build; SW_ERR_ARG for a drafter or expert cache,
- * which a split does not take yet. */
+ * plan_split_build. devices: the backend's device numbers (--devices;
+ * NULL: 0, 1, ...); on devices that report their memory (CUDA) each budget
+ * is capped by its device's free memory. Reads the machine as
+ * sw_plan_create does. Errors: as plan_split_build; SW_ERR_ARG for a
+ * drafter or expert cache (not taken yet) or a device named twice;
+ * SW_ERR_NO_DEVICE for a device that is not there. */
 sw_status plan_split_create(const sw_model *model, const char *catalog_name,
                             const sw_plan_options *opt, const uint64_t *device_bytes,
-                            uint32_t n_dev, plan_split *out);
+                            const uint32_t *devices, uint32_t n_dev, plan_split *out);
 
 /* The stage model of layers [first, end): the layers renumbered, the
  * embedding only when first == 0, the LM head only when end == n_layer.

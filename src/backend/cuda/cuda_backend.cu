@@ -362,7 +362,8 @@ static sw_status gemm_mode(const backend_params *p, ck_gemm_mode *out) {
 
 static sw_status open_device(cuda_backend *c, const backend_params *p) {
     size_t free_b = 0, total_b = 0;
-    SW_TRY(cuda_device_open(0, c->device_name, sizeof c->device_name));
+    c->device = (int)p->device_index;
+    SW_TRY(cuda_device_open(c->device, c->device_name, sizeof c->device_name));
     for (int q = 0; q < BQ_COUNT; q++)
         SW_CUDA_TRY(cudaStreamCreateWithFlags(&c->stream[q], cudaStreamNonBlocking));
     SW_TRY(cuda_timing_init(&c->timing));
@@ -381,7 +382,7 @@ static sw_status attn_split_init(cuda_backend *c) {
     int n_sm = 0;
     if (v != NULL && strcmp(v, "0") == 0)
         return SW_OK;
-    SW_CUDA_TRY(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, 0));
+    SW_CUDA_TRY(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, c->device));
     SW_TRY(cuda_alloc(&c->base, CK_ATTN_SPLIT_BYTES, "attention parts", &c->attn_buf));
     c->attn = (ck_attn_split){.scratch = (float *)(void *)cbuf(c->attn_buf)->ptr,
                               .bytes = CK_ATTN_SPLIT_BYTES, .n_sm = (uint32_t)n_sm};

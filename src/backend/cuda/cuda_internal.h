@@ -62,7 +62,16 @@ typedef struct cuda_backend {
     cuda_timing timing;
 } cuda_backend;
 
-static inline cuda_backend *cuda_of(backend *b) { return (cuda_backend *)b->impl; }
+/* The backend behind b, with its device made the calling thread's current
+ * one: a split over several GPUs drives one backend per device from one
+ * thread, and every entry point starts here. */
+static inline cuda_backend *cuda_of(backend *b) {
+    cuda_backend *c = (cuda_backend *)b->impl;
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != c->device)
+        (void)cudaSetDevice(c->device);
+    return c;
+}
 
 /* The live buffer behind m, with [off, off + bytes) inside it; *ptr gets
  * the device address. Errors: SW_ERR_ARG naming `what`. */

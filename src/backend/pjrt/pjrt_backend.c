@@ -616,7 +616,8 @@ sw_status backend_pjrt_create(const backend_params *params, backend **out) {
     sw_status st = pjrt_plugin_find(path, sizeof path);
     if (st == SW_OK)
         st = pjrt_plugin_open(path, &p->plugin);
-    if (st == SW_OK && (st = pjrt_client_open(&p->plugin, &p->client)) != SW_OK)
+    if (st == SW_OK &&
+        (st = pjrt_client_open_device(&p->plugin, params->device_index, &p->client)) != SW_OK)
         pjrt_plugin_close(&p->plugin);
     if (st != SW_OK) {
         pthread_mutex_destroy(&p->mu);

@@ -10,8 +10,12 @@
 #include "util/error.h"
 
 /* xla.CompileOptionsProto { executable_build_options { num_replicas: 1
- * num_partitions: 1 } }: field 3 (length 4) holding fields 4 and 5. */
+ * num_partitions: 1 } }: field 3 (length 4) holding fields 4 and 5. On a
+ * device other than the first (a split over several), also
+ * compile_portable_executable: true (field 4), so that the program runs on
+ * the device the execution names. */
 static const char COMPILE_OPTIONS[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01};
+static const char COMPILE_OPTIONS_PORTABLE[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
 
 static uint64_t text_hash(const char *s) {
     uint64_t h = 1469598103934665603ull;   /* FNV-1a */
@@ -26,10 +30,13 @@ static sw_status compile(pjrt_cache *c, const char *text, PJRT_LoadedExecutable 
     const PJRT_Api *api = p->api;
     PJRT_Program prog = {.struct_size = PJRT_Program_STRUCT_SIZE, .code = (char *)text,
                          .code_size = strlen(text), .format = "mlir", .format_size = 4};
-    PJRT_Client_Compile_Args a = {.struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE,
-                                  .client = c->client->client, .program = &prog,
-                                  .compile_options = COMPILE_OPTIONS,
-                                  .compile_options_size = sizeof COMPILE_OPTIONS};
+    const bool portable = c->client->device_index > 0;
+    PJRT_Client_Compile_Args a = {
+        .struct_size = PJRT_Client_Compile_Args_STRUCT_SIZE, .client = c->client->client,
+        .program = &prog,
+        .compile_options = portable ? COMPILE_OPTIONS_PORTABLE : COMPILE_OPTIONS,
+        .compile_options_size = portable ? sizeof COMPILE_OPTIONS_PORTABLE
+                                         : sizeof COMPILE_OPTIONS};
     SW_TRY(pjrt_status(p, api->PJRT_Client_Compile(&a), "compiling a StableHLO program", 0,
                        false));
     *exe = a.executable;
@@ -102,7 +109,8 @@ sw_status pjrt_execute(pjrt_cache *c, pjrt_program *prog, PJRT_Buffer *const *ar
         .struct_size = PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
         .executable = prog->exe, .options = &opt, .argument_lists = arg_lists,
         .num_devices = 1, .num_args = n_args, .output_lists = out_lists,
-        .device_complete_events = done ? events : NULL};
+        .device_complete_events = done ? events : NULL,
+        .execute_device = c->client->device_index > 0 ? c->client->device : NULL};
     SW_TRY(pjrt_status(p, p->api->PJRT_LoadedExecutable_Execute(&a), "running a program", 0,
                        false));
     if (done)

@@ -280,7 +280,10 @@ static sw_status describe(pjrt_client *c) {
         return sw_errorf(SW_ERR_NO_DEVICE, "no device: the %s PJRT client sees no addressable "
                          "device", c->platform);
     c->n_devices = (uint32_t)ad.num_addressable_devices;
-    c->device = ad.addressable_devices[0];
+    if (c->device_index >= c->n_devices)
+        return sw_errorf(SW_ERR_NO_DEVICE, "no device %u: the %s PJRT client sees %u", c->device_index,
+                         c->platform, c->n_devices);
+    c->device = ad.addressable_devices[c->device_index];
     PJRT_Device_GetDescription_Args gd = {
         .struct_size = PJRT_Device_GetDescription_Args_STRUCT_SIZE, .device = c->device};
     if (api->PJRT_Device_GetDescription(&gd) == NULL) {
@@ -296,8 +299,13 @@ static sw_status describe(pjrt_client *c) {
 }
 
 sw_status pjrt_client_open(pjrt_plugin *p, pjrt_client *c) {
+    return pjrt_client_open_device(p, 0, c);
+}
+
+sw_status pjrt_client_open_device(pjrt_plugin *p, uint32_t index, pjrt_client *c) {
     memset(c, 0, sizeof *c);
     c->plugin = p;
+    c->device_index = index;
     sw_status st = tpu_lock_free(p->path);
     if (st == SW_OK)
         st = create_client(p, c);

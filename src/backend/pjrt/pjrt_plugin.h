@@ -43,11 +43,14 @@ typedef struct pjrt_memory_info {
     char kind[32];                /* "device", "pinned_host", "unpinned_host" */
 } pjrt_memory_info;
 
-/* A client on the first addressable device, with what doctor shows. */
+/* A client on one addressable device (the first, or device_index of a
+ * split over several), with what doctor shows. */
 typedef struct pjrt_client {
     pjrt_plugin *plugin;          /* borrowed */
     PJRT_Client *client;
     PJRT_Device *device;
+    uint32_t device_index;        /* of the addressable devices; > 0: programs are
+                                   * compiled portable and run on `device` */
     char platform[64], platform_version[128], device_kind[64];
     uint32_t n_devices;
     pjrt_memory_info memories[PJRT_MAX_MEMORIES];
@@ -78,6 +81,9 @@ sw_status pjrt_status(const pjrt_plugin *p, PJRT_Error *err, const char *what, u
 /* Creates a client (see the header comment for options) and describes
  * it. Errors: as above. */
 sw_status pjrt_client_open(pjrt_plugin *p, pjrt_client *c);
+/* The same on addressable device `index`. Errors: also SW_ERR_NO_DEVICE
+ * when the client has no such device. */
+sw_status pjrt_client_open_device(pjrt_plugin *p, uint32_t index, pjrt_client *c);
 void pjrt_client_close(pjrt_client *c);
 
 /* True when the plugin's function table reaches the named entry. */
