@@ -242,16 +242,13 @@ static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_opt
                   "yet");
         return CLI_EXIT_USAGE;
     }
-    plan_split *s = malloc(sizeof *s);
-    if (s == NULL) {
-        cli_error("out of host memory planning a split");
-        return CLI_EXIT_OOM_HOST;
-    }
-    sw_status st = plan_split_create(m, NULL, &o->plan, o->split,
-                                     o->n_devices ? o->devices : NULL, o->n_split, s);
-    if (st == SW_OK)
-        st = engine_create_split(m, s, eo, NULL, out, NULL);
-    int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
+    int rc = CLI_EXIT_OK;
+    plan_split *s = plan_opts_split(m, NULL, &o->plan, o->split, o->n_split, o->devices,
+                                    o->n_devices, &rc);
+    if (s == NULL)
+        return rc;
+    const sw_status st = engine_create_split(m, s, eo, NULL, out, NULL);
+    rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
     FILE *f = NULL;
     if (rc == CLI_EXIT_OK && o->plan_json != NULL) {
         if ((f = fopen(o->plan_json, "w")) != NULL)

@@ -253,17 +253,12 @@ static int print_drafter(const plan_args *a, const sw_plan *target, const char *
 
 /* --device-mem A,B,...: the split over the devices, printed. */
 static int print_split(const plan_args *a, const sw_model *model, const char *name) {
-    plan_split *s = malloc(sizeof *s);
-    if (s == NULL) {
-        cli_error("out of host memory planning a split");
-        return CLI_EXIT_OOM_HOST;
-    }
-    sw_status st = plan_split_create(model, name, &a->opt, a->split,
-                                     a->n_devices ? a->devices : NULL, a->n_split, s);
-    int rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
-    if (st == SW_OK && a->json)
+    int rc = CLI_EXIT_OK;
+    plan_split *s = plan_opts_split(model, name, &a->opt, a->split, a->n_split, a->devices,
+                                    a->n_devices, &rc);
+    if (s != NULL && a->json)
         plan_split_print_json(stdout, s);
-    else if (st == SW_OK)
+    else if (s != NULL)
         plan_split_print_table(stdout, s);
     free(s);
     return rc;

@@ -200,6 +200,25 @@ int plan_opts_check_devices(uint32_t n_devices, uint32_t n_split) {
     return -1;
 }
 
+plan_split *plan_opts_split(const sw_model *m, const char *name, const sw_plan_options *o,
+                            const uint64_t *budgets, uint32_t n, const uint32_t *devices,
+                            uint32_t n_devices, int *rc) {
+    plan_split *s = malloc(sizeof *s);
+    if (s == NULL) {
+        cli_error("out of host memory planning a split");
+        *rc = CLI_EXIT_OOM_HOST;
+        return NULL;
+    }
+    const sw_status st = plan_split_create(m, name, o, budgets, n_devices ? devices : NULL, n, s);
+    if (st != SW_OK) {
+        free(s);
+        *rc = cli_fail(st);
+        return NULL;
+    }
+    *rc = CLI_EXIT_OK;
+    return s;
+}
+
 void plan_opts_usage(FILE *out) {
     fputs("workload:\n"
           "  -c N             context length (default: min(model's, 4096))\n"

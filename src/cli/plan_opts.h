@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "plan/split.h"
 #include "spillway.h"
 
 /* Whether `flag` is one of ours (each takes a value). */
@@ -33,6 +34,13 @@ int plan_opts_parse_split(const char *value, uint64_t *out, uint32_t *n);
  * given). Return 0, or -1 after printing a usage error. */
 int plan_opts_parse_devices(const char *value, uint32_t *out, uint32_t *n);
 int plan_opts_check_devices(uint32_t n_devices, uint32_t n_split);
+
+/* The split over n budgets (devices: --devices, n_devices 0 for 0, 1, ...)
+ * of model m or catalog model `name`, malloc'd; NULL after printing the
+ * error, *rc the exit status. */
+plan_split *plan_opts_split(const sw_model *m, const char *name, const sw_plan_options *o,
+                            const uint64_t *budgets, uint32_t n, const uint32_t *devices,
+                            uint32_t n_devices, int *rc);
 
 /* Usage lines for these flags. */
 void plan_opts_usage(FILE *out);

@@ -6,7 +6,6 @@
  * It never plans: a refused allocation is an error that says which buffer,
  * and re-planning belongs to the layer above (runtime/launch.c).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +21,6 @@ sw_engine_options sw_engine_options_default(void) {
     sw_engine_options o;
     memset(&o, 0, sizeof o);
     return o;
-}
-
-void engine_note(sw_engine *e, const char *fmt, ...) {
-    size_t len = strlen(e->notes);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->notes + len, sizeof e->notes - len, fmt, ap);
-    va_end(ap);
 }
 
 void engine_set_replans(sw_engine *e, uint32_t n) { e->n_replans = n; }

@@ -7,11 +7,12 @@
  *   pinned.c        page-locked host memory
  *   pack.c          a layer packed into one device buffer
  *   ring.c          streamed layers through K slots, ordered by events
- *   forward.c       one forward over a batch: sides, transfers, logits
+ *   forward.c       one engine's forward over a batch: sides, transfers, logits
  *   split_engine.c  a split over several devices: one stage engine each
  *   pipeline.c      ... the later stages on threads of their own
  *   batch.c         sequences, sessions, sw_engine_eval_batch
  *   report.c        --report
+ *   notes.c         the notes the parts leave (sw_engine_notes)
  *   assist.c        a Gemma 4 assistant (drafter) over the target's caches
  *   expert_trace.c  each forward's expert routing, as JSON lines
  *
@@ -256,11 +257,12 @@ sw_status ring_release(sw_engine *e, uint32_t il);
 sw_status ring_reset(sw_engine *e);
 void ring_free(sw_engine *e);
 
-/* forward.c: one forward over the n tokens whose ids, positions and
- * sequences are in the host side's metadata arrays; the n_out rows listed
- * in out_rows get logits (n_out, n_vocab) into `logits` (may be NULL when
- * n_out is 0). After a failure the device is drained and the ring reset,
- * so the next forward starts clean. */
+/* split_engine.c (a split's stages in order; forward.c computes each): one
+ * forward over the n tokens whose ids, positions and sequences are in the
+ * host side's metadata arrays; the n_out rows listed in out_rows get
+ * logits (n_out, n_vocab) into `logits` (may be NULL when n_out is 0).
+ * After a failure every device is drained and its ring reset, so the next
+ * forward starts clean. */
 sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits);
 
 /* expert_trace.c: opens opt's trace file (SW_ERR_IO; SW_ERR_ARG for a

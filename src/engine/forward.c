@@ -13,8 +13,8 @@
  * is copied back and the host waits for exactly that. The host also waits
  * at the end of each forward that used the device, for the logits or, with
  * none wanted, so that the next forward may reuse the host arrays those
- * copies read. A failure drains the device and resets the ring, so the
- * next forward starts from a clean state.
+ * copies read. (engine_forward, in split_engine.c, runs this for the one
+ * engine, or for each stage of a split, and resets after a failure.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -292,47 +292,6 @@ void engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
     memcpy(dst + b->act.x, src + a->act.x, stream_bytes(a, n));
     for (int i = 0; i < 4; i++)
         memcpy(dst + to[i], src + from[i], (uint64_t)n * sizeof(int32_t));
-}
-
-static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
-    if (e->n_stages == 0)
-        return engine_stage_forward(e, n, n_out, logits, true);
-    if (e->workers != NULL)
-        return pipeline_forward(e, n, n_out, logits);
-    SW_TRY(engine_stage_forward(e, n, 0, NULL, false));
-    const sw_engine *prev = e;
-    for (uint32_t k = 0; k < e->n_stages; k++) {
-        sw_engine *s = e->stages[k];
-        const bool last = k + 1 == e->n_stages;
-        engine_hand_on(prev, s, n);
-        SW_TRY(engine_stage_forward(s, n, last ? n_out : 0, last ? logits : NULL, last));
-        prev = s;
-    }
-    return SW_OK;
-}
-
-/* After a failed forward: each stage's device drained, ring and cache reset. */
-static void reset_stage(sw_engine *e) {
-    if (e->device == NULL)
-        return;
-    (void)ring_reset(e);
-    xcache_reset(e);
-}
-
-sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
-    sw_status st = forward(e, n, n_out, logits);
-    e->n_forwards++;
-    if (st == SW_OK)
-        return st;
-    /* Keep the first failure's message; draining reports its own. */
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", sw_last_error());
-    if (e->workers != NULL)
-        (void)pipeline_drain(e); /* the stages' threads idle before their reset */
-    reset_stage(e);
-    for (uint32_t k = 0; k < e->n_stages; k++)
-        reset_stage(e->stages[k]);
-    return sw_errorf(st, "%s", msg);
 }
 
 int32_t *engine_host_meta(sw_engine *e, uint64_t offset) {

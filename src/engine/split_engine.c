@@ -6,7 +6,8 @@
  * its forward runs them in order (forward.c), the residual stream handed
  * from one stage's host memory to the next's. Sessions, positions and the
  * batch checks stay the first stage's; every stage keeps the KV of its own
- * layers at the positions each forward names.
+ * layers at the positions each forward names. engine_forward is here: every
+ * forward, split or not, starts in this file.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +38,49 @@ static sw_status check_split(const sw_model *model, const plan_split *s,
             return sw_errorf(SW_ERR_ARG, "the split's ranges do not cover the model's %u "
                              "layers in order: plan again for this model", c.n_layer);
     return SW_OK;
+}
+
+/* One forward: the whole model's engine alone, or a split's stages, on
+ * their threads (pipeline.c) or in turn. */
+static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    if (e->n_stages == 0)
+        return engine_stage_forward(e, n, n_out, logits, true);
+    if (e->workers != NULL)
+        return pipeline_forward(e, n, n_out, logits);
+    SW_TRY(engine_stage_forward(e, n, 0, NULL, false));
+    const sw_engine *prev = e;
+    for (uint32_t k = 0; k < e->n_stages; k++) {
+        sw_engine *s = e->stages[k];
+        const bool last = k + 1 == e->n_stages;
+        engine_hand_on(prev, s, n);
+        SW_TRY(engine_stage_forward(s, n, last ? n_out : 0, last ? logits : NULL, last));
+        prev = s;
+    }
+    return SW_OK;
+}
+
+/* After a failed forward: each stage's device drained, ring and cache reset. */
+static void reset_stage(sw_engine *e) {
+    if (e->device == NULL)
+        return;
+    (void)ring_reset(e);
+    xcache_reset(e);
+}
+
+sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    sw_status st = forward(e, n, n_out, logits);
+    e->n_forwards++;
+    if (st == SW_OK)
+        return st;
+    /* Keep the first failure's message; draining reports its own. */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", sw_last_error());
+    if (e->workers != NULL)
+        (void)pipeline_drain(e); /* the stages' threads idle before their reset */
+    reset_stage(e);
+    for (uint32_t k = 0; k < e->n_stages; k++)
+        reset_stage(e->stages[k]);
+    return sw_errorf(st, "%s", msg);
 }
 
 sw_status engine_create_split(const sw_model *model, const plan_split *s,
