@@ -315,7 +315,7 @@ static bool cuts_allowed(const split_search *s, const split_cand *c) {
     return true;
 }
 
-static sw_status explain(const split_search *s, const split_cand *c) {
+static sw_status explain(split_search *s, const split_cand *c) {
     char msg[1024], a[32], b[32];
     size_t n = 0;
     if (!c->host_ok) {
@@ -330,7 +330,7 @@ static sw_status explain(const split_search *s, const split_cand *c) {
     char fit[256] = "";
     size_t nf = 0;
     for (uint32_t d = 0, first = 0; d < s->n_dev; first = c->cut[d++]) {
-        const stage_eval *e = evaluate((split_search *)s, d, first, c->cut[d]);
+        const stage_eval *e = evaluate(s, d, first, c->cut[d]);
         uint64_t need = e->fits ? s->dev_bytes[d] : e->min_dev;
         if (!e->fits && n < sizeof msg) {
             plan_format_size(need - s->dev_bytes[d], a, sizeof a);

@@ -281,8 +281,8 @@ static sw_status describe(pjrt_client *c) {
                          "device", c->platform);
     c->n_devices = (uint32_t)ad.num_addressable_devices;
     if (c->device_index >= c->n_devices)
-        return sw_errorf(SW_ERR_NO_DEVICE, "no device %u: the %s PJRT client sees %u", c->device_index,
-                         c->platform, c->n_devices);
+        return sw_errorf(SW_ERR_NO_DEVICE, "no device %u: the %s PJRT client sees %u",
+                         c->device_index, c->platform, c->n_devices);
     c->device = ad.addressable_devices[c->device_index];
     PJRT_Device_GetDescription_Args gd = {
         .struct_size = PJRT_Device_GetDescription_Args_STRUCT_SIZE, .device = c->device};
