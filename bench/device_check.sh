@@ -236,7 +236,7 @@ if [ "${n_gpu:-0}" -ge 2 ]; then
   gen_text() { grep -v -E 'tok/s|MiB|^note|^report|^spillway|^load' "$1"; }
   if [ "$(get split_one.rc)" = 0 ] && [ "$(get split_two.rc)" = 0 ] &&
      cmp -s <(gen_text "$raw/split_one.log") <(gen_text "$raw/split_two.log"); then
-    put test.split "ok (same text on 2 GPUs as on 1)"
+    put test.split "ok (same text on 2 GPUs as on 1; device 1's input $(grep -o 'its input [a-z ]*' "$raw/split_two.log" | head -n 1 | cut -d' ' -f3-))"
   else
     put test.split "FAILED (text differs, or a run failed)"
   fi

@@ -87,7 +87,7 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
     SW_CHECK(memcmp(got, ref, n * sizeof(float)) == 0, "%u devices (%llu MiB first), %u "
              "sequences: logits differ from the cpu backend's", n_dev,
              (unsigned long long)(dev[0] / MIB), n_seq);
-    uint32_t placed[3] = {0, 0, 0}, experts_host = 0;
+    uint32_t placed[3] = {0, 0, 0}, experts_host = 0, peers = 0;
     SW_CHECK(engine_n_devices(e) == n_dev, "%u devices driven", engine_n_devices(e));
     for (uint32_t d = 0; d < n_dev; d++) {
         engine_device_stat ds;
@@ -97,14 +97,22 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
                  "device %u: peak %llu, plan %llu, budget %llu", d,
                  (unsigned long long)ds.peak_bytes, (unsigned long long)ds.plan_bytes,
                  (unsigned long long)ds.budget_bytes);
+        /* a stream from a device layer to a device layer goes device to device */
+        const plan *prev = d ? &s->stage[d - 1] : NULL;
+        const bool peer = prev != NULL &&
+                          prev->layer_place[prev->model.config.n_layer - 1] != PLACE_HOST &&
+                          s->stage[d].layer_place[0] != PLACE_HOST;
+        SW_CHECK(ds.peer_in == peer && (ds.peer_bytes > 0) == peer, "device %u: peer hop %d, "
+                 "%llu bytes", d, ds.peer_in, (unsigned long long)ds.peer_bytes);
+        peers += ds.peer_in;
         for (uint32_t i = 0; i < s->stage[d].model.config.n_layer; i++) {
             placed[s->stage[d].layer_place[i] - PLACE_RESIDENT]++;
             experts_host += s->stage[d].experts_host[i];
         }
     }
     printf("  %s, %u devices, %u sequence(s): %u resident, %u streamed, %u host layers, %u "
-           "with experts on the host: same logits\n", s->model, n_dev, n_seq, placed[0],
-           placed[1], placed[2], experts_host);
+           "with experts on the host, %u hops device to device: same logits\n", s->model,
+           n_dev, n_seq, placed[0], placed[1], placed[2], experts_host, peers);
     free(got);
     sw_engine_destroy(e);
     free(s);
@@ -112,7 +120,8 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
 
 /* A prompt of several chunks (-b 4) wanting the last token's logits only:
  * the stages work on consecutive chunks at once (pipeline.c), and the
- * logits are the cpu backend's; so with the stages in turn. */
+ * logits are the cpu backend's; so with the stages in turn and the stream
+ * through host memory. */
 static void pipelined_prefill(const sw_model *m, uint32_t n_vocab) {
     float *want = malloc(n_vocab * sizeof(float)), *got = malloc(n_vocab * sizeof(float));
     const uint64_t dev[3] = {60ull << 20, 60ull << 20, 60ull << 20};
@@ -121,8 +130,10 @@ static void pipelined_prefill(const sw_model *m, uint32_t n_vocab) {
         o.n_batch = 4;
         sw_engine *e = NULL;
         sw_session *s = NULL;
-        if (k == 2)
+        if (k == 2) { /* in turn, and through host memory */
             setenv("SPILLWAY_SPLIT_PIPELINE", "0", 1);
+            setenv("SPILLWAY_SPLIT_PEER", "0", 1);
+        }
         plan_split *sp = malloc(sizeof *sp);
         if (k == 0) {
             SW_CHECK_OK(runtime_launch(m, &o, NULL, NULL, &e));
@@ -133,6 +144,7 @@ static void pipelined_prefill(const sw_model *m, uint32_t n_vocab) {
                      k == 1 ? "on" : "off");
         }
         unsetenv("SPILLWAY_SPLIT_PIPELINE");
+        unsetenv("SPILLWAY_SPLIT_PEER");
         free(sp);
         if (e == NULL)
             continue;

@@ -260,6 +260,7 @@ typedef struct backend_stats {
     uint64_t peak_bytes;       /* high-water mark of in_use_bytes */
     uint64_t n_allocs;         /* successful allocations so far */
     uint64_t bytes_to_device;  /* bytes copied host -> device (both queues) */
+    uint64_t peer_bytes;       /* bytes copied in from another device (copy_peer) */
     double copy_busy_s;        /* time the copy queue spent copying */
     double wait_stall_s;       /* time the compute queue waited for copies */
     uint64_t driver_peak_bytes;/* cuda: the most device memory the driver saw
@@ -319,6 +320,12 @@ typedef struct backend_vtable {
     void (*get_stats)(backend *b, backend_stats *out);
     /* Restarts the high-water mark at the bytes in use now. */
     void (*reset_peak)(backend *b);
+
+    /* Optional (NULL: a split's stream hops through host memory): copies
+     * `bytes` from src's memory to b's, two devices of this same backend
+     * (a split over several), once src's queued work has run; returns when
+     * they have landed. */
+    sw_status (*copy_peer)(backend *b, bmem dst, backend *src, bmem src_mem, uint64_t bytes);
 } backend_vtable;
 
 struct backend {

@@ -125,11 +125,15 @@ int cli_print_report(const sw_engine *e, const sw_scheduler_stats *spec, FILE *o
                                       (r.decode_tokens_per_s > 0
                                            ? r.n_decode_tokens / r.decode_tokens_per_s : 0)
                                 : 0;
-        if (engine_device_stats(e, d, &ds) == SW_OK)
-            fprintf(out, "  device %u (layers %u-%u) %6.1f MiB    %8.1f MiB  (budget %.1f MiB); "
-                    "busy %.2f s, %.0f%% of the forwards' time\n", d, ds.first_layer,
-                    ds.end_layer - 1, mib(ds.peak_bytes), mib(ds.plan_bytes),
-                    mib(ds.budget_bytes), ds.busy_s, wall > 0 ? 100 * ds.busy_s / wall : 0.0);
+        if (engine_device_stats(e, d, &ds) != SW_OK)
+            continue;
+        fprintf(out, "  device %u (layers %u-%u) %6.1f MiB    %8.1f MiB  (budget %.1f MiB); "
+                "busy %.2f s, %.0f%% of the forwards' time", d, ds.first_layer,
+                ds.end_layer - 1, mib(ds.peak_bytes), mib(ds.plan_bytes), mib(ds.budget_bytes),
+                ds.busy_s, wall > 0 ? 100 * ds.busy_s / wall : 0.0);
+        if (d > 0)
+            fprintf(out, "; its input %s", ds.peer_in ? "device to device" : "through the host");
+        fputc('\n', out);
     }
     if (r.peak_device_driver_bytes)
         fprintf(out, "device peak (driver)   %8.1f MiB    (cudaMemGetInfo: granularity included)\n",

@@ -190,6 +190,9 @@ struct sw_engine {
      * through host memory. */
     uint32_t first_layer, stage_end;
     uint32_t device_index;             /* the backend's device this stage runs on */
+    bool peer_in, peer_out;            /* the stream comes from the stage before / goes
+                                        * to the one after device to device (copy_peer),
+                                        * not through host memory */
     sw_engine **stages;
     uint32_t n_stages;
     double split_decode_tokens_per_s;  /* the split's predictions (the first */
@@ -294,12 +297,13 @@ void xcopy_close(sw_engine *e);
 
 /* forward.c: one engine's part of a forward (a split's stage: the
  * embedding where the model starts, the LM head where it ends, `last`; its
- * stream left in host memory otherwise), timed into busy_s; and a stage's
- * stream and this forward's metadata copied from a's host memory to b's
- * (the hop between devices, through the host). */
+ * stream left for the next stage otherwise: on its device when peer_out,
+ * else in host memory), timed into busy_s; and this forward's metadata
+ * copied from a's host memory to b's, with the stream (the hop between
+ * devices: device to device when b->peer_in, else through the host). */
 sw_status engine_stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
                                bool last);
-void engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n);
+sw_status engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n);
 
 /* pipeline.c: threads for a split's later stages (start after they are
  * made; stop before they are destroyed, draining first); a forward through

@@ -261,12 +261,17 @@ static sw_status stage_run(sw_engine *e, uint32_t n, uint32_t n_out, float *logi
     side_id side = SIDE_HOST;
     e->side[SIDE_DEVICE].meta_current = false;
     e->side[SIDE_DEVICE].used = false;
+    if (e->peer_in) { /* the stream is on the device already (engine_hand_on) */
+        SW_TRY(upload_meta(e, n));
+        e->side[SIDE_DEVICE].used = true;
+        side = SIDE_DEVICE;
+    }
     if (e->first_layer == 0) {
         SW_TRY(run_embedding(e, n));
         SW_TRY(run_hook(e, -1, SIDE_HOST, n));
     }
     SW_TRY(run_layers(e, n, &side));
-    if (!last && side != SIDE_HOST)
+    if (!last && side != SIDE_HOST && !e->peer_out)
         SW_TRY(move_stream(e, SIDE_HOST, n));
     if (last && n_out > 0) {
         if (side != lm_head_side(e))
@@ -284,14 +289,20 @@ sw_status engine_stage_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *
     return st;
 }
 
-void engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
+sw_status engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
     const uint8_t *src = a->side[SIDE_HOST].host_base;
     uint8_t *dst = b->side[SIDE_HOST].host_base;
     const uint64_t from[4] = {a->act.ids, a->act.pos, a->act.seq, a->act.out_rows};
     const uint64_t to[4] = {b->act.ids, b->act.pos, b->act.seq, b->act.out_rows};
-    memcpy(dst + b->act.x, src + a->act.x, stream_bytes(a, n));
     for (int i = 0; i < 4; i++)
         memcpy(dst + to[i], src + from[i], (uint64_t)n * sizeof(int32_t));
+    if (!b->peer_in) {
+        memcpy(dst + b->act.x, src + a->act.x, stream_bytes(a, n));
+        return SW_OK;
+    }
+    backend *to_be = b->side[SIDE_DEVICE].be;
+    return to_be->vt->copy_peer(to_be, b->side[SIDE_DEVICE].act.x, a->side[SIDE_DEVICE].be,
+                                a->side[SIDE_DEVICE].act.x, stream_bytes(a, n));
 }
 
 int32_t *engine_host_meta(sw_engine *e, uint64_t offset) {

@@ -50,8 +50,9 @@ static sw_status post(stage_worker *w, const sw_engine *prev, uint32_t n, uint32
                       float *logits) {
     pthread_mutex_lock(&w->mu);
     sw_status st = wait_idle_locked(w);
+    if (st == SW_OK)
+        st = engine_hand_on(prev, w->e, n);
     if (st == SW_OK) {
-        engine_hand_on(prev, w->e, n);
         w->n = n, w->n_out = n_out, w->logits = logits;
         w->busy = true;
         pthread_cond_broadcast(&w->cv);

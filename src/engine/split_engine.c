@@ -52,7 +52,7 @@ static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     for (uint32_t k = 0; k < e->n_stages; k++) {
         sw_engine *s = e->stages[k];
         const bool last = k + 1 == e->n_stages;
-        engine_hand_on(prev, s, n);
+        SW_TRY(engine_hand_on(prev, s, n));
         SW_TRY(engine_stage_forward(s, n, last ? n_out : 0, last ? logits : NULL, last));
         prev = s;
     }
@@ -83,6 +83,25 @@ sw_status engine_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits
     return sw_errorf(st, "%s", msg);
 }
 
+/* Stage k's stream goes to stage k + 1 device to device where it ends on
+ * k's device, k + 1 starts on its own, and their backend copies between
+ * its devices (copy_peer); else through host memory, as with
+ * SPILLWAY_SPLIT_PEER=0. */
+static void link_peers(sw_engine *e) {
+    const char *v = getenv("SPILLWAY_SPLIT_PEER");
+    if (v != NULL && !strcmp(v, "0"))
+        return;
+    for (uint32_t k = 0; k < e->n_stages; k++) {
+        sw_engine *a = k ? e->stages[k - 1] : e, *b = e->stages[k];
+        const bool ends_on_device = a->plan->layer_place[a->config.n_layer - 1] != PLACE_HOST;
+        const bool starts_on_device = b->plan->layer_place[0] != PLACE_HOST;
+        if (a->device != NULL && b->device != NULL && b->device->vt->copy_peer != NULL &&
+            a->device->vt->copy_peer == b->device->vt->copy_peer && ends_on_device &&
+            starts_on_device)
+            a->peer_out = b->peer_in = true;
+    }
+}
+
 sw_status engine_create_split(const sw_model *model, const plan_split *s,
                               const sw_engine_options *opt, const engine_hooks *hooks,
                               sw_engine **out, sw_alloc_failure *failure) {
@@ -108,6 +127,8 @@ sw_status engine_create_split(const sw_model *model, const plan_split *s,
                            msg);
         }
     }
+    if (st == SW_OK)
+        link_peers(e);
     /* the devices at once on a long prompt's chunks; SPILLWAY_SPLIT_PIPELINE=0
      * runs them in turn (what bench/split.sh compares against) */
     const char *pipe = getenv("SPILLWAY_SPLIT_PIPELINE");
@@ -146,5 +167,7 @@ sw_status engine_device_stats(const sw_engine *e, uint32_t d, engine_device_stat
     out->bytes_to_device = bs.bytes_to_device;
     out->copy_busy_s = bs.copy_busy_s;
     out->busy_s = s->busy_s;
+    out->peer_bytes = bs.peer_bytes;
+    out->peer_in = s->peer_in;
     return SW_OK;
 }

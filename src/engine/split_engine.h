@@ -27,6 +27,8 @@ typedef struct engine_device_stat {
     double copy_busy_s;
     double busy_s;             /* seconds its forwards computed (its busy share:
                                 * over the engine's prefill and decode seconds) */
+    bool peer_in;              /* the stream comes device to device from the one before */
+    uint64_t peer_bytes;       /* ... those bytes */
 } engine_device_stat;
 
 /* How many devices the engine drives (0 for the cpu backend), and device

@@ -23,8 +23,9 @@
  *
  * The host is shared: the stages' host memory is summed against the one
  * host budget. Hops are priced through pinned host memory (a copy down
- * and a copy up per hop); peer copies, where a backend has them, are
- * faster, so the figure is an upper bound on the hops' cost.
+ * and a copy up per hop); the engine copies device to device where the
+ * backend can (sim, cuda: copy_peer), which is faster, so the figure is an
+ * upper bound on the hops' cost.
  */
 #ifndef SW_PLAN_SPLIT_H
 #define SW_PLAN_SPLIT_H

@@ -294,7 +294,8 @@ static void cuda_get_stats(backend *b, backend_stats *out) {
     *out = (backend_stats){
         .capacity_bytes = c->capacity_bytes, .in_use_bytes = c->in_use_bytes,
         .peak_bytes = c->peak_bytes, .n_allocs = c->n_allocs,
-        .bytes_to_device = c->bytes_to_device, .copy_busy_s = c->timing.busy_s,
+        .bytes_to_device = c->bytes_to_device, .peer_bytes = c->peer_bytes,
+        .copy_busy_s = c->timing.busy_s,
         .wait_stall_s = c->timing.stall_s, .driver_peak_bytes = c->driver_peak_bytes,
     };
     pthread_mutex_unlock(&c->mu);
@@ -308,6 +309,39 @@ static void cuda_reset_peak(backend *b) {
 }
 
 /* Frees a backend in any state of construction. */
+/* A split's hop from another GPU: once src's queued work has run, a peer
+ * copy on this device's compute queue, waited for. Peer access is enabled
+ * the first time where the two devices can reach each other (the copy then
+ * goes over NVLink or PCIe directly); elsewhere the driver stages it
+ * through host memory. */
+static sw_status cuda_copy_peer(backend *b, bmem dst, backend *src_b, bmem src, uint64_t bytes) {
+    if (src_b == NULL || src_b->vt->copy_peer != b->vt->copy_peer)
+        return sw_errorf(SW_ERR_ARG, "cuda: a peer copy from another kind of device");
+    cuda_backend *s = cuda_of(src_b); /* its device current */
+    SW_CUDA_TRY(cudaStreamSynchronize(s->stream[BQ_COMPUTE]));
+    cuda_backend *c = cuda_of(b);     /* this one's */
+    uint8_t *dp = NULL, *sp = NULL;
+    if (bytes == 0)
+        return SW_OK;
+    SW_TRY(cuda_resolve("peer copy to", dst, bytes, &dp));
+    SW_TRY(cuda_resolve("peer copy from", src, bytes, &sp));
+    const uint64_t bit = s->device < 64 ? 1ull << s->device : 0;
+    if (bit && !(c->peer_checked & bit)) {
+        int can = 0;
+        c->peer_checked |= bit;
+        if (cudaDeviceCanAccessPeer(&can, c->device, s->device) == cudaSuccess && can &&
+            cudaDeviceEnablePeerAccess(s->device, 0) != cudaSuccess)
+            (void)cudaGetLastError(); /* already enabled, or refused: the copy still works */
+    }
+    SW_CUDA_TRY(cudaMemcpyPeerAsync(dp, c->device, sp, s->device, (size_t)bytes,
+                                    c->stream[BQ_COMPUTE]));
+    SW_CUDA_TRY(cudaStreamSynchronize(c->stream[BQ_COMPUTE]));
+    pthread_mutex_lock(&c->mu);
+    c->peer_bytes += bytes;
+    pthread_mutex_unlock(&c->mu);
+    return SW_OK;
+}
+
 static void free_state(cuda_backend *c) {
     if (c->q8_buf != NULL)
         cuda_free(&c->base, c->q8_buf);
@@ -336,7 +370,7 @@ static void cuda_destroy(backend *b) { free_state(cuda_of(b)); }
      .event_create = cuda_event_create, .event_destroy = cuda_event_destroy,             \
      .event_record = cuda_event_record, .queue_wait = cuda_queue_wait,                   \
      .event_sync = cuda_event_sync, .sync = cuda_sync, .get_stats = cuda_get_stats,      \
-     .reset_peak = cuda_reset_peak}
+     .reset_peak = cuda_reset_peak, .copy_peer = cuda_copy_peer}
 
 static const backend_vtable cuda_vtable = CUDA_VTABLE(cuda_block);
 static const backend_vtable cuda_vtable_per_op = CUDA_VTABLE(NULL);

@@ -57,6 +57,8 @@ typedef struct cuda_backend {
     uint64_t capacity_bytes;       /* the plan's budget */
     uint64_t in_use_bytes, peak_bytes, n_allocs;
     uint64_t bytes_to_device;
+    uint64_t peer_bytes;           /* copied in from another GPU (a split's hops) */
+    uint64_t peer_checked;         /* bit d: peer access from device d was tried */
     size_t free_at_start;          /* cudaMemGetInfo before the first buffer */
     uint64_t driver_peak_bytes;    /* largest free_at_start - free seen after an alloc */
     cuda_timing timing;

@@ -306,6 +306,26 @@ static sw_status sim_sync(backend *b) {
     return sticky(s);
 }
 
+/* A split's hop between two simulated devices: once both are idle, the
+ * bytes straight from one's memory to the other's (a peer link; its rate
+ * is not modelled, the host's memcpy stands in). */
+static sw_status sim_copy_peer(backend *b, bmem dst, backend *src_b, bmem src, uint64_t bytes) {
+    sim_buf *t = NULL, *f = NULL;
+    if (src_b == NULL || src_b->vt->copy_peer != b->vt->copy_peer)
+        return sw_errorf(SW_ERR_ARG, "sim device: a peer copy from another kind of device");
+    SW_TRY(sim_sync(src_b));
+    SW_TRY(sim_sync(b));
+    if (bytes == 0)
+        return SW_OK;
+    SW_TRY(resolve("peer copy to", dst, bytes, &t));
+    SW_TRY(resolve("peer copy from", src, bytes, &f));
+    memcpy(t->base + dst.off, f->base + src.off, bytes);
+    pthread_mutex_lock(&sim_of(b)->mu);
+    sim_of(b)->peer_bytes += bytes;
+    pthread_mutex_unlock(&sim_of(b)->mu);
+    return SW_OK;
+}
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static void sim_get_stats(backend *b, backend_stats *out) {
@@ -314,6 +334,7 @@ static void sim_get_stats(backend *b, backend_stats *out) {
     sim_arena_stats(&s->arena, &out->in_use_bytes, &out->peak_bytes, &out->n_allocs);
     pthread_mutex_lock(&s->mu);
     out->bytes_to_device = s->bytes_to_device;
+    out->peer_bytes = s->peer_bytes;
     out->copy_busy_s = s->busy_s;
     out->wait_stall_s = s->stall_s;
     pthread_mutex_unlock(&s->mu);
@@ -368,7 +389,8 @@ static void sim_host_unregister(backend *b, void *ptr) {
     .submit = sim_submit, .event_create = sim_event_create,                      \
     .event_destroy = sim_event_destroy, .event_record = sim_event_record,        \
     .queue_wait = sim_queue_wait_event, .event_sync = sim_event_sync,            \
-    .sync = sim_sync, .get_stats = sim_get_stats, .reset_peak = sim_reset_peak
+    .sync = sim_sync, .get_stats = sim_get_stats, .reset_peak = sim_reset_peak,  \
+    .copy_peer = sim_copy_peer
 
 static const backend_vtable sim_vtable = {SIM_VTABLE_ENTRIES, .block = sim_block_entry};
 static const backend_vtable sim_vtable_per_op = {SIM_VTABLE_ENTRIES, .block = NULL};

@@ -183,6 +183,7 @@ typedef struct sim_backend {
     sw_status sticky;        /* first error found while work ran */
     char sticky_msg[512];
     uint64_t bytes_to_device;
+    uint64_t peer_bytes;     /* copied in from another sim device (a split's hops) */
     double busy_s, stall_s;
 } sim_backend;
 
