@@ -70,6 +70,8 @@ static float *run(sw_engine *e, uint32_t n_seq, uint32_t n_vocab) {
     return logits;
 }
 
+static uint32_t parts_seen; /* splits whose forwards went in micro-batches */
+
 static void check_split(const sw_plan_options *base, const sw_model *m, const uint64_t *dev,
                         uint32_t n_dev, const float *ref, uint32_t n_vocab) {
     sw_plan_options o = *base;
@@ -110,9 +112,11 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
             experts_host += s->stage[d].experts_host[i];
         }
     }
+    parts_seen += e->decode_parts > 1 || e->prefill_parts > 1;
     printf("  %s, %u devices, %u sequence(s): %u resident, %u streamed, %u host layers, %u "
-           "with experts on the host, %u hops device to device: same logits\n", s->model,
-           n_dev, n_seq, placed[0], placed[1], placed[2], experts_host, peers);
+           "with experts on the host, %u hops device to device, micro-batches %u/%u: same "
+           "logits\n", s->model, n_dev, n_seq, placed[0], placed[1], placed[2], experts_host,
+           peers, e->decode_parts, e->prefill_parts);
     free(got);
     sw_engine_destroy(e);
     free(s);
@@ -130,8 +134,9 @@ static void pipelined_prefill(const sw_model *m, uint32_t n_vocab) {
         o.n_batch = 4;
         sw_engine *e = NULL;
         sw_session *s = NULL;
-        if (k == 2) { /* in turn, and through host memory */
+        if (k == 2) { /* in turn, whole, and through host memory */
             setenv("SPILLWAY_SPLIT_PIPELINE", "0", 1);
+            setenv("SPILLWAY_SPLIT_PARTS", "0", 1);
             setenv("SPILLWAY_SPLIT_PEER", "0", 1);
         }
         plan_split *sp = malloc(sizeof *sp);
@@ -144,6 +149,7 @@ static void pipelined_prefill(const sw_model *m, uint32_t n_vocab) {
                      k == 1 ? "on" : "off");
         }
         unsetenv("SPILLWAY_SPLIT_PIPELINE");
+        unsetenv("SPILLWAY_SPLIT_PARTS");
         unsetenv("SPILLWAY_SPLIT_PEER");
         free(sp);
         if (e == NULL)
@@ -251,5 +257,6 @@ int main(int argc, char **argv) {
     pipelined_prefill(m, n_vocab);
     sw_model_close(m);
     tiny_gemma4();
+    SW_CHECK(parts_seen > 0, "no split's forwards went in micro-batches");
     return sw_check_finish("test_split_exec");
 }

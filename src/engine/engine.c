@@ -185,6 +185,7 @@ void sw_engine_destroy(sw_engine *e) {
     if (e == NULL)
         return;
     pipeline_stop(e);
+    free(e->parts_meta);
     for (uint32_t k = 0; k < e->n_stages; k++)
         sw_engine_destroy(e->stages[k]);
     free(e->stages);

@@ -200,6 +200,10 @@ struct sw_engine {
     stage_worker *workers;             /* (n_workers) the later stages' threads; NULL:
                                         * the stages run in turn on the caller's */
     uint32_t n_workers;
+    uint32_t decode_parts, prefill_parts; /* micro-batches of a forward wanting logits
+                                        * (the split's plan): of n_seq rows or fewer /
+                                        * of more */
+    int32_t *parts_meta;               /* (4, n_tok) a batch's rows while it goes in parts */
     double busy_s;                     /* seconds this engine's forwards computed */
     char notes[1024];
     /* measurements for the report */
@@ -311,6 +315,11 @@ sw_status engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n);
  * and a wait until every stage is idle, returning a stage's error. */
 sw_status pipeline_start(sw_engine *e);
 sw_status pipeline_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits);
+/* ... the first stage's part and the hand-on, without waiting for the
+ * rest; and a forward in `parts` micro-batches of consecutive rows. */
+sw_status pipeline_post(sw_engine *e, uint32_t n, uint32_t n_out, float *logits);
+sw_status pipeline_parts(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
+                         uint32_t parts);
 sw_status pipeline_drain(sw_engine *e);
 void pipeline_stop(sw_engine *e);
 

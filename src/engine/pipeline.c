@@ -8,6 +8,13 @@
  * takes its forwards in order, so its KV sees the chunks in order, as
  * without the pipeline; the numbers are the same.
  *
+ * A forward that wants logits may also go in parts (micro-batches of
+ * consecutive rows, as many as the plan found best: split_micro.c): the
+ * first stage computes part j + 1 while the next computes part j. Rows
+ * are independent in every kernel (the cpu kernels give a token alone the
+ * bits it gets in a batch) and a sequence's later rows follow its earlier
+ * ones through each stage, so the logits are the whole batch's.
+ *
  * A worker hands its stream to the next stage only when that stage is
  * idle (its host memory is then free to overwrite); an error on a worker
  * is kept and returned by the next forward or drain.
@@ -123,10 +130,41 @@ sw_status pipeline_drain(sw_engine *e) {
     return first == SW_OK ? SW_OK : sw_errorf(first, "%s", msg);
 }
 
-sw_status pipeline_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+sw_status pipeline_post(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     SW_TRY(engine_stage_forward(e, n, 0, NULL, false));
-    SW_TRY(post(&e->workers[0], e, n, n_out, logits));
+    return post(&e->workers[0], e, n, n_out, logits);
+}
+
+sw_status pipeline_forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
+    SW_TRY(pipeline_post(e, n, n_out, logits));
     return n_out > 0 ? pipeline_drain(e) : SW_OK;
+}
+
+sw_status pipeline_parts(sw_engine *e, uint32_t n, uint32_t n_out, float *logits,
+                         uint32_t parts) {
+    const uint32_t cap = e->n_tok, V = e->config.n_vocab;
+    int32_t *const arr[4] = {engine_host_meta(e, e->act.ids), engine_host_meta(e, e->act.pos),
+                             engine_host_meta(e, e->act.seq),
+                             engine_host_meta(e, e->act.out_rows)};
+    int32_t *keep = e->parts_meta; /* the whole batch's rows, [4][n_tok] */
+    for (int i = 0; i < 4; i++)
+        memcpy(keep + (size_t)i * cap, arr[i], (size_t)(i == 3 ? n_out : n) * sizeof(int32_t));
+    const int32_t *rows = keep + 3 * (size_t)cap;
+    uint32_t done_out = 0;
+    for (uint32_t j = 0; j < parts; j++) {
+        const uint32_t a = (uint32_t)((uint64_t)n * j / parts);
+        const uint32_t b = (uint32_t)((uint64_t)n * (j + 1) / parts);
+        for (int i = 0; i < 3; i++)
+            memcpy(arr[i], keep + (size_t)i * cap + a, (size_t)(b - a) * sizeof(int32_t));
+        uint32_t c = 0; /* this part's logit rows, renumbered from its first */
+        while (done_out + c < n_out && (uint32_t)rows[done_out + c] < b) {
+            arr[3][c] = rows[done_out + c] - (int32_t)a;
+            c++;
+        }
+        SW_TRY(pipeline_post(e, b - a, c, c ? logits + (size_t)done_out * V : NULL));
+        done_out += c;
+    }
+    return pipeline_drain(e);
 }
 
 void pipeline_stop(sw_engine *e) {

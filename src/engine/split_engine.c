@@ -45,8 +45,11 @@ static sw_status check_split(const sw_model *model, const plan_split *s,
 static sw_status forward(sw_engine *e, uint32_t n, uint32_t n_out, float *logits) {
     if (e->n_stages == 0)
         return engine_stage_forward(e, n, n_out, logits, true);
-    if (e->workers != NULL)
-        return pipeline_forward(e, n, n_out, logits);
+    if (e->workers != NULL) {
+        const uint32_t parts = n <= e->n_seq ? e->decode_parts : e->prefill_parts;
+        return parts > 1 && n_out > 0 && n >= parts ? pipeline_parts(e, n, n_out, logits, parts)
+                                                    : pipeline_forward(e, n, n_out, logits);
+    }
     SW_TRY(engine_stage_forward(e, n, 0, NULL, false));
     const sw_engine *prev = e;
     for (uint32_t k = 0; k < e->n_stages; k++) {
@@ -134,6 +137,14 @@ sw_status engine_create_split(const sw_model *model, const plan_split *s,
     const char *pipe = getenv("SPILLWAY_SPLIT_PIPELINE");
     if (st == SW_OK && !(pipe != NULL && !strcmp(pipe, "0")))
         st = pipeline_start(e);
+    /* micro-batches where the plan found them faster; SPILLWAY_SPLIT_PARTS=0: never */
+    const char *parts = getenv("SPILLWAY_SPLIT_PARTS");
+    if (st == SW_OK && e->workers != NULL && !(parts != NULL && !strcmp(parts, "0"))) {
+        e->decode_parts = s->decode_parts;
+        e->prefill_parts = s->prefill_parts;
+        if ((e->parts_meta = malloc(4 * (size_t)e->n_tok * sizeof *e->parts_meta)) == NULL)
+            st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a batch's parts");
+    }
     if (st != SW_OK) {
         sw_engine_destroy(e);
         return st;

@@ -49,9 +49,14 @@ typedef struct plan_split {
     uint64_t pinned_planned_bytes;        /* ... and their pinned tiers */
     uint64_t hop_bytes[2];                /* one hop's activation bytes: decode, prefill */
     double hop_s[2];                      /* one hop's seconds: decode, prefill */
-    double decode_tokens_per_s;           /* stages one after another, plus hops */
+    double decode_tokens_per_s;           /* stages one after another, plus hops (or in
+                                           * decode_parts micro-batches at once) */
     double prefill_tokens_per_s;          /* chunks pipelined: the slowest stage */
-    double prefill_serial_tokens_per_s;   /* one chunk alone through every stage */
+    double prefill_serial_tokens_per_s;   /* one chunk alone through every stage (in
+                                           * prefill_parts micro-batches) */
+    /* a pass cut into this many micro-batches of consecutive rows, which go
+     * through the stages at once (split_micro.c); 1: whole */
+    uint32_t decode_parts, prefill_parts;
     double busy_share[PLAN_MAX_DEVICES];  /* share of a pipelined prefill each works */
     /* the whole model on one device of the largest budget, for comparison:
      * whether any plan fits it, and that plan's decode speed */
@@ -91,6 +96,11 @@ sw_status plan_split_create(const sw_model *model, const char *catalog_name,
  * cache is before first). */
 sw_status plan_stage_model(const plan_model *m, uint32_t first, uint32_t end,
                            plan_model *out);
+
+/* Fills decode_parts and prefill_parts (and the speeds they give) for a
+ * planned split s of model m (split_micro.c). Errors: SW_ERR_OOM_HOST. */
+sw_status plan_split_micro(const plan_model *m, const plan_rates *r, const plan_workload *w,
+                           plan_split *s);
 
 /* The split for a person: one block of rows per device, the host, the
  * hops and the predictions; and as JSON (each device's plan in full). */
