@@ -186,6 +186,27 @@ static void test_device_pins(void) {
     }
 }
 
+/* Micro-batches (split_micro.c): one sequence stays whole (a step of one
+ * token cannot be cut); 64 sequences on two devices that hold every layer,
+ * compute-bound under the default device rates, are cut, and the plan then
+ * predicts faster decode than the stages in turn. */
+static void test_micro_batches(void) {
+    static inputs in;
+    static plan_split s;
+    const uint64_t two[2] = {24 * GIB, 24 * GIB}; /* every layer and its KV resident */
+    make(&in, "gemma3-27b", 64 * GIB, 256);
+    SW_CHECK_OK(plan_split_build(&in.m, &in.b, two, 2, &in.r, &in.w, NULL, &s));
+    SW_CHECK(s.decode_parts == 1 && s.prefill_parts == 1, "build leaves passes whole");
+    SW_CHECK_OK(plan_split_micro(&in.m, &in.r, &in.w, &s));
+    SW_CHECK(s.decode_parts == 1, "one sequence: %u parts", s.decode_parts);
+    in.w.n_seq = 64;
+    SW_CHECK_OK(plan_split_build(&in.m, &in.b, two, 2, &in.r, &in.w, NULL, &s));
+    const double whole = s.decode_tokens_per_s;
+    SW_CHECK_OK(plan_split_micro(&in.m, &in.r, &in.w, &s));
+    SW_CHECK(s.decode_parts == 2 && s.decode_tokens_per_s > whole, "64 sequences: %u parts, "
+             "%.1f tok/s against %.1f whole", s.decode_parts, s.decode_tokens_per_s, whole);
+}
+
 static void test_failures(void) {
     static inputs in;
     static plan_split s;
@@ -213,6 +234,7 @@ int main(void) {
     test_kv_shared_cut();
     test_only_split_fits();
     test_device_pins();
+    test_micro_batches();
     test_failures();
     return sw_check_finish("test_plan_split");
 }

@@ -101,7 +101,7 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
                  (unsigned long long)ds.budget_bytes);
         /* a stream from a device layer to a device layer goes device to device */
         const plan *prev = d ? &s->stage[d - 1] : NULL;
-        const bool peer = prev != NULL &&
+        const bool peer = prev != NULL && !strcmp(o.backend, "sim") &&
                           prev->layer_place[prev->model.config.n_layer - 1] != PLACE_HOST &&
                           s->stage[d].layer_place[0] != PLACE_HOST;
         SW_CHECK(ds.peer_in == peer && (ds.peer_bytes > 0) == peer, "device %u: peer hop %d, "

@@ -45,10 +45,10 @@ typedef struct backend_entry {
 #endif
 
 static const backend_entry entries[] = {
-    {{.name = "cpu", .has_device = false, .budget = BACKEND_BUDGET_NONE, .runs = true},
-     backend_cpu_create},
-    {{.name = "sim", .has_device = true, .budget = BACKEND_BUDGET_GIVEN, .runs = true},
-     backend_sim_create},
+    {{.name = "cpu", .has_device = false, .budget = BACKEND_BUDGET_NONE, .runs = true,
+      .rows_alone = true}, backend_cpu_create},
+    {{.name = "sim", .has_device = true, .budget = BACKEND_BUDGET_GIVEN, .runs = true,
+      .rows_alone = true}, backend_sim_create},
     {{.name = "cuda", .has_device = true, .budget = BACKEND_BUDGET_DEVICES, .runs = CUDA_RUNS,
       .why_not = "this build has no CUDA backend: nvcc was not found when it was configured; "
       "install the CUDA toolkit and build again (cmake -B build -DSPILLWAY_CUDA=ON), or "

@@ -39,6 +39,9 @@ typedef struct backend_info {
                                 * the planner has quantized ones dequantized to BF16 */
     const char *no_expert_cache; /* why it cannot hold an expert cache's slots
                                   * (BOP_MOE_CACHED); NULL: it can */
+    bool rows_alone;           /* a token's results have the same bits whatever batch it
+                                * is in (the cpu kernels): a split may cut a forward into
+                                * micro-batches without changing them */
 } backend_info;
 
 /* Makes backend `name` ("cpu", "sim", "cuda", "pjrt"; those this build

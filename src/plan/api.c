@@ -463,6 +463,10 @@ sw_status plan_split_create(const sw_model *model, const char *catalog_name,
     if (st == SW_OK)
         st = plan_split_build(&in->model, &in->budget, bytes, n_dev, &in->rates, &in->work,
                               &in->pins, out);
+    /* micro-batches only where they keep the bits (backend_info.rows_alone) */
+    backend_info info;
+    if (st == SW_OK && backend_lookup(in->budget.backend, &info) == SW_OK && info.rows_alone)
+        st = plan_split_micro(&in->model, &in->rates, &in->work, out);
     for (uint32_t d = 0; st == SW_OK && d < n_dev; d++) {
         out->device[d] = ids[d];
         snprintf(out->stage[d].budget.device_name, sizeof out->stage[d].budget.device_name,

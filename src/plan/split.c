@@ -488,8 +488,7 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
     if ((st = fill(s, &best, out)) != SW_OK)
         goto done;
     predict(s, fx, out);
-    if ((st = plan_split_micro(model, rates, work, out)) != SW_OK)
-        goto done;
+    out->decode_parts = out->prefill_parts = 1; /* plan_split_micro may cut passes */
     single(s, out);
     out->n_evaluated = s->n_evaluated;
 done:

@@ -98,7 +98,9 @@ sw_status plan_stage_model(const plan_model *m, uint32_t first, uint32_t end,
                            plan_model *out);
 
 /* Fills decode_parts and prefill_parts (and the speeds they give) for a
- * planned split s of model m (split_micro.c). Errors: SW_ERR_OOM_HOST. */
+ * planned split s of model m (split_micro.c); plan_split_build leaves them
+ * 1, and plan_split_create calls this where the backend's kernels give a
+ * token the same bits in any batch. Errors: SW_ERR_OOM_HOST. */
 sw_status plan_split_micro(const plan_model *m, const plan_rates *r, const plan_workload *w,
                            plan_split *s);
 

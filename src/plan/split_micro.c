@@ -9,7 +9,11 @@
  * planned, over that many tokens. Decode reads every weight once per part,
  * so a memory-bound step (a few sequences) stays whole (m = 1); a batch
  * of many sequences, or a prompt's chunk, whose time grows with its
- * tokens, gains from the stages working at once.
+ * tokens, gains from the stages working at once. plan_split_create asks
+ * for it only on backends that give a token the same bits in any batch
+ * (backend_info.rows_alone: the cpu kernels); elsewhere (cuda, pjrt:
+ * kernels chosen by batch size) a pass stays whole, so that a split
+ * computes what one device does.
  */
 #include <stdlib.h>
 #include <string.h>
