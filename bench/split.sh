@@ -4,7 +4,9 @@
 # devices with the stages on threads of their own (a long prompt's chunks
 # go through the devices at once) and in turn (SPILLWAY_SPLIT_PIPELINE=0);
 # interleaved rounds, medians, each beside the plan's predicted prefill and
-# decode tok/s and each device's busy share. On the sim every device
+# decode tok/s and each device's busy share; then decode of 16 sequences
+# (batch -np 16) with the forwards in micro-batches as planned and whole
+# (SPILLWAY_SPLIT_PARTS=0). On the sim every device
 # computes with this CPU's cores, so the stages' threads share them: -t 1
 # per stage leaves one core to each of two stages.
 # Not a test: machines are noisy; compare medians.
@@ -60,6 +62,31 @@ for r in $(seq "$rounds"); do
   done
 done
 
+# decode of many sequences: `batch -np 16`, whole forwards against micro-batches
+python3 - "$raw/req.jsonl" <<'PY2'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(16):
+        f.write(json.dumps({"id": i, "prompt": "Write a short story about a river, a bridge "
+                            "and an engineer called number %d." % i}) + "\n")
+PY2
+bvariants=(b_one b_two b_two_whole)
+for v in "${bvariants[@]}"; do
+  mem=1G,1G; [ "$v" = b_one ] && mem=1G
+  "$sw" plan "${common[@]}" -c 256 -np 16 --device-mem "$mem" >"$raw/plan-$v.txt"
+done
+for r in $(seq "$rounds"); do
+  for v in "${bvariants[@]}"; do
+    echo "split.sh: round $r/$rounds, $v" >&2
+    mem=1G,1G; [ "$v" = b_one ] && mem=1G
+    parts=1; [ "$v" = b_two_whole ] && parts=0
+    SPILLWAY_SPLIT_PARTS=$parts "$sw" batch "${common[@]}" -c 256 -np 16 --device-mem "$mem" \
+      -f "$raw/req.jsonl" -n "$n" --temp 0 --report-json "$raw/$v-$r.json" \
+      >"$raw/$v-$r.out" 2>"$raw/$v-$r.err" ||
+      { echo "split.sh: $v run failed:" >&2; tail -n 5 "$raw/$v-$r.err" >&2; exit 1; }
+  done
+done
+
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if ! git -C "$root" diff --quiet HEAD 2>/dev/null; then commit="$commit+changes"; fi
@@ -89,6 +116,22 @@ table = "\n".join([
     "| predicted decode tok/s | measured decode (median) | busy share (run 1) |",
     "|---|---:|---:|---|---:|---:|---|"] + rows)
 print(table)
+bwhat = {"b_one": "one device, 1G", "b_two": "2 devices, micro-batches as planned",
+         "b_two_whole": "2 devices, whole forwards (SPILLWAY_SPLIT_PARTS=0)"}
+brows = []
+for v in ("b_one", "b_two", "b_two_whole"):
+    reps = [json.load(open(os.path.join(raw, f"{v}-{r}.json"))) for r in range(1, rounds + 1)]
+    med = lambda k: statistics.median(x[k] for x in reps)
+    plan = open(os.path.join(raw, f"plan-{v}.txt")).read()
+    parts = re.search(r"in (\d+) micro-batches through", plan)
+    brows.append(f"| {bwhat[v]} | {parts.group(1) if parts else 1} | "
+                 f"{med('predicted_decode_tokens_per_s'):.1f} | {med('decode_tokens_per_s'):.1f} | "
+                 f"{' / '.join('%.1f' % x['decode_tokens_per_s'] for x in reps)} |")
+btable = "\n".join([
+    "| -np 16, decode | micro-batches planned | predicted decode tok/s | measured (median) "
+    "| rounds |", "|---|---:|---:|---:|---|"] + brows)
+print()
+print(btable)
 if not out:
     sys.exit(0)
 doc = f"""# A split over simulated devices against its plan (issue 39)
@@ -102,6 +145,12 @@ prefill of a split is the pipelined one (the slowest stage per chunk); its decod
 stages in turn plus the hops. On the sim every device computes with this machine's cores.
 
 {table}
+
+Decode of 16 sequences (`batch -np 16 -c 256`, 16 requests, {n} tokens each, the same
+rounds): aggregate decode tok/s, with the forwards cut into micro-batches where the plan
+finds that faster, and kept whole.
+
+{btable}
 """
 with open(out, "w") as f:
     f.write(doc)
