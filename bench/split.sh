@@ -123,7 +123,7 @@ for v in ("b_one", "b_two", "b_two_whole"):
     reps = [json.load(open(os.path.join(raw, f"{v}-{r}.json"))) for r in range(1, rounds + 1)]
     med = lambda k: statistics.median(x[k] for x in reps)
     plan = open(os.path.join(raw, f"plan-{v}.txt")).read()
-    parts = re.search(r"in (\d+) micro-batches through", plan)
+    parts = re.search(r"a decode step in (\d+)", plan)
     brows.append(f"| {bwhat[v]} | {parts.group(1) if parts else 1} | "
                  f"{med('predicted_decode_tokens_per_s'):.1f} | {med('decode_tokens_per_s'):.1f} | "
                  f"{' / '.join('%.1f' % x['decode_tokens_per_s'] for x in reps)} |")

@@ -150,9 +150,12 @@ sw_status engine_create_split(const sw_model *model, const plan_split *s,
         return st;
     }
     e->split_decode_tokens_per_s = s->decode_tokens_per_s;
-    /* the stages at once: the pipelined figure (a prompt of several chunks) */
+    /* the stages at once: the pipelined figure (a prompt of several chunks),
+     * and a decode step in the parts it goes in */
     e->split_prefill_tokens_per_s =
         e->workers != NULL ? s->prefill_tokens_per_s : s->prefill_serial_tokens_per_s;
+    if (e->decode_parts > 1)
+        e->split_decode_tokens_per_s = s->decode_parts_tokens_per_s;
     *out = e;
     return SW_OK;
 }

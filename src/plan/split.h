@@ -49,14 +49,14 @@ typedef struct plan_split {
     uint64_t pinned_planned_bytes;        /* ... and their pinned tiers */
     uint64_t hop_bytes[2];                /* one hop's activation bytes: decode, prefill */
     double hop_s[2];                      /* one hop's seconds: decode, prefill */
-    double decode_tokens_per_s;           /* stages one after another, plus hops (or in
-                                           * decode_parts micro-batches at once) */
+    double decode_tokens_per_s;           /* stages one after another, plus hops */
     double prefill_tokens_per_s;          /* chunks pipelined: the slowest stage */
-    double prefill_serial_tokens_per_s;   /* one chunk alone through every stage (in
-                                           * prefill_parts micro-batches) */
+    double prefill_serial_tokens_per_s;   /* one chunk alone through every stage */
     /* a pass cut into this many micro-batches of consecutive rows, which go
-     * through the stages at once (split_micro.c); 1: whole */
+     * through the stages at once (split_micro.c); 1: whole. The speeds
+     * then (0 when whole): a decode step, and one chunk alone. */
     uint32_t decode_parts, prefill_parts;
+    double decode_parts_tokens_per_s, prefill_parts_tokens_per_s;
     double busy_share[PLAN_MAX_DEVICES];  /* share of a pipelined prefill each works */
     /* the whole model on one device of the largest budget, for comparison:
      * whether any plan fits it, and that plan's decode speed */

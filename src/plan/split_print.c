@@ -81,15 +81,16 @@ void plan_split_print_table(FILE *out, const plan_split *s) {
             "priced through pinned host memory (an upper bound: a backend that copies between its "
             "devices, sim and cuda, hops device to device)\n", s->n_dev - 1, hd, s->hop_s[0] * 1e6, hp,
             s->hop_s[1] * 1e3);
-    char dec[64] = "the devices in turn", pre[64] = "";
-    if (s->decode_parts > 1)
-        snprintf(dec, sizeof dec, "in %u micro-batches through the devices at once",
-                 s->decode_parts);
-    if (s->prefill_parts > 1)
-        snprintf(pre, sizeof pre, " in %u micro-batches", s->prefill_parts);
-    fprintf(out, "predicted: decode %.2f tok/s (%s), prefill %.1f tok/s (chunks pipelined "
-            "through the devices; one chunk alone%s %.1f tok/s)\n", s->decode_tokens_per_s, dec,
-            s->prefill_tokens_per_s, pre, s->prefill_serial_tokens_per_s);
+    fprintf(out, "predicted: decode %.2f tok/s (the devices in turn), prefill %.1f tok/s "
+            "(chunks pipelined through the devices; one chunk alone %.1f tok/s)\n",
+            s->decode_tokens_per_s, s->prefill_tokens_per_s, s->prefill_serial_tokens_per_s);
+    if (s->decode_parts > 1 || s->prefill_parts > 1)
+        fprintf(out, "micro-batches: a decode step in %u (%.2f tok/s), a chunk alone in %u "
+                "(%.1f tok/s), through the devices at once\n", s->decode_parts,
+                s->decode_parts > 1 ? s->decode_parts_tokens_per_s : s->decode_tokens_per_s,
+                s->prefill_parts,
+                s->prefill_parts > 1 ? s->prefill_parts_tokens_per_s
+                                     : s->prefill_serial_tokens_per_s);
     if (s->single_fits)
         fprintf(out, "one device alone (the largest budget): decode %.2f tok/s\n",
                 s->single_decode_tokens_per_s);
@@ -121,6 +122,8 @@ void plan_split_print_json(FILE *out, const plan_split *s) {
     put_num(out, "prefill_serial_tokens_per_s", s->prefill_serial_tokens_per_s);
     fprintf(out, ",\"decode_parts\":%u,\"prefill_parts\":%u", s->decode_parts,
             s->prefill_parts);
+    put_num(out, "decode_parts_tokens_per_s", s->decode_parts_tokens_per_s);
+    put_num(out, "prefill_parts_tokens_per_s", s->prefill_parts_tokens_per_s);
     fprintf(out, ",\"single_device_fits\":%s", s->single_fits ? "true" : "false");
     put_num(out, "single_device_decode_tokens_per_s", s->single_decode_tokens_per_s);
     fputs(",\"devices\":[", out);
