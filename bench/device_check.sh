@@ -546,9 +546,10 @@ G = 1e9
 hbm, pin = num("hbm_Bps"), num("pinned_Bps")
 o = ["", "== device check%s: %s" % (" (DRY RUN)" if dry else "", R.get("gpu", "?"))]
 o.append("correctness: math %s | q8 dots %s | ops %s | gemma3 %s | gemma2 %s | gemma1 %s | 270m-shape q4_k %s"
-         " | gemma4 assistants %s | expert cache %s"
+         " | gemma4 assistants %s | expert cache %s | split over 2 GPUs %s"
          % tuple(R.get(k, "not run") for k in ("test.math", "test.q8", "test.ops", "test.gemma3", "test.gemma2",
-                                               "test.gemma1", "test.synth", "test.assist", "test.xcache")))
+                                               "test.gemma1", "test.synth", "test.assist", "test.xcache",
+                                               "test.split")))
 o.append("rates (doctor): HBM copy %.0f GB/s, h2d pinned %.1f GB/s, pageable %.1f GB/s, host %.1f GB/s"
          % (hbm / G, pin / G, num("pageable_Bps") / G, num("host_Bps") / G))
 rows = [("model", "decode tok/s", "HBM bound", "of bound", "predicted", "prefill tok/s", "peak / plan MiB")]

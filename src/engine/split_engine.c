@@ -3,11 +3,12 @@
  * per device, each over its range of layers with its own device backend,
  * budget, ring, KV and activations, executing its stage's plan exactly.
  * The first stage is the engine the caller holds: it owns the others, and
- * its forward runs them in order (forward.c), the residual stream handed
- * from one stage's host memory to the next's. Sessions, positions and the
- * batch checks stay the first stage's; every stage keeps the KV of its own
- * layers at the positions each forward names. engine_forward is here: every
- * forward, split or not, starts in this file.
+ * its forward runs them in order, the later ones on threads of their own
+ * (pipeline.c), the residual stream handed on device to device where the
+ * backend can, else through host memory (forward.c). Sessions, positions
+ * and the batch checks stay the first stage's; every stage keeps the KV of
+ * its own layers at the positions each forward names. engine_forward is
+ * here: every forward, split or not, starts in this file.
  */
 #include <stdint.h>
 #include <stdlib.h>
