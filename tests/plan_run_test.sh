@@ -44,4 +44,11 @@ if cmp -s "$tmp/cpu.txt" "$tmp/split.txt" && grep -q "device 2 (layers" "$tmp/re
 else
   echo "FAIL: split run differs from cpu"; diff "$tmp/cpu.txt" "$tmp/split.txt" | head; cat "$tmp/split.err"; fail=1
 fi
+# verify over a split: the plan's logits against the all-host plan's
+if "$bin" verify --backend sim --device-mem 60M,60M -t 2 --host-mem 4G > "$tmp/verify.txt" 2>&1 &&
+   grep -q "outputs agree" "$tmp/verify.txt"; then
+  echo "ok   verify over a split of 2 sim devices: outputs agree"
+else
+  echo "FAIL: verify over a split"; tail -n 5 "$tmp/verify.txt"; fail=1
+fi
 exit $fail

@@ -124,6 +124,7 @@ int cmd_verify(int argc, char **argv) {
     ref.plan.n_gpu_layers = -1;
     ref.plan.device_mem_bytes = 0;
     ref.plan.device_mem_fraction = 0;
+    ref.n_split = ref.n_devices = 0; /* one engine on the host, whatever o splits over */
     ref.plan_json = NULL;
     int rc = cli_open_model(o.model, &m);
     if (rc != CLI_EXIT_OK)

@@ -138,11 +138,14 @@ sw_status engine_create_split(const sw_model *model, const plan_split *s,
     const char *pipe = getenv("SPILLWAY_SPLIT_PIPELINE");
     if (st == SW_OK && !(pipe != NULL && !strcmp(pipe, "0")))
         st = pipeline_start(e);
-    /* micro-batches where the plan found them faster; SPILLWAY_SPLIT_PARTS=0: never */
+    /* micro-batches where the plan found them faster; SPILLWAY_SPLIT_PARTS=0:
+     * never, =N (2..8): always N (the tests and benches, on any machine) */
     const char *parts = getenv("SPILLWAY_SPLIT_PARTS");
-    if (st == SW_OK && e->workers != NULL && !(parts != NULL && !strcmp(parts, "0"))) {
-        e->decode_parts = s->decode_parts;
-        e->prefill_parts = s->prefill_parts;
+    const long forced = parts != NULL ? strtol(parts, NULL, 10) : -1;
+    if (st == SW_OK && e->workers != NULL && forced != 0) {
+        const bool force = forced >= 2 && forced <= PLAN_MAX_DEVICES;
+        e->decode_parts = force ? (uint32_t)forced : s->decode_parts;
+        e->prefill_parts = force ? (uint32_t)forced : s->prefill_parts;
         if ((e->parts_meta = malloc(4 * (size_t)e->n_tok * sizeof *e->parts_meta)) == NULL)
             st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory for a batch's parts");
     }

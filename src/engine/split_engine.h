@@ -12,7 +12,10 @@
 /* Creates the stages of s in order, each executing its device's plan
  * exactly (its own device backend with that device's budget), the later
  * ones on threads of their own (pipeline.c; SPILLWAY_SPLIT_PIPELINE=0: in
- * turn on the caller's). The engine returned is used as any other:
+ * turn on the caller's), a forward wanting logits in the micro-batches the
+ * plan found faster (SPILLWAY_SPLIT_PARTS=0: never; =N: always N), the
+ * stream device to device where both sides can (SPILLWAY_SPLIT_PEER=0:
+ * through the host). The engine returned is used as any other:
  * sessions, batches, the report.
  * Errors: SW_ERR_ARG (a split that is not of this model), SW_ERR_UNSUPPORTED
  * (per-layer embeddings), and engine creation's, prefixed with the device. */
