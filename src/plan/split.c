@@ -193,7 +193,7 @@ static double hop_seconds(const plan_rates *r, uint64_t bytes) {
 }
 
 /* Prices the split in c->cut. */
-static void price(split_search *s, const plan_ctx *full, split_cand *c) {
+static void price(split_search *s, split_cand *c) {
     c->fits = c->host_ok = true;
     c->decode_s = c->prefill_max_s = c->stage_max_s = c->spread = 0;
     c->short_bytes = 0;
@@ -221,7 +221,7 @@ static void price(split_search *s, const plan_ctx *full, split_cand *c) {
     }
     if (c->fits && host > s->b->host_bytes)
         c->fits = c->host_ok = false;
-    c->decode_s += (s->n_dev - 1) * hop_seconds(s->r, hop_bytes(s->m, full->w.n_seq));
+    c->decode_s += (s->n_dev - 1) * hop_seconds(s->r, hop_bytes(s->m, s->w->n_seq));
 }
 
 /* Whether a beats b: fitting, decode time, pipelined prefill, balance;
@@ -265,8 +265,8 @@ static void proportional(const split_search *s, split_cand *c) {
 }
 
 /* Moves each cut between its neighbours in halving steps while that helps. */
-static void refine(split_search *s, const plan_ctx *full, split_cand *best) {
-    price(s, full, best);
+static void refine(split_search *s, split_cand *best) {
+    price(s, best);
     for (uint32_t step = s->n_layer / 2 ? s->n_layer / 2 : 1;; step /= 2) {
         bool moved = true;
         while (moved) {
@@ -279,7 +279,7 @@ static void refine(split_search *s, const plan_ctx *full, split_cand *best) {
                     if (to <= (int64_t)lo || to >= (int64_t)hi || !cut_allowed(s, d, (uint32_t)to))
                         continue;
                     t.cut[d] = (uint32_t)to;
-                    price(s, full, &t);
+                    price(s, &t);
                     if (cand_better(&t, best)) {
                         *best = t;
                         moved = true;
@@ -293,13 +293,13 @@ static void refine(split_search *s, const plan_ctx *full, split_cand *best) {
 }
 
 /* Two devices: every allowed cut. Returns whether there was one. */
-static bool every_cut(split_search *s, const plan_ctx *full, split_cand *best) {
+static bool every_cut(split_search *s, split_cand *best) {
     bool any = false;
     for (uint32_t cut = 1; cut < s->n_layer; cut++) {
         if (!cut_allowed(s, 0, cut))
             continue;
         split_cand t = {.cut = {cut, s->n_layer}};
-        price(s, full, &t);
+        price(s, &t);
         if (!any || cand_better(&t, best))
             *best = t;
         any = true;
@@ -378,25 +378,27 @@ static sw_status fill(split_search *s, const split_cand *c, plan_split *out) {
 
 /* Predictions from the stage plans: decode one stage after another plus
  * the hops; prefill chunks pipelined (the slowest stage or hop) and alone. */
-static void predict(const split_search *s, const plan_ctx *full, plan_split *out) {
+static void predict(const split_search *s, plan_split *out) {
+    const uint32_t n_seq = s->w->n_seq;
+    const uint32_t n_chunk = s->w->n_batch < s->w->n_ctx ? s->w->n_batch : s->w->n_ctx;
     double dec = 0, pre = 0, pre_max = 0, pre_s[PLAN_MAX_DEVICES];
     for (int p = 0; p < 2; p++) {
-        out->hop_bytes[p] = hop_bytes(s->m, p == PASS_DECODE ? full->w.n_seq : full->n_chunk);
+        out->hop_bytes[p] = hop_bytes(s->m, p == PASS_DECODE ? n_seq : n_chunk);
         out->hop_s[p] = hop_seconds(s->r, out->hop_bytes[p]);
     }
     for (uint32_t d = 0; d < s->n_dev; d++) {
         const plan *p = &out->stage[d];
-        dec += full->w.n_seq / p->decode_tokens_per_s;
-        pre_s[d] = full->n_chunk / p->prefill_tokens_per_s;
+        dec += n_seq / p->decode_tokens_per_s;
+        pre_s[d] = n_chunk / p->prefill_tokens_per_s;
         pre += pre_s[d];
         pre_max = pre_s[d] > pre_max ? pre_s[d] : pre_max;
     }
     const double hops = (double)(s->n_dev - 1);
-    out->decode_tokens_per_s = full->w.n_seq / (dec + hops * out->hop_s[PASS_DECODE]);
-    out->prefill_serial_tokens_per_s = full->n_chunk / (pre + hops * out->hop_s[PASS_PREFILL]);
+    out->decode_tokens_per_s = n_seq / (dec + hops * out->hop_s[PASS_DECODE]);
+    out->prefill_serial_tokens_per_s = n_chunk / (pre + hops * out->hop_s[PASS_PREFILL]);
     const double slowest = pre_max > out->hop_s[PASS_PREFILL] ? pre_max
                                                                : out->hop_s[PASS_PREFILL];
-    out->prefill_tokens_per_s = full->n_chunk / slowest;
+    out->prefill_tokens_per_s = n_chunk / slowest;
     for (uint32_t d = 0; d < s->n_dev; d++)
         out->busy_share[d] = pre_s[d] / slowest;
 }
@@ -442,11 +444,8 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
     sw_status st = check(model, budget, device_bytes, n_dev, rates, work, out);
     if (st != SW_OK)
         return st;
-    plan_budget one = *budget;
-    one.device_bytes = device_bytes[0];
     split_search *s = calloc(1, sizeof *s);
-    plan_ctx *fx = malloc(sizeof *fx);
-    if (s == NULL || fx == NULL || (s->memo = calloc(MEMO_CAP, sizeof *s->memo)) == NULL) {
+    if (s == NULL || (s->memo = calloc(MEMO_CAP, sizeof *s->memo)) == NULL) {
         st = sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning a split");
         goto done;
     }
@@ -454,7 +453,6 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
     s->m = model, s->b = budget, s->dev_bytes = device_bytes, s->n_dev = n_dev;
     s->n_layer = model->config.n_layer, s->r = rates, s->w = work;
     s->pins = pins ? pins : &no_pins;
-    plan_ctx_init(fx, model, &one, rates, work);
     for (uint32_t cut = 1; cut < s->n_layer; cut++) {
         s->cut_ok[cut] = true;
         for (uint32_t il = cut; il < s->n_layer && s->cut_ok[cut]; il++)
@@ -466,10 +464,10 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
     memset(&best, 0, sizeof best);
     bool found = true;
     if (n_dev == 2) {
-        found = every_cut(s, fx, &best);
+        found = every_cut(s, &best);
     } else {
         proportional(s, &best);
-        refine(s, fx, &best);
+        refine(s, &best);
         found = cuts_allowed(s, &best);
     }
     if (!found) {
@@ -487,7 +485,7 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
     out->host_bytes = budget->host_bytes;
     if ((st = fill(s, &best, out)) != SW_OK)
         goto done;
-    predict(s, fx, out);
+    predict(s, out);
     out->decode_parts = out->prefill_parts = 1; /* plan_split_micro may cut passes */
     single(s, out);
     out->n_evaluated = s->n_evaluated;
@@ -495,6 +493,5 @@ done:
     if (s != NULL)
         free(s->memo);
     free(s);
-    free(fx);
     return st;
 }
