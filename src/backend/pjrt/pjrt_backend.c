@@ -53,6 +53,7 @@ typedef struct pjrt_impl {
     pjrt_queue q[BQ_COUNT];
     backend_buf *live;
     uint64_t capacity, in_use, peak, n_allocs, bytes_to_device;
+    uint64_t peer_bytes;       /* copied in from another device of the client */
     sw_status sticky;          /* first error of work already reaped */
     char sticky_msg[512];
     pthread_mutex_t mu;        /* alloc/free and the live list (thread-safe entries) */
@@ -329,6 +330,38 @@ static sw_status pj_copy_d2h(backend *b, backend_queue q, void *dst, bmem src, u
     return st;
 }
 
+/* A split's stream from the previous stage's device: PJRT copies the array
+ * device to device (both stages hold one client, pjrt_plugin.h); the new
+ * array becomes the region, so this stage's programs run after it lands. */
+static sw_status pj_copy_peer(backend *b, bmem dst, backend *src_b, bmem src, uint64_t bytes) {
+    pjrt_impl *p = impl_of(b);
+    if (src_b == NULL || src_b->vt->copy_peer != b->vt->copy_peer)
+        return sw_errorf(SW_ERR_ARG, "PJRT: a peer copy from another kind of device");
+    pjrt_impl *f = impl_of(src_b);
+    SW_TRY(check_range(p, dst, bytes, "peer copy to"));
+    SW_TRY(check_range(f, src, bytes, "peer copy from"));
+    if (bytes == 0)
+        return SW_OK;
+    PJRT_Buffer *a = NULL, *exact = NULL, *nb = NULL;
+    uint64_t have = 0;
+    bool owned = false;
+    SW_TRY(pjrt_region_read(&f->mem, src.buf, src.off, bytes, &a, &have, &owned, NULL));
+    sw_status st = SW_OK;
+    if (have != bytes)   /* the array is longer than the stream: just its head */
+        st = pjrt_region_slice(&f->mem, a, have, 0, bytes, &exact);
+    if (st == SW_OK)
+        st = pjrt_buffer_to_device(&f->client, exact ? exact : a, &p->client, &nb);
+    pjrt_buffer_destroy(&f->client, exact);
+    if (owned)
+        pjrt_buffer_destroy(&f->client, a);
+    if (st != SW_OK)
+        return st;
+    pthread_mutex_lock(&p->mu);
+    p->peer_bytes += bytes;
+    pthread_mutex_unlock(&p->mu);
+    return pjrt_region_write(&p->mem, dst.buf, dst.off, bytes, nb, 0);
+}
+
 /* ---- programs ------------------------------------------------------------- */
 
 typedef sw_status (*text_fn)(hlo *h, const void *what, const uint64_t *in_bytes,
@@ -547,7 +580,8 @@ static void pj_get_stats(backend *b, backend_stats *out) {
     pjrt_impl *p = impl_of(b);
     *out = (backend_stats){.capacity_bytes = p->capacity, .in_use_bytes = p->in_use,
                            .peak_bytes = p->peak, .n_allocs = p->n_allocs,
-                           .bytes_to_device = p->bytes_to_device};
+                           .bytes_to_device = p->bytes_to_device,
+                           .peer_bytes = p->peer_bytes};
     pjrt_timing_totals(&p->timing, &out->copy_busy_s, &out->wait_stall_s);
 }
 
@@ -595,6 +629,7 @@ static const backend_vtable pjrt_vt = {
     .sync = pj_sync,
     .get_stats = pj_get_stats,
     .reset_peak = pj_reset_peak,
+    .copy_peer = pj_copy_peer,
 };
 
 sw_status backend_pjrt_create(const backend_params *params, backend **out) {

@@ -154,6 +154,29 @@ sw_status pjrt_buffer_to_host(pjrt_client *c, PJRT_Buffer *src, void *dst, uint6
     return SW_OK;
 }
 
+sw_status pjrt_buffer_to_device(pjrt_client *c, PJRT_Buffer *src, const pjrt_client *to,
+                                PJRT_Buffer **out) {
+    const pjrt_plugin *p = c->plugin;
+    *out = NULL;
+    if (to->client != c->client)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "PJRT: a copy between two clients' devices");
+    if (to->device_memory != NULL && PJRT_HAS(p->api, PJRT_Buffer_CopyToMemory)) {
+        PJRT_Buffer_CopyToMemory_Args a = {
+            .struct_size = PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE, .buffer = src,
+            .dst_memory = to->device_memory};
+        SW_TRY(pjrt_status(p, p->api->PJRT_Buffer_CopyToMemory(&a), "copying to another device",
+                           0, false));
+        *out = a.dst_buffer;
+        return SW_OK;
+    }
+    PJRT_Buffer_CopyToDevice_Args a = {.struct_size = PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE,
+                                       .buffer = src, .dst_device = to->device};
+    SW_TRY(pjrt_status(p, p->api->PJRT_Buffer_CopyToDevice(&a), "copying to another device", 0,
+                       false));
+    *out = a.dst_buffer;
+    return SW_OK;
+}
+
 void pjrt_buffer_destroy(pjrt_client *c, PJRT_Buffer *b) {
     if (b == NULL)
         return;

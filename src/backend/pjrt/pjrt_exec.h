@@ -51,6 +51,13 @@ sw_status pjrt_buffer_over_host(pjrt_client *c, PJRT_Memory *memory, const void 
 sw_status pjrt_buffer_to_host(pjrt_client *c, PJRT_Buffer *src, void *dst, uint64_t bytes,
                               PJRT_Event **done);
 
+/* A copy of src (an array of c's client) on another device of that client,
+ * `to` (in its device memory where the plugin copies to a memory, else on
+ * the device): PJRT's own transfer, ordered after src is ready; *out is
+ * the caller's and is ready when the copy is done. */
+sw_status pjrt_buffer_to_device(pjrt_client *c, PJRT_Buffer *src, const pjrt_client *to,
+                                PJRT_Buffer **out);
+
 void pjrt_buffer_destroy(pjrt_client *c, PJRT_Buffer *b);
 
 /* Blocks until ev fires and destroys it; returns its error. NULL is SW_OK. */

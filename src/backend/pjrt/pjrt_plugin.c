@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,13 +303,52 @@ sw_status pjrt_client_open(pjrt_plugin *p, pjrt_client *c) {
     return pjrt_client_open_device(p, 0, c);
 }
 
+/* One PJRT client per plugin in the process, shared by every backend on
+ * it: the stages of a split then hold their devices' arrays in one client,
+ * and a stream goes device to device through PJRT's own copy (arrays of
+ * two clients cannot meet). Keyed by the plugin's API table, which is the
+ * same for every dlopen of one library. */
+#define SHARED_MAX 4
+typedef struct shared_client {
+    const PJRT_Api *api;
+    PJRT_Client *client;
+    uint32_t refs;
+    char options_used[96];
+} shared_client;
+
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static shared_client shared[SHARED_MAX];
+
+/* The plugin's client, made on first use; holds shared_mu. */
+static sw_status acquire_client(pjrt_plugin *p, pjrt_client *c) {
+    for (int i = 0; i < SHARED_MAX; i++)
+        if (shared[i].refs > 0 && shared[i].api == p->api) {
+            shared[i].refs++;
+            c->client = shared[i].client;
+            memcpy(c->options_used, shared[i].options_used, sizeof c->options_used);
+            return SW_OK;
+        }
+    int slot = -1;
+    for (int i = 0; i < SHARED_MAX && slot < 0; i++)
+        if (shared[i].refs == 0)
+            slot = i;
+    if (slot < 0)
+        return sw_errorf(SW_ERR_UNSUPPORTED, "more than %d PJRT plugins open in one process",
+                         SHARED_MAX);
+    SW_TRY(tpu_lock_free(p->path));
+    SW_TRY(create_client(p, c));
+    shared[slot] = (shared_client){.api = p->api, .client = c->client, .refs = 1};
+    memcpy(shared[slot].options_used, c->options_used, sizeof c->options_used);
+    return SW_OK;
+}
+
 sw_status pjrt_client_open_device(pjrt_plugin *p, uint32_t index, pjrt_client *c) {
     memset(c, 0, sizeof *c);
     c->plugin = p;
     c->device_index = index;
-    sw_status st = tpu_lock_free(p->path);
-    if (st == SW_OK)
-        st = create_client(p, c);
+    pthread_mutex_lock(&shared_mu);
+    sw_status st = acquire_client(p, c);
+    pthread_mutex_unlock(&shared_mu);
     if (st == SW_OK)
         st = describe(c);
     if (st != SW_OK) {
@@ -323,9 +363,19 @@ sw_status pjrt_client_open_device(pjrt_plugin *p, uint32_t index, pjrt_client *c
 void pjrt_client_close(pjrt_client *c) {
     if (c == NULL || c->client == NULL)
         return;
-    PJRT_Client_Destroy_Args d = {.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE,
-                                  .client = c->client};
-    (void)pjrt_status(c->plugin, c->plugin->api->PJRT_Client_Destroy(&d), "client destroy", 0,
-                      false);
+    bool last = true;   /* a client made outside the table (never): destroy it */
+    pthread_mutex_lock(&shared_mu);
+    for (int i = 0; i < SHARED_MAX; i++)
+        if (shared[i].refs > 0 && shared[i].client == c->client) {
+            last = --shared[i].refs == 0;
+            break;
+        }
+    pthread_mutex_unlock(&shared_mu);
+    if (last) {
+        PJRT_Client_Destroy_Args d = {.struct_size = PJRT_Client_Destroy_Args_STRUCT_SIZE,
+                                      .client = c->client};
+        (void)pjrt_status(c->plugin, c->plugin->api->PJRT_Client_Destroy(&d), "client destroy",
+                          0, false);
+    }
     c->client = NULL;
 }

@@ -1,7 +1,8 @@
 /*
  * pjrt_plugin.h — a PJRT plugin (XLA's C interface to one platform: a
  * shared library exporting GetPjrtApi) opened, version-checked and turned
- * into one client on its first device, with every PJRT error mapped to a
+ * into a client on one of its devices (one client per plugin in the
+ * process, shared), with every PJRT error mapped to a
  * Spillway status that carries the plugin's own message.
  *
  * Which file: --pjrt-plugin PATH (the CLI puts it in SPILLWAY_PJRT_PLUGIN),
@@ -78,8 +79,10 @@ void pjrt_plugin_close(pjrt_plugin *p);
 sw_status pjrt_status(const pjrt_plugin *p, PJRT_Error *err, const char *what, uint64_t bytes,
                       bool at_create);
 
-/* Creates a client (see the header comment for options) and describes
- * it. Errors: as above. */
+/* The plugin's client (see the header comment for options), made on the
+ * first open and shared by every open of the same plugin in the process
+ * until the last close, described for its first device. Thread-safe.
+ * Errors: as above. */
 sw_status pjrt_client_open(pjrt_plugin *p, pjrt_client *c);
 /* The same on addressable device `index`. Errors: also SW_ERR_NO_DEVICE
  * when the client has no such device. */
