@@ -124,6 +124,7 @@ typedef struct engine_side {
     backend *be;                       /* NULL when the side does not exist */
     backend_buf *buf;                  /* device: the plan's buffer; host: host memory */
     uint8_t *host_base;                /* host side: the allocation */
+    bool host_locked;                  /* host_base page-locked by the device backend */
     block_acts act;                    /* x, h, ..., pos, seq; ple: all layers' */
     bmem ids, out_rows;
     bmem ple_tmp, ple_idx;             /* Gemma 4's per-layer inputs, assembled */

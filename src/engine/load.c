@@ -168,11 +168,24 @@ static sw_status load_host(sw_engine *e, sw_alloc_failure *f) {
     for (uint32_t il = 0; il < c->n_layer; il++)
         if (e->plan->kv_tier[il] != TIER_DEVICE)
             kv_bytes += kv_layer_bytes(c, il, (uint64_t)e->kv[il].rows * e->n_seq, e->kv_type);
-    h->host_base = aligned_alloc(64, e->act.bytes);
+    /* whole pages: page-locking (below) must not share a page with another
+     * allocation, which a second engine's lock would then meet */
+    h->host_base = aligned_alloc(4096, (e->act.bytes + 4095) & ~(uint64_t)4095);
     if (h->host_base == NULL) {
         describe_failure(f, "host", "host activations", e->act.bytes, 0);
         return sw_errorf(SW_ERR_OOM_HOST, "out of host memory for the activations (%.1f MiB)",
                          (double)e->act.bytes / 1048576.0);
+    }
+    /* Page-locked where the device can (CUDA): the stream crosses the link
+     * here for every host layer and every split hop that cannot go device
+     * to device, and a pageable crossing is staged by the driver. Refused:
+     * a note, and the crossings stay pageable. */
+    backend *d = e->device;
+    if (d != NULL && d->vt->host_register != NULL && e->act.bytes > 0) {
+        if (d->vt->host_register(d, h->host_base, e->act.bytes) == SW_OK)
+            h->host_locked = true;
+        else
+            engine_note(e, "host activations stay pageable: %s\n", sw_last_error());
     }
     if (kv_bytes && (e->host_kv = malloc(kv_bytes)) == NULL) {
         describe_failure(f, "host", "host kv", kv_bytes, e->act.bytes);
@@ -279,6 +292,8 @@ void engine_unload(sw_engine *e) {
     free(e->kv);
     free(e->layers);
     free(e->host_kv);
+    if (e->side[SIDE_HOST].host_locked)
+        e->device->vt->host_unregister(e->device, e->side[SIDE_HOST].host_base);
     free(e->side[SIDE_HOST].host_base);
     memset(&e->ring, 0, sizeof e->ring);
     memset(&e->side, 0, sizeof e->side);
