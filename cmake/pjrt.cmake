@@ -29,8 +29,11 @@ if(SW_HAVE_PJRT)
   file(GLOB SW_PJRT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/pjrt/*.c)
   target_sources(spillway PRIVATE ${SW_PJRT_SOURCES})
   # The header is third-party: included as a system header, so our warning
-  # flags judge our code only.
-  target_include_directories(spillway SYSTEM PRIVATE "${SPILLWAY_PJRT_INCLUDE}")
+  # flags judge our code only; and only by the sources that include it, so
+  # that finding it (CI fetches the plugin after a first build) rebuilds
+  # those and not the whole library with its CUDA kernels.
+  set_property(SOURCE ${SW_PJRT_SOURCES} APPEND
+               PROPERTY COMPILE_OPTIONS -isystem "${SPILLWAY_PJRT_INCLUDE}")
   set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/backend/registry.c APPEND
                PROPERTY COMPILE_DEFINITIONS SW_HAVE_PJRT=1)
   target_link_libraries(spillway PUBLIC ${CMAKE_DL_LIBS})
