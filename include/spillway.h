@@ -337,6 +337,22 @@ SW_API sw_status sw_engine_create(const sw_model *model, const sw_plan *plan,
 SW_API sw_status sw_engine_launch(const sw_model *model, const sw_plan_options *plan_opt,
                                   const sw_engine_options *opt, sw_engine **out);
 
+/* One plan over several devices (a pipeline; `--device-mem A,B,...`): the
+ * layers in contiguous ranges, one per device, each device with the budget
+ * device_mem_bytes[d] (sizes; required), device_ids[d] the backend's
+ * device it runs on (NULL: 0, 1, ...), every other option as plan_opt's;
+ * then an engine per device, each executing its range's plan exactly, the
+ * first driving the rest. The engine returned is used as any other;
+ * sw_engine_n_devices and sw_engine_device_report say what each device
+ * did, sw_engine_print_plan prints the split. No re-plan on a refusal.
+ * Errors: as sw_engine_launch, SW_ERR_ARG (1 or more than 8 devices, a
+ * device named twice, a drafter's bytes, an expert cache or a fraction in
+ * plan_opt), SW_ERR_OOM_DEVICE naming the device that is short. */
+SW_API sw_status sw_engine_launch_split(const sw_model *model, const sw_plan_options *plan_opt,
+                                        const uint64_t *device_mem_bytes,
+                                        const uint32_t *device_ids, size_t n_devices,
+                                        const sw_engine_options *opt, sw_engine **out);
+
 SW_API void sw_engine_destroy(sw_engine *engine);
 
 /* The plan being executed (borrowed; valid while the engine lives). */
@@ -375,8 +391,30 @@ typedef struct sw_report {
 
 SW_API sw_status sw_engine_report(const sw_engine *engine, sw_report *out);
 
-/* Prints the engine's plan (table, or JSON when json != 0). */
+/* Prints the engine's plan (table, or JSON when json != 0); a split's
+ * engine prints the split (`spillway plan --device-mem A,B` prints the
+ * same). */
 SW_API sw_status sw_engine_print_plan(const sw_engine *engine, FILE *out, int json);
+
+/* The same text into buf, as sw_plan_format. */
+SW_API sw_status sw_engine_format_plan(const sw_engine *engine, int json, char *buf, size_t cap,
+                                       size_t *len);
+
+/* One device of an engine: what `--report` says per device. */
+typedef struct sw_engine_device {
+    uint32_t first_layer, end_layer;   /* the layers it holds: [first, end) */
+    uint64_t budget_bytes, plan_bytes, peak_bytes;
+    uint64_t bytes_to_device;          /* over the link from the host */
+    uint64_t peer_bytes;               /* device to device from the one before */
+    int peer_in;                       /* 1: its input comes device to device */
+    double busy_s;                     /* seconds its forwards computed */
+} sw_engine_device;
+
+/* Devices the engine drives: 0 on the cpu backend, 1 for one device, N for
+ * a split. Device d's figures: SW_ERR_ARG when there is no device d. */
+SW_API uint32_t sw_engine_n_devices(const sw_engine *engine);
+SW_API sw_status sw_engine_device_report(const sw_engine *engine, uint32_t d,
+                                         sw_engine_device *out);
 
 /* Human-readable notes of what happened at load (re-plans, a refused page
  * lock); "" if none. */

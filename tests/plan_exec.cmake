@@ -5,6 +5,8 @@ set_tests_properties(test_plan_exec PROPERTIES LABELS "model" TIMEOUT 900)
 # A split over 2-4 simulated devices against the cpu backend (issue 39).
 sw_add_c_test(test_split_exec ${CMAKE_CURRENT_SOURCE_DIR}/test_split_exec.c)
 set_tests_properties(test_split_exec PROPERTIES LABELS "model" TIMEOUT 600)
+# The same through the public API alone (tiny Gemma 3; seconds).
+sw_add_c_test(test_split_api ${CMAKE_CURRENT_SOURCE_DIR}/test_split_api.c)
 if(SW_HAVE_PJRT) # several of XLA's CPU devices against one (release stage only)
   add_test(NAME split_exec_pjrt COMMAND test_split_exec pjrt)
   set_tests_properties(split_exec_pjrt PROPERTIES LABELS "model;pjrt;slow" TIMEOUT 900

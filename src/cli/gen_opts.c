@@ -233,8 +233,8 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
     return draft_flags_check(&o->draft);
 }
 
-/* --device-mem A,B,...: the split planned, then an engine per device;
- * --plan-json gets the split. Returns an exit status (error printed). */
+/* --device-mem A,B,...: the split planned, then an engine per device
+ * (sw_engine_launch_split). Returns an exit status (error printed). */
 static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_options *eo,
                        sw_engine **out) {
     if (o->draft.model || o->draft.ngram) {
@@ -242,38 +242,28 @@ static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_opt
                   "yet");
         return CLI_EXIT_USAGE;
     }
-    int rc = CLI_EXIT_OK;
-    plan_split *s = plan_opts_split(m, NULL, &o->plan, o->split, o->n_split, o->devices,
-                                    o->n_devices, &rc);
-    if (s == NULL)
-        return rc;
-    const sw_status st = engine_create_split(m, s, eo, NULL, out, NULL);
-    rc = st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
-    FILE *f = NULL;
-    if (rc == CLI_EXIT_OK && o->plan_json != NULL) {
-        if ((f = fopen(o->plan_json, "w")) != NULL)
-            plan_split_print_json(f, s);
-        if (f == NULL || fclose(f) != 0) {
-            cli_error("cannot write the plan to '%s'", o->plan_json);
-            rc = CLI_EXIT_IO;
-        }
-    }
-    free(s);
-    return rc;
+    const sw_status st = sw_engine_launch_split(m, &o->plan, o->split,
+                                                o->n_devices ? o->devices : NULL, o->n_split,
+                                                eo, out);
+    return st == SW_OK ? CLI_EXIT_OK : cli_fail(st);
 }
 
 int gen_opts_start_engine(gen_opts *o, const sw_model *m, sw_engine **out) {
     sw_engine_options eo = o->engine;
     eo.load_progress = cli_load_progress;
-    if (o->n_split)
-        return start_split(o, m, &eo, out);
-    bool assistant = false; /* a drafter's device bytes come off the target's budget */
-    int rc = draft_reserve(&o->draft, m, NULL, &o->plan, &assistant);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    sw_status st = sw_engine_launch(m, &o->plan, &eo, out);
-    if (st != SW_OK)
-        return cli_fail(st);
+    sw_status st = SW_OK;
+    if (o->n_split) {
+        const int rc = start_split(o, m, &eo, out);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+    } else {
+        bool assistant = false; /* a drafter's device bytes come off the target's budget */
+        int rc = draft_reserve(&o->draft, m, NULL, &o->plan, &assistant);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        if ((st = sw_engine_launch(m, &o->plan, &eo, out)) != SW_OK)
+            return cli_fail(st);
+    }
     if (sw_engine_notes(*out)[0])
         fprintf(stderr, "note: %s", sw_engine_notes(*out));
     if (o->plan_json == NULL)

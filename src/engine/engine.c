@@ -16,6 +16,7 @@
 #include "plan/split.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/text_out.h"
 
 sw_engine_options sw_engine_options_default(void) {
     sw_engine_options o;
@@ -189,6 +190,7 @@ void sw_engine_destroy(sw_engine *e) {
     for (uint32_t k = 0; k < e->n_stages; k++)
         sw_engine_destroy(e->stages[k]);
     free(e->stages);
+    free(e->split);
     expert_trace_close(e);
     xcache_close(e);
     engine_unload(e);
@@ -215,5 +217,20 @@ const char *sw_engine_notes(const sw_engine *e) { return e ? e->notes : ""; }
 sw_status sw_engine_print_plan(const sw_engine *e, FILE *out, int json) {
     if (e == NULL || out == NULL)
         return sw_errorf(SW_ERR_ARG, "sw_engine_print_plan: NULL argument");
-    return sw_plan_print(e->plan_handle, out, json);
+    if (e->split == NULL)
+        return sw_plan_print(e->plan_handle, out, json);
+    if (json)
+        plan_split_print_json(out, e->split);
+    else
+        plan_split_print_table(out, e->split);
+    return SW_OK;
+}
+
+static sw_status print_engine_plan(const void *e, FILE *out, int json) {
+    return sw_engine_print_plan(e, out, json);
+}
+
+sw_status sw_engine_format_plan(const sw_engine *e, int json, char *buf, size_t cap,
+                                size_t *len) {
+    return text_out_format(print_engine_plan, e, json, buf, cap, len, "sw_engine_format_plan");
 }

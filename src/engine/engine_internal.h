@@ -196,6 +196,8 @@ struct sw_engine {
                                         * not through host memory */
     sw_engine **stages;
     uint32_t n_stages;
+    struct plan_split *split;          /* the split executed (sw_engine_launch_split),
+                                        * printed by sw_engine_print_plan; or NULL */
     double split_decode_tokens_per_s;  /* the split's predictions (the first */
     double split_prefill_tokens_per_s; /* stage's plan has only its own) */
     stage_worker *workers;             /* (n_workers) the later stages' threads; NULL:

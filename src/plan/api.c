@@ -27,6 +27,7 @@
 #include "plan/split.h"
 #include "quant/types.h"
 #include "util/error.h"
+#include "util/text_out.h"
 
 #define DEFAULT_CTX 4096
 #define DEFAULT_BATCH 64
@@ -360,27 +361,12 @@ sw_status sw_plan_print(const sw_plan *sp, FILE *out, int json) {
     return SW_OK;
 }
 
+static sw_status print_plan(const void *sp, FILE *out, int json) {
+    return sw_plan_print(sp, out, json);
+}
+
 sw_status sw_plan_format(const sw_plan *sp, int json, char *buf, size_t cap, size_t *len) {
-    if (sp == NULL || len == NULL || (buf == NULL && cap != 0))
-        return sw_errorf(SW_ERR_ARG, "sw_plan_format: NULL argument");
-    char *text = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&text, &n);
-    if (f == NULL)
-        return sw_errorf(SW_ERR_OOM_HOST, "sw_plan_format: out of host memory");
-    sw_status st = sw_plan_print(sp, f, json);
-    if (fclose(f) != 0 && st == SW_OK)
-        st = sw_errorf(SW_ERR_OOM_HOST, "sw_plan_format: out of host memory");
-    if (st == SW_OK) {
-        *len = n;
-        if (cap > 0) {
-            const size_t k = n < cap - 1 ? n : cap - 1;
-            memcpy(buf, text, k);
-            buf[k] = '\0';
-        }
-    }
-    free(text);
-    return st;
+    return text_out_format(print_plan, sp, json, buf, cap, len, "sw_plan_format");
 }
 
 sw_status sw_plan_get_summary(const sw_plan *sp, sw_plan_summary *s) {
