@@ -36,6 +36,13 @@ class ExpertOptions(Structure):   # spillway_experts.h
                 ("prefetch", c_int), ("hit_rate", c_double)]
 
 
+class EngineDevice(Structure):   # sw_engine_device: one device of an engine
+    _fields_ = [("first_layer", c_uint32), ("end_layer", c_uint32),
+                ("budget_bytes", c_uint64), ("plan_bytes", c_uint64), ("peak_bytes", c_uint64),
+                ("bytes_to_device", c_uint64), ("peer_bytes", c_uint64), ("peer_in", c_int),
+                ("busy_s", c_double)]
+
+
 class PlanOptions(Structure):
     _fields_ = [("backend", c_char_p), ("device_mem_bytes", c_uint64),
                 ("device_mem_fraction", c_double), ("host_mem_bytes", c_uint64),
@@ -136,6 +143,14 @@ sw_plan_get_summary = _fn("sw_plan_get_summary", c_int, P, POINTER(PlanSummary))
 sw_plan_destroy = _fn("sw_plan_destroy", None, P)
 sw_engine_launch = _fn("sw_engine_launch", c_int, P, POINTER(PlanOptions), c_void_p,
                        POINTER(P))
+sw_engine_launch_split = _fn("sw_engine_launch_split", c_int, P, POINTER(PlanOptions),
+                             POINTER(c_uint64), POINTER(c_uint32), c_size_t, c_void_p,
+                             POINTER(P))
+sw_engine_format_plan = _fn("sw_engine_format_plan", c_int, P, c_int, c_char_p, c_size_t,
+                            POINTER(c_size_t))
+sw_engine_n_devices = _fn("sw_engine_n_devices", c_uint32, P)
+sw_engine_device_report = _fn("sw_engine_device_report", c_int, P, c_uint32,
+                              POINTER(EngineDevice))
 sw_engine_destroy = _fn("sw_engine_destroy", None, P)
 sw_engine_plan = _fn("sw_engine_plan", P, P)
 sw_engine_n_ctx = _fn("sw_engine_n_ctx", c_uint32, P)

@@ -61,10 +61,16 @@ class Model:
     its device bytes reserved in this model's plan. draft_max: drafts per
     verify, 1 to 16 (None: the cost model's choice). Greedy output is
     exactly the output without drafts; sampled output keeps its
-    distribution."""
+    distribution.
+
+    Several devices, as `spillway run --device-mem A,B --devices N,M`:
+    device_mem=["16G", "16G"] (one size per device) plans a split of the
+    layers over them, devices=[0, 2] says which of the backend's devices
+    (default 0, 1, ...); plan() is then the split's and devices() says
+    what each device did. No drafter with a split yet."""
 
     def __init__(self, path=None, draft_ngram=False, draft_model=None, draft_max=None,
-                 draft_device_mem=None, **plan_options):
+                 draft_device_mem=None, devices=None, **plan_options):
         self._model = L.P()
         self._engine = L.P()
         self._sched = L.P()
@@ -77,11 +83,23 @@ class Model:
             path = buf.value.decode("utf-8")
         _check(L.sw_model_open(_bytes(str(path)), ctypes.byref(self._model)))
         try:
+            split = plan_options.pop("device_mem", None)
+            if split is not None and not isinstance(split, (list, tuple)):
+                plan_options["device_mem"], split = split, None
             opts, self._keep = self._plan_options(plan_options)
-            if draft_model is not None:   # the drafter's device bytes go into this plan
-                self._reserve_drafter(opts, draft_model, draft_device_mem)
-            _check(L.sw_engine_launch(self._model, ctypes.byref(opts), None,
-                                      ctypes.byref(self._engine)))
+            if split is not None:
+                if draft_ngram or draft_model is not None or draft_max is not None:
+                    raise ValueError("device_mem with several devices (a split) takes no "
+                                     "drafter yet")
+                self._launch_split(opts, split, devices)
+            elif devices is not None:
+                raise ValueError("devices picks the devices of a split: give device_mem as "
+                                 "one size per device")
+            else:
+                if draft_model is not None:   # the drafter's device bytes go into this plan
+                    self._reserve_drafter(opts, draft_model, draft_device_mem)
+                _check(L.sw_engine_launch(self._model, ctypes.byref(opts), None,
+                                          ctypes.byref(self._engine)))
             _check(L.sw_scheduler_create(self._engine, self._model, ctypes.byref(self._sched)))
             if draft_ngram or draft_model is not None or draft_max is not None:
                 self._start_draft(opts, draft_ngram, draft_model, draft_max, draft_device_mem)
@@ -111,6 +129,19 @@ class Model:
                 keep.append(value)
             setattr(o, field, value)
         return o, keep
+
+    def _launch_split(self, opts, sizes, devices):
+        """sw_engine_launch_split over len(sizes) devices."""
+        n = len(sizes)
+        budgets = (L.c_uint64 * n)(*[_size(v) for v in sizes])
+        ids = None
+        if devices is not None:
+            if len(devices) != n:
+                raise ValueError("devices names %d devices but device_mem gives %d sizes: "
+                                 "one each" % (len(devices), n))
+            ids = (L.c_uint32 * n)(*[int(d) for d in devices])
+        _check(L.sw_engine_launch_split(self._model, ctypes.byref(opts), budgets, ids, n, None,
+                                        ctypes.byref(self._engine)))
 
     def _plan(self, model, opts):
         """A plan's summary (sw_plan_create; nothing is loaded)."""
@@ -262,12 +293,25 @@ class Model:
         every layer, the KV cache and the LM head live, the memory per tier
         and the predicted speed."""
         self._live()
-        plan = L.sw_engine_plan(self._engine)
         n = ctypes.c_size_t()
-        _check(L.sw_plan_format(plan, 1, None, 0, ctypes.byref(n)))
+        _check(L.sw_engine_format_plan(self._engine, 1, None, 0, ctypes.byref(n)))
         buf = ctypes.create_string_buffer(n.value + 1)
-        _check(L.sw_plan_format(plan, 1, buf, len(buf), ctypes.byref(n)))
+        _check(L.sw_engine_format_plan(self._engine, 1, buf, len(buf), ctypes.byref(n)))
         return json.loads(buf.value.decode("utf-8"))
+
+    def devices(self):
+        """What each device the engine drives did (none on the cpu backend):
+        its layers [first_layer, end_layer), budget, plan and peak bytes,
+        bytes over the link, bytes device to device from the one before
+        (peer_in), seconds busy."""
+        self._live()
+        out = []
+        for d in range(L.sw_engine_n_devices(self._engine)):
+            r = L.EngineDevice()
+            _check(L.sw_engine_device_report(self._engine, d, ctypes.byref(r)))
+            out.append({name: getattr(r, name) for name, _ in L.EngineDevice._fields_})
+            out[-1]["peer_in"] = bool(r.peer_in)
+        return out
 
     def tokenize(self, text, add_bos=True, special=False):
         """Token ids of `text` (BOS first when add_bos and the model asks

@@ -15,7 +15,7 @@ STRUCTS = {"sw_plan_options": L.PlanOptions, "sw_sampler_options": L.SamplerOpti
            "sw_request_options": L.RequestOptions, "sw_request_info": L.RequestInfo,
            "sw_scheduler_stats": L.SchedulerStats, "sw_chat_message": L.ChatMessage,
            "sw_special_tokens": L.SpecialTokens, "sw_draft_options": L.DraftOptions,
-           "sw_plan_summary": L.PlanSummary}
+           "sw_plan_summary": L.PlanSummary, "sw_engine_device": L.EngineDevice}
 
 
 def test_layouts(tmp_path):

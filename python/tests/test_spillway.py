@@ -106,3 +106,28 @@ def test_errors(model, tiny_path):
     m.close()
     with pytest.raises(ValueError, match="closed"):
         m("x")
+
+
+def test_split_over_devices(model, tiny_path):
+    """device_mem as one size per device: a split over two simulated
+    devices, the same greedy text as the cpu backend, the split's plan,
+    and each device's figures."""
+    with spillway.Model(tiny_path, backend="sim", device_mem=["32M", "32M"], devices=[0, 1],
+                        n_ctx=256, n_seq=2, n_threads=1) as split:
+        for text in PROMPTS:
+            assert split(text, max_tokens=10, temperature=0) == \
+                model(text, max_tokens=10, temperature=0)
+        plan = split.plan()["split"]
+        assert plan["n_devices"] == 2 and len(plan["devices"]) == 2
+        devs = split.devices()
+        assert [d["peer_in"] for d in devs] == [False, True]
+        assert devs[0]["first_layer"] == 0 and devs[0]["end_layer"] == devs[1]["first_layer"]
+        for d in devs:
+            assert 0 < d["peak_bytes"] <= d["plan_bytes"] <= d["budget_bytes"] == 32 << 20
+    assert model.devices() == []
+    with pytest.raises(ValueError, match="one each"):
+        spillway.Model(tiny_path, backend="sim", device_mem=["32M", "32M"], devices=[0])
+    with pytest.raises(ValueError, match="devices picks"):
+        spillway.Model(tiny_path, backend="sim", device_mem="32M", devices=[0, 1])
+    with pytest.raises(spillway.SpillwayError, match="2 to 8 devices"):
+        spillway.Model(tiny_path, backend="sim", device_mem=["32M"])
