@@ -44,6 +44,24 @@ if cmp -s "$tmp/cpu.txt" "$tmp/split.txt" && grep -q "device 2 (layers" "$tmp/re
 else
   echo "FAIL: split run differs from cpu"; diff "$tmp/cpu.txt" "$tmp/split.txt" | head; cat "$tmp/split.err"; fail=1
 fi
+# n-gram drafts verified over a split: greedy text unchanged
+"$bin" run --backend sim --device-mem 60M,60M --draft-ngram --draft-max 4 "${args[@]}" \
+  > "$tmp/split_ngram.txt" 2> "$tmp/split_ngram.err"
+if cmp -s "$tmp/cpu.txt" "$tmp/split_ngram.txt" &&
+   grep -q "speculative decoding: n-gram drafts" "$tmp/split_ngram.err"; then
+  echo "ok   n-gram drafts over a split of 2 sim devices write the cpu backend's text"
+else
+  echo "FAIL: n-gram drafts over a split"; diff "$tmp/cpu.txt" "$tmp/split_ngram.txt" | head
+  cat "$tmp/split_ngram.err"; fail=1
+fi
+if "$bin" run --backend sim --device-mem 60M,60M --draft-model "$tmp/none.gguf" "${args[@]}" \
+     > /dev/null 2> "$tmp/split_dm.err"; then
+  echo "FAIL: a draft model over a split was taken"; fail=1
+elif grep -q "takes no draft model yet" "$tmp/split_dm.err"; then
+  echo "ok   a draft model over a split is refused by name"
+else
+  echo "FAIL: a draft model over a split: $(cat "$tmp/split_dm.err")"; fail=1
+fi
 # verify over a split: the plan's logits against the all-host plan's
 if "$bin" verify --backend sim --device-mem 60M,60M -t 2 --host-mem 4G > "$tmp/verify.txt" 2>&1 &&
    grep -q "outputs agree" "$tmp/verify.txt"; then

@@ -67,7 +67,8 @@ class Model:
     device_mem=["16G", "16G"] (one size per device) plans a split of the
     layers over them, devices=[0, 2] says which of the backend's devices
     (default 0, 1, ...); plan() is then the split's and devices() says
-    what each device did. No drafter with a split yet."""
+    what each device did. With a split, n-gram drafts but no draft model
+    yet."""
 
     def __init__(self, path=None, draft_ngram=False, draft_model=None, draft_max=None,
                  draft_device_mem=None, devices=None, **plan_options):
@@ -88,9 +89,9 @@ class Model:
                 plan_options["device_mem"], split = split, None
             opts, self._keep = self._plan_options(plan_options)
             if split is not None:
-                if draft_ngram or draft_model is not None or draft_max is not None:
+                if draft_model is not None:
                     raise ValueError("device_mem with several devices (a split) takes no "
-                                     "drafter yet")
+                                     "draft model yet (draft_ngram drafts without one)")
                 self._launch_split(opts, split, devices)
             elif devices is not None:
                 raise ValueError("devices picks the devices of a split: give device_mem as "

@@ -124,6 +124,11 @@ def test_split_over_devices(model, tiny_path):
         assert devs[0]["first_layer"] == 0 and devs[0]["end_layer"] == devs[1]["first_layer"]
         for d in devs:
             assert 0 < d["peak_bytes"] <= d["plan_bytes"] <= d["budget_bytes"] == 32 << 20
+    with spillway.Model(tiny_path, backend="sim", device_mem=["32M", "32M"], n_ctx=256,
+                        n_threads=1, draft_ngram=True, draft_max=4) as spec:
+        assert spec(PROMPTS[0], max_tokens=10, temperature=0) == \
+            model(PROMPTS[0], max_tokens=10, temperature=0)
+        assert spec.stats()["verify_forwards"] > 0
     assert model.devices() == []
     with pytest.raises(ValueError, match="one each"):
         spillway.Model(tiny_path, backend="sim", device_mem=["32M", "32M"], devices=[0])

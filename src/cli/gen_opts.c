@@ -237,9 +237,9 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
  * (sw_engine_launch_split). Returns an exit status (error printed). */
 static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_options *eo,
                        sw_engine **out) {
-    if (o->draft.model || o->draft.ngram) {
-        cli_error("--device-mem with several budgets (a split over devices) takes no drafter "
-                  "yet");
+    if (o->draft.model) { /* n-grams need no device; a model would need its bytes on one */
+        cli_error("--device-mem with several budgets (a split over devices) takes no draft "
+                  "model yet: --draft-ngram drafts without one");
         return CLI_EXIT_USAGE;
     }
     const sw_status st = sw_engine_launch_split(m, &o->plan, o->split,
