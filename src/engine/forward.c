@@ -40,6 +40,8 @@ static sw_status device_wait(sw_engine *e) {
 static sw_status upload_meta(sw_engine *e, uint32_t n) {
     engine_side *h = &e->side[SIDE_HOST], *d = &e->side[SIDE_DEVICE];
     const model_config *c = &e->config;
+    /* the per-layer inputs of this engine's own layers (a split's stage
+     * carries the later stages' after them, on the host) */
     const uint64_t offs[4] = {e->act.pos, e->act.seq, e->act.out_rows, e->act.ple};
     const uint64_t bytes[4] = {(uint64_t)n * 4, (uint64_t)n * 4, (uint64_t)n * 4,
                                (uint64_t)n * c->n_layer * c->n_embd_per_layer * 4};
@@ -243,10 +245,12 @@ static sw_status run_embedding(sw_engine *e, uint32_t n) {
     SW_TRY(embed_run_ops(h->be, &em));
     if (c->n_embd_per_layer == 0)
         return SW_OK;
-    ple_order(engine_host_meta(e, e->act.ple_idx), n, c->n_layer);
+    /* every layer's inputs: this stage's, then the later stages' (a split) */
+    const uint32_t n_layer = model_ple_layers(c);
+    ple_order(engine_host_meta(e, e->act.ple_idx), n, n_layer);
     const ple_args pl = {.table = e->ple_embd, .proj = e->ple_proj,
                          .proj_norm = e->ple_proj_norm, .n_embd = c->n_embd,
-                         .n_layer = c->n_layer, .n_pl = c->n_embd_per_layer,
+                         .n_layer = n_layer, .n_pl = c->n_embd_per_layer,
                          .norm_eps = c->norm_eps, .ids = h->ids, .x = h->act.x,
                          .tmp = h->ple_tmp, .order = h->ple_idx, .ple = h->act.ple,
                          .n_tokens = n};
@@ -296,6 +300,13 @@ sw_status engine_hand_on(const sw_engine *a, sw_engine *b, uint32_t n) {
     const uint64_t to[4] = {b->act.ids, b->act.pos, b->act.seq, b->act.out_rows};
     for (int i = 0; i < 4; i++)
         memcpy(dst + to[i], src + from[i], (uint64_t)n * sizeof(int32_t));
+    /* Gemma 4's per-layer inputs of b's layers and those after: the tail of
+     * a's (layer-major, a's own layers first), through host memory always
+     * (b's device takes its own with the metadata) */
+    const uint64_t ple_row = (uint64_t)n * a->config.n_embd_per_layer * sizeof(float);
+    if (ple_row != 0)
+        memcpy(dst + b->act.ple, src + a->act.ple + (uint64_t)a->config.n_layer * ple_row,
+               (uint64_t)model_ple_layers(&b->config) * ple_row);
     if (!b->peer_in) {
         memcpy(dst + b->act.x, src + a->act.x, stream_bytes(a, n));
         return SW_OK;

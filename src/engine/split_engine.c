@@ -27,10 +27,6 @@ static sw_status check_split(const sw_model *model, const plan_split *s,
         return sw_errorf(SW_ERR_ARG, "a split runs on 2 to %d devices, not %u",
                          PLAN_MAX_DEVICES, s->n_dev);
     SW_TRY(model_config_from_gguf(model->gguf, &c));
-    if (c.n_embd_per_layer)
-        return sw_errorf(SW_ERR_UNSUPPORTED, "a split of a model with per-layer embeddings "
-                         "(Gemma 4 E2B, E4B) does not run yet: each stage would need its "
-                         "layers' inputs; plan one device");
     if (opt != NULL && opt->expert_trace != NULL)
         return sw_errorf(SW_ERR_ARG, "--expert-trace does not follow a split over devices yet");
     for (uint32_t d = 0; d < s->n_dev; d++)

@@ -17,8 +17,8 @@
  * stream device to device where both sides can (SPILLWAY_SPLIT_PEER=0:
  * through the host). The engine returned is used as any other:
  * sessions, batches, the report.
- * Errors: SW_ERR_ARG (a split that is not of this model), SW_ERR_UNSUPPORTED
- * (per-layer embeddings), and engine creation's, prefixed with the device. */
+ * Errors: SW_ERR_ARG (a split that is not of this model), and engine
+ * creation's, prefixed with the device. */
 sw_status engine_create_split(const sw_model *model, const plan_split *s,
                               const sw_engine_options *opt, const engine_hooks *hooks,
                               sw_engine **out, sw_alloc_failure *failure);

@@ -30,10 +30,10 @@ void act_layout_init(const model_config *c, uint32_t n_tok, act_layout *L) {
     L->pos = take(&at, n * I);
     L->seq = take(&at, n * I);
     L->out_rows = take(&at, n * I);
-    const uint64_t pl = n * c->n_layer * c->n_embd_per_layer;
+    const uint64_t pl = n * model_ple_layers(c) * c->n_embd_per_layer;
     L->ple = take(&at, pl * F);
     L->ple_tmp = take(&at, pl * F);
-    L->ple_idx = take(&at, c->n_embd_per_layer ? n * c->n_layer * I : 0);
+    L->ple_idx = take(&at, n * model_ple_layers(c) * I);
     const uint64_t me = c->n_expert ? n * c->n_embd * F : 0;
     L->moe_r = take(&at, me);
     L->moe_scores = take(&at, n * c->n_expert * F);

@@ -307,8 +307,10 @@ sw_status model_config_window(const model_config *c, uint32_t first, uint32_t en
         if (model_layer_kv_owner(c, il) < first)
             return sw_errorf(SW_ERR_ARG, "layer %u reads the KV cache of layer %u, which layers "
                              "%u-%u leave out", il, model_layer_kv_owner(c, il), first, end - 1);
+    const uint32_t ple_layers = model_ple_layers(c) ? model_ple_layers(c) - first : 0;
     if (out != c)
         *out = *c;
+    out->ple_layers = ple_layers;
     model_layer_shape shapes[MODEL_MAX_LAYERS];
     for (uint32_t il = first; il < end; il++) {
         shapes[il - first] = c->layer[il];

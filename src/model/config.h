@@ -66,6 +66,11 @@ typedef struct model_config {
     bool v_norm;              /* RMSNorm (no weight) on v per head */
     bool layer_scale;         /* each layer's output times its stored scalar */
     uint32_t n_embd_per_layer; /* per-layer embedding (PLE) width; 0: none */
+    uint32_t ple_layers;      /* layers whose per-layer inputs a forward's
+                               * activations carry (model_ple_layers): 0 for
+                               * the whole model (all of them); a split's stage
+                               * carries its own and every later stage's, from
+                               * the embedding on, handed on with the stream */
     uint32_t n_expert;        /* experts per layer beside the dense MLP; 0: none */
     uint32_t n_expert_used;   /* routed to per token */
     uint32_t n_ff_exp;        /* an expert's gate/up width */
@@ -121,9 +126,16 @@ bool model_layer_is_local(const model_config *c, uint32_t il);
  * (model_layer_is_local), which must exist. Errors: SW_ERR_FORMAT. */
 sw_status model_config_share_kv(model_config *c, uint32_t n_shared);
 
+/* The layers of per-layer inputs in c's activations: its own first, then
+ * (a split's stage) the later stages'; 0 without per-layer inputs. */
+static inline uint32_t model_ple_layers(const model_config *c) {
+    return c->n_embd_per_layer == 0 ? 0 : c->ple_layers ? c->ple_layers : c->n_layer;
+}
+
 /* The config of layers [first, end) alone, renumbered from 0 (a stage of a
  * model split over devices): each layer's shape, attention type and KV
- * source kept (swa_pattern's locality made explicit per layer).
+ * source kept (swa_pattern's locality made explicit per layer), and the
+ * per-layer inputs of layers first.. to the model's end carried.
  * Errors: SW_ERR_ARG (an empty or out-of-range window, or a KV-shared
  * layer whose cache is before first). */
 sw_status model_config_window(const model_config *c, uint32_t first, uint32_t end,

@@ -181,7 +181,8 @@ static sw_status pin_bounds(split_search *s) {
 }
 
 /* One hop's bytes for a pass of n_tok tokens: the residual stream, and
- * Gemma 4's per-layer inputs for the layers after it. */
+ * Gemma 4's per-layer inputs for the layers after it (counted for every
+ * layer: the most any hop carries). */
 static uint64_t hop_bytes(const plan_model *m, uint32_t n_tok) {
     const model_config *c = &m->config;
     return (uint64_t)n_tok * ((uint64_t)c->n_embd + (uint64_t)c->n_embd_per_layer * c->n_layer) *
