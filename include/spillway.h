@@ -345,8 +345,9 @@ SW_API sw_status sw_engine_launch(const sw_model *model, const sw_plan_options *
  * first driving the rest. The engine returned is used as any other;
  * sw_engine_n_devices and sw_engine_device_report say what each device
  * did, sw_engine_print_plan prints the split. No re-plan on a refusal.
- * Errors: as sw_engine_launch, SW_ERR_ARG (1 or more than 8 devices, a
- * device named twice, a drafter's bytes, an expert cache or a fraction in
+ * An expert cache (plan_opt->experts) is sized on each device that keeps
+ * experts on the host. Errors: as sw_engine_launch, SW_ERR_ARG (1 or more
+ * than 8 devices, a device named twice, a drafter's bytes or a fraction in
  * plan_opt), SW_ERR_OOM_DEVICE naming the device that is short. */
 SW_API sw_status sw_engine_launch_split(const sw_model *model, const sw_plan_options *plan_opt,
                                         const uint64_t *device_mem_bytes,

@@ -5,8 +5,8 @@
  * simulated devices with a tiny Gemma 3: the prompt's logits bit-identical
  * to the cpu backend's, each device's figures (its layers, peak within plan
  * within budget, the stream device to device), the split's JSON, and the
- * refusals (one device, a budget of 0, budgets nothing fits in, an expert
- * cache) with their messages.
+ * refusals (one device, a budget of 0, budgets nothing fits in, a device
+ * named twice, a drafter's bytes) with their messages.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,9 +92,9 @@ static void refusals(const sw_model *m) {
     SW_CHECK(sw_engine_launch_split(m, &o, two, twice, 2, NULL, &e) == SW_ERR_ARG,
              "device 1 named twice taken");
     sw_plan_options xo = o;
-    xo.experts.slots = 2;
+    xo.draft_device_bytes = 1ull << 20;
     SW_CHECK(sw_engine_launch_split(m, &xo, two, NULL, 2, NULL, &e) == SW_ERR_ARG,
-             "an expert cache with a split taken");
+             "a drafter's bytes with a split taken");
     SW_CHECK(sw_engine_launch_split(m, &o, NULL, NULL, 2, NULL, &e) == SW_ERR_ARG,
              "no budgets taken");
 }

@@ -3,7 +3,8 @@
  * exactly, with the default model (issue 39's tests): for splits that keep
  * every layer resident, that stream and compute on the host, and with two
  * sequences batched in one forward, and on Gemma 4's tiny models with
- * experts on the host, KV-shared layers and per-layer inputs (handed on
+ * experts on the host (with an expert cache on each device too),
+ * KV-shared layers and per-layer inputs (handed on
  * with the stream, to resident and host layers), the logits are bit-identical
  * to the cpu backend's, and each device's accounted peak is within its plan and
  * its plan within its budget. With the argument `pjrt`: a split over two
@@ -91,7 +92,7 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
     SW_CHECK(memcmp(got, ref, n * sizeof(float)) == 0, "%u devices (%llu MiB first), %u "
              "sequences: logits differ from the cpu backend's", n_dev,
              (unsigned long long)(dev[0] / MIB), n_seq);
-    uint32_t placed[3] = {0, 0, 0}, experts_host = 0, peers = 0;
+    uint32_t placed[3] = {0, 0, 0}, experts_host = 0, peers = 0, cached = 0;
     SW_CHECK(engine_n_devices(e) == n_dev, "%u devices driven", engine_n_devices(e));
     for (uint32_t d = 0; d < n_dev; d++) {
         engine_device_stat ds;
@@ -113,12 +114,19 @@ static void check_split(const sw_plan_options *base, const sw_model *m, const ui
             placed[s->stage[d].layer_place[i] - PLACE_RESIDENT]++;
             experts_host += s->stage[d].experts_host[i];
         }
+        cached += s->stage[d].expert_layers;
     }
+    sw_report rep;
+    SW_CHECK_OK(sw_engine_report(e, &rep));
+    SW_CHECK(rep.experts.layers == cached && (o.experts.slots == 0) == (cached == 0) &&
+                 (cached == 0 || rep.experts.needed > 0),
+             "expert cache: %u layers reported, %u planned, %llu experts needed",
+             rep.experts.layers, cached, (unsigned long long)rep.experts.needed);
     parts_seen += e->decode_parts > 1 || e->prefill_parts > 1;
     printf("  %s, %u devices, %u sequence(s): %u resident, %u streamed, %u host layers, %u "
-           "with experts on the host, %u hops device to device, micro-batches %u/%u: same "
-           "logits\n", s->model, n_dev, n_seq, placed[0], placed[1], placed[2], experts_host,
-           peers, e->decode_parts, e->prefill_parts);
+           "with experts on the host (%u cached), %u hops device to device, micro-batches "
+           "%u/%u: same logits\n", s->model, n_dev, n_seq, placed[0], placed[1], placed[2],
+           experts_host, cached, peers, e->decode_parts, e->prefill_parts);
     free(got);
     sw_engine_destroy(e);
     free(s);
@@ -214,7 +222,15 @@ static void tiny_gemma4(void) {
             check_split(&o, m, two, 2, ref, n_vocab);
             if (k < 2) {
                 check_split(&o, m, three, 3, ref, n_vocab);
-            } else { /* 5 layers whose KV sharing allows one cut; host layers after it */
+            }
+            if (k == 0) { /* an expert cache on each device: 2 slots, then auto */
+                for (int slots = 2; slots >= -1; slots -= 3) {
+                    o.experts.slots = slots;
+                    check_split(&o, m, two, 2, ref, n_vocab);
+                    check_split(&o, m, three, 3, ref, n_vocab);
+                }
+                o.experts.slots = 0;
+            } else if (k == 2) { /* 5 layers whose KV sharing allows one cut; host layers after it */
                 const uint64_t mixed[2] = {400ull << 10, 600ull << 10};
                 check_split(&o, m, mixed, 2, ref, n_vocab);
             }

@@ -10,6 +10,37 @@
 #include "engine/split_engine.h"
 #include "util/error.h"
 
+/* A split's expert caches, one per stage that has one, as one: the
+ * counts summed, slots per layer the most any stage has. */
+static void add_experts(sw_expert_report *t, const sw_expert_report *x) {
+    t->slots = x->slots > t->slots ? x->slots : t->slots;
+    t->layers += x->layers;
+    t->cache_bytes += x->cache_bytes;
+    t->steps += x->steps;
+    t->routings += x->routings;
+    t->needed += x->needed;
+    t->hits += x->hits;
+    t->misses += x->misses;
+    t->copied += x->copied;
+    t->copied_bytes += x->copied_bytes;
+    t->host_experts += x->host_experts;
+    t->host_tokens += x->host_tokens;
+    t->prefetched += x->prefetched;
+    t->prefetch_hits += x->prefetch_hits;
+    t->copy_source = t->copy_source != SW_EXPERT_COPY_NONE ? t->copy_source : x->copy_source;
+    t->staging_bytes += x->staging_bytes;
+}
+
+/* Pinned memory of one engine (a split's stage): the plan's and what was
+ * allocated; *locked cleared where an allocation stayed pageable. */
+static void add_pinned(const sw_engine *e, sw_report *r, bool *any, bool *locked) {
+    r->plan_pinned_bytes += e->plan->tier_bytes[TIER_PINNED];
+    r->pinned_bytes += e->hw.pinned.bytes + e->xc.stage.bytes;
+    *any |= e->hw.pinned.ptr != NULL || e->xc.stage.ptr != NULL;
+    *locked &= (e->hw.pinned.ptr == NULL || e->hw.pinned.locked) &&
+               (e->xc.stage.ptr == NULL || e->xc.stage.locked);
+}
+
 sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     if (e == NULL || r == NULL)
         return sw_errorf(SW_ERR_ARG, "sw_engine_report: NULL argument");
@@ -50,14 +81,19 @@ sw_status sw_engine_report(const sw_engine *e, sw_report *r) {
     r->pred_decode_tokens_per_s =
         e->n_stages ? e->split_decode_tokens_per_s : e->plan->decode_tokens_per_s;
     r->n_replans = e->n_replans;
-    r->plan_pinned_bytes = e->plan->tier_bytes[TIER_PINNED];
-    r->pinned_bytes = e->hw.pinned.bytes + e->xc.stage.bytes;
     /* locked: every pinned allocation there is (none: false) */
-    r->pinned_locked = (e->hw.pinned.ptr != NULL || e->xc.stage.ptr != NULL) &&
-                       (e->hw.pinned.ptr == NULL || e->hw.pinned.locked) &&
-                       (e->xc.stage.ptr == NULL || e->xc.stage.locked);
+    bool any = false, locked = true;
+    add_pinned(e, r, &any, &locked);
     r->converted_bytes = e->hw.arena_bytes + e->hw.staging_bytes;
     r->n_forwards = e->n_forwards;
     xcache_report(e, &r->experts);
+    for (uint32_t k = 0; k < e->n_stages; k++) {
+        sw_expert_report x;
+        add_pinned(e->stages[k], r, &any, &locked);
+        r->converted_bytes += e->stages[k]->hw.arena_bytes + e->stages[k]->hw.staging_bytes;
+        xcache_report(e->stages[k], &x);
+        add_experts(&r->experts, &x);
+    }
+    r->pinned_locked = any && locked;
     return SW_OK;
 }

@@ -426,9 +426,9 @@ sw_status plan_split_create(const sw_model *model, const char *catalog_name,
         return sw_errorf(SW_ERR_ARG, "plan_split_create: give exactly one of a model and a "
                          "catalog name, options, 1 to %d budgets and an output",
                          PLAN_MAX_DEVICES);
-    if (opt->draft_device_bytes || opt->experts.slots > 0 || opt->device_mem_fraction > 0)
+    if (opt->draft_device_bytes || opt->device_mem_fraction > 0)
         return sw_errorf(SW_ERR_ARG, "a split over several devices takes budgets as sizes, "
-                         "and no drafter or expert cache yet");
+                         "and no drafter yet");
     uint32_t ids[PLAN_MAX_DEVICES];
     uint64_t bytes[PLAN_MAX_DEVICES];
     for (uint32_t d = 0; d < n_dev; d++) {
@@ -449,9 +449,13 @@ sw_status plan_split_create(const sw_model *model, const char *catalog_name,
     if (st == SW_OK)
         st = plan_split_build(&in->model, &in->budget, bytes, n_dev, &in->rates, &in->work,
                               &in->pins, out);
-    /* micro-batches only where they keep the bits (backend_info.rows_alone) */
     backend_info info;
-    if (st == SW_OK && backend_lookup(in->budget.backend, &info) == SW_OK && info.rows_alone)
+    const bool known = backend_lookup(in->budget.backend, &info) == SW_OK;
+    if (st == SW_OK)
+        st = plan_split_expert_cache(out, &in->model, &in->rates, &in->work, &opt->experts,
+                                     known ? info.no_expert_cache : NULL);
+    /* micro-batches only where they keep the bits (backend_info.rows_alone) */
+    if (st == SW_OK && known && info.rows_alone)
         st = plan_split_micro(&in->model, &in->rates, &in->work, out);
     for (uint32_t d = 0; st == SW_OK && d < n_dev; d++) {
         out->device[d] = ids[d];

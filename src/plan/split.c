@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/expert_plan.h"
 #include "plan/plan_internal.h"
 #include "plan/split.h"
 #include "util/error.h"
@@ -379,29 +380,51 @@ static sw_status fill(split_search *s, const split_cand *c, plan_split *out) {
 
 /* Predictions from the stage plans: decode one stage after another plus
  * the hops; prefill chunks pipelined (the slowest stage or hop) and alone. */
-static void predict(const split_search *s, plan_split *out) {
-    const uint32_t n_seq = s->w->n_seq;
-    const uint32_t n_chunk = s->w->n_batch < s->w->n_ctx ? s->w->n_batch : s->w->n_ctx;
+static void predict(const plan_model *m, const plan_rates *r, const plan_workload *w,
+                    plan_split *out) {
+    const uint32_t n_seq = w->n_seq;
+    const uint32_t n_chunk = w->n_batch < w->n_ctx ? w->n_batch : w->n_ctx;
     double dec = 0, pre = 0, pre_max = 0, pre_s[PLAN_MAX_DEVICES];
     for (int p = 0; p < 2; p++) {
-        out->hop_bytes[p] = hop_bytes(s->m, p == PASS_DECODE ? n_seq : n_chunk);
-        out->hop_s[p] = hop_seconds(s->r, out->hop_bytes[p]);
+        out->hop_bytes[p] = hop_bytes(m, p == PASS_DECODE ? n_seq : n_chunk);
+        out->hop_s[p] = hop_seconds(r, out->hop_bytes[p]);
     }
-    for (uint32_t d = 0; d < s->n_dev; d++) {
+    for (uint32_t d = 0; d < out->n_dev; d++) {
         const plan *p = &out->stage[d];
         dec += n_seq / p->decode_tokens_per_s;
         pre_s[d] = n_chunk / p->prefill_tokens_per_s;
         pre += pre_s[d];
         pre_max = pre_s[d] > pre_max ? pre_s[d] : pre_max;
     }
-    const double hops = (double)(s->n_dev - 1);
+    const double hops = (double)(out->n_dev - 1);
     out->decode_tokens_per_s = n_seq / (dec + hops * out->hop_s[PASS_DECODE]);
     out->prefill_serial_tokens_per_s = n_chunk / (pre + hops * out->hop_s[PASS_PREFILL]);
     const double slowest = pre_max > out->hop_s[PASS_PREFILL] ? pre_max
                                                                : out->hop_s[PASS_PREFILL];
     out->prefill_tokens_per_s = n_chunk / slowest;
-    for (uint32_t d = 0; d < s->n_dev; d++)
+    for (uint32_t d = 0; d < out->n_dev; d++)
         out->busy_share[d] = pre_s[d] / slowest;
+}
+
+sw_status plan_split_expert_cache(plan_split *s, const plan_model *m, const plan_rates *r,
+                                  const plan_workload *w, const sw_expert_options *o,
+                                  const char *no_cache) {
+    if (o == NULL || o->slots == 0)
+        return SW_OK;
+    for (uint32_t d = 0; d < s->n_dev; d++) {
+        plan *p = &s->stage[d];
+        const uint64_t host = p->tier_bytes[TIER_HOST];
+        const sw_status st = plan_expert_cache(p, o, no_cache);
+        if (st != SW_OK) {
+            char msg[512]; /* sw_last_error() is the buffer sw_errorf writes */
+            snprintf(msg, sizeof msg, "%s", sw_last_error());
+            return sw_errorf(st, "device %u (layers %u-%u): %s", d, s->first[d], s->end[d] - 1,
+                             msg);
+        }
+        s->host_planned_bytes += p->tier_bytes[TIER_HOST] - host;
+    }
+    predict(m, r, w, s); /* the stages' speeds with their caches */
+    return SW_OK;
 }
 
 /* The whole model on the largest budget alone, for comparison. */
@@ -486,7 +509,7 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
     out->host_bytes = budget->host_bytes;
     if ((st = fill(s, &best, out)) != SW_OK)
         goto done;
-    predict(s, out);
+    predict(s->m, s->r, s->w, out);
     out->decode_parts = out->prefill_parts = 1; /* plan_split_micro may cut passes */
     single(s, out);
     out->n_evaluated = s->n_evaluated;

@@ -82,13 +82,24 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
  * the options (device_mem_bytes and device_mem_fraction unused), then
  * plan_split_build. devices: the backend's device numbers (--devices;
  * NULL: 0, 1, ...); on devices that report their memory (CUDA) each budget
- * is capped by its device's free memory. Reads the machine as
- * sw_plan_create does. Errors: as plan_split_build; SW_ERR_ARG for a
- * drafter or expert cache (not taken yet) or a device named twice;
+ * is capped by its device's free memory, and with an expert cache on
+ * each device that keeps experts on the host (plan_split_expert_cache).
+ * Reads the machine as sw_plan_create does. Errors: as plan_split_build
+ * and plan_split_expert_cache; SW_ERR_ARG for a drafter or a device named
+ * twice;
  * SW_ERR_NO_DEVICE for a device that is not there. */
 sw_status plan_split_create(const sw_model *model, const char *catalog_name,
                             const sw_plan_options *opt, const uint64_t *device_bytes,
                             const uint32_t *devices, uint32_t n_dev, plan_split *out);
+
+/* After plan_split_build: each stage's expert cache, as plan_expert_cache
+ * sizes one in what that device's placement leaves (o->slots 0: none;
+ * stages keeping no experts on the host get a note), the split's
+ * predictions redone with them. no_cache: as plan_expert_cache's.
+ * Errors: plan_expert_cache's, naming the device and its layers. */
+sw_status plan_split_expert_cache(plan_split *s, const plan_model *m, const plan_rates *r,
+                                  const plan_workload *w, const sw_expert_options *o,
+                                  const char *no_cache);
 
 /* The stage model of layers [first, end): the layers renumbered, the
  * embedding only when first == 0, the LM head only when end == n_layer.

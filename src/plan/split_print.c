@@ -57,6 +57,14 @@ static void print_device(FILE *out, const plan_split *s, uint32_t d) {
                                            : "");
     fprintf(out, "  device memory %s of %s: weights %s, KV %s, ring %s, activations and "
             "the rest %s\n", planned, budget, w, kv, ring, other);
+    if (p->expert_slots) {
+        char cache[32];
+        plan_format_size(p->expert_cache_bytes, cache, sizeof cache);
+        fprintf(out, "  expert cache: %u of %u experts per layer, %u layers (%s, in the "
+                "weights), hit rate %.0f%%%s\n", p->expert_slots, p->model.config.n_expert,
+                p->expert_layers, cache, 100 * p->expert_hit_rate,
+                p->expert_hit_given ? " (given)" : " (slots/experts)");
+    }
     fprintf(out, "  alone: decode %.2f tok/s (%s), prefill %.1f tok/s (%s); busy %.0f%% of a "
             "pipelined prefill\n", p->decode_tokens_per_s, p->decode_bottleneck,
             p->prefill_tokens_per_s, p->prefill_bottleneck, 100 * s->busy_share[d]);
