@@ -18,7 +18,8 @@
 #      in Q4_K (random ids; the real default model is 241 MiB, past the
 #      64 MiB that travels); test_assist cuda (Gemma 4 assistants: drafter
 #      logits against transformers', assisted generation's acceptance);
-#      a split over two GPUs (issue 39) where two are visible;
+#      a split over two GPUs and two replicas, one per GPU (issue 39),
+#      where two are visible;
 #   4. speed, on synthetic models of official shapes (`spillway synth`):
 #      resident decode at batch 1 against the HBM bound (weight bytes per
 #      token / measured copy rate) — for Q4_K also with the f32 decode
@@ -241,10 +242,26 @@ if [ "${n_gpu:-0}" -ge 2 ]; then
     put test.split "FAILED (text differs, or a run failed)"
   fi
   grep -E '^  device [0-9]' "$raw/split_two.log" 2>/dev/null | sed 's/^/  /' >>"$log"
+  # two replicas, one per GPU (replica i on cuda:i): batch's texts are run's
+  printf '{"id":"a","prompt":"The river"}\n{"id":"b","prompt":"One two three"}\n' >"$raw/rep.jsonl"
+  step replicas_two 90 "$sw" batch --backend cuda --replicas 2 -m tests/data/tiny/gemma3.gguf \
+    -n 16 --temp 0 -c 128 -f "$raw/rep.jsonl" -o "$raw/rep_out.jsonl"
+  step replicas_one 60 "$sw" run --backend cuda -m tests/data/tiny/gemma3.gguf -p "One two three" \
+    -n 16 --temp 0 -c 128
+  if [ "$(get replicas_two.rc)" = 0 ] && python3 -c 'import json,sys
+got = {r["id"]: r["text"] for r in map(json.loads, open(sys.argv[1]))}
+sys.exit(0 if got.get("b") and got["b"] in open(sys.argv[2]).read() else 1)' \
+       "$raw/rep_out.jsonl" "$raw/replicas_one.log"; then
+    put test.replicas "ok (2 replicas on 2 GPUs; run's text)"
+  else
+    put test.replicas "FAILED (a replica failed, or its text differs from run's)"
+  fi
 else
   put test.split "skipped (${n_gpu:-0} GPU visible; a split needs 2)"
+  put test.replicas "skipped (${n_gpu:-0} GPU visible; one replica per GPU)"
 fi
 say "split over 2 GPUs: $(get test.split)"
+say "replicas on 2 GPUs: $(get test.replicas)"
 
 # ---- 4. speed ----------------------------------------------------------------------------
 peer_wait
@@ -546,10 +563,10 @@ G = 1e9
 hbm, pin = num("hbm_Bps"), num("pinned_Bps")
 o = ["", "== device check%s: %s" % (" (DRY RUN)" if dry else "", R.get("gpu", "?"))]
 o.append("correctness: math %s | q8 dots %s | ops %s | gemma3 %s | gemma2 %s | gemma1 %s | 270m-shape q4_k %s"
-         " | gemma4 assistants %s | expert cache %s | split over 2 GPUs %s"
+         " | gemma4 assistants %s | expert cache %s | split over 2 GPUs %s | replicas on 2 GPUs %s"
          % tuple(R.get(k, "not run") for k in ("test.math", "test.q8", "test.ops", "test.gemma3", "test.gemma2",
                                                "test.gemma1", "test.synth", "test.assist", "test.xcache",
-                                               "test.split")))
+                                               "test.split", "test.replicas")))
 o.append("rates (doctor): HBM copy %.0f GB/s, h2d pinned %.1f GB/s, pageable %.1f GB/s, host %.1f GB/s"
          % (hbm / G, pin / G, num("pageable_Bps") / G, num("host_Bps") / G))
 rows = [("model", "decode tok/s", "HBM bound", "of bound", "predicted", "prefill tok/s", "peak / plan MiB")]

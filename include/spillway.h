@@ -296,6 +296,11 @@ typedef struct sw_engine_options {
     void *load_progress_user;
     const char *expert_trace;     /* a file for each forward's expert routing, a JSON
                                    * line per (forward, layer, token); NULL: none */
+    uint32_t device;              /* which of the backend's devices the engine runs
+                                   * on: cuda:N, the PJRT client's Nth (sim: a label,
+                                   * each engine its own card); 0: the first. The
+                                   * plan's budget is the caller's to fit it. A
+                                   * split names its own (sw_engine_launch_split) */
 } sw_engine_options;
 
 SW_API sw_engine_options sw_engine_options_default(void);

@@ -90,11 +90,12 @@ def main():
         req = os.path.join(tmp, "req.jsonl")
         out = os.path.join(tmp, "out.jsonl")
         write_requests(req, stop)
-        # --replicas: engines of their own (cpu and sim only; refused elsewhere)
-        p = subprocess.run([BIN, "batch", *COMMON, "--backend", "cuda", "--replicas", "2",
+        # --replicas: engines of their own; on cuda one per GPU, refused by
+        # count where fewer are visible (every machine CI runs on)
+        p = subprocess.run([BIN, "batch", *COMMON, "--backend", "cuda", "--replicas", "8",
                             "-f", req, "-o", out], capture_output=True, timeout=60)
-        check(p.returncode == 2 and b"--backend cpu or sim" in p.stderr,
-              "--replicas on cuda: exit %d: %s" % (p.returncode, p.stderr[-300:]))
+        check(p.returncode == 2 and b"one replica per GPU" in p.stderr,
+              "--replicas 8 on cuda: exit %d: %s" % (p.returncode, p.stderr[-300:]))
         for plan, flags in PLANS.items():
             for np_, reps in ((1, 1), (4, 1), (8, 1), (2, 2)) + (((1, 3),) if plan == "resident"
                                                                else ()):

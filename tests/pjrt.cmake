@@ -52,4 +52,10 @@ if(SW_HAVE_PJRT)
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/pjrt_report_test.sh
                    $<TARGET_FILE:spillway_cli>)
   set_tests_properties(pjrt_report_json PROPERTIES LABELS "pjrt;model" TIMEOUT 600)
+  # batch --replicas 2 over the plugin's devices (replica i on device i):
+  # run's greedy texts (tiny Gemma 3; release stage only).
+  add_test(NAME replicas_pjrt
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/replicas_pjrt_test.sh
+                   $<TARGET_FILE:spillway_cli> ${SW_TEST_DATA}/tiny/gemma3.gguf)
+  set_tests_properties(replicas_pjrt PROPERTIES LABELS "pjrt;slow" TIMEOUT 600)
 endif()

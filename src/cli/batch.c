@@ -28,8 +28,8 @@ static void usage(FILE *out) {
           "  \"decode_ms\"} in input order (stdout without -o). Up to -np requests run at\n"
           "  once; with --temp 0 every text equals `spillway run`'s for its prompt.\n"
           "  -o FILE          where the results go (default: standard output)\n"
-          "  --replicas N     N engines of the plan (--backend cpu or sim), each with its\n"
-          "                   own device and -np sequences; a request goes to the one with\n"
+          "  --replicas N     N engines of the plan, each with its own device (cuda/pjrt:\n"
+          "                   device i) and -np sequences; a request goes to the one with\n"
           "                   the fewest tokens assigned (default 1)\n", out);
     gen_opts_usage(out);
 }

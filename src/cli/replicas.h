@@ -3,8 +3,8 @@
  * N engines of one plan in one process, each with its own device (sim: its
  * own simulated card of --device-mem; cpu: its own KV, activations and -t
  * threads, the weights shared through the mapping), each with its own
- * scheduler. cuda and pjrt processes drive one device for now, so there
- * the flag is refused by name.
+ * scheduler. On cuda and pjrt, replica i runs on device i (cuda:i, the
+ * PJRT client's ith), so N must not pass the devices visible.
  */
 #ifndef SW_CLI_REPLICAS_H
 #define SW_CLI_REPLICAS_H
@@ -13,8 +13,8 @@
 
 enum { CLI_MAX_REPLICAS = 8 };
 
-/* CLI_EXIT_OK, or CLI_EXIT_USAGE (said) when n > 1 on a backend that
- * cannot hold replicas. */
+/* CLI_EXIT_OK, or CLI_EXIT_USAGE (said) when n > 1 with a split, or on
+ * cuda with fewer GPUs visible than n. */
 int cli_replicas_check(long n, const gen_opts *o);
 
 /* Replica i's engine: the first through gen_opts_start_engine (a

@@ -85,10 +85,10 @@ static void serve_usage(FILE *out) {
           "                   once); keep it under Kubernetes' terminationGracePeriodSeconds\n"
           "  --public-metrics GET /metrics without --api-key's key (an inference gateway's\n"
           "                   endpoint picker scrapes it without one)\n"
-          "  --replicas N     N copies of the plan, each with its own device (sim: its own\n"
-          "                   simulated card of --device-mem; cpu: its own KV and threads),\n"
-          "                   each serving -np sequences; a request goes to the one with\n"
-          "                   the fewest (default 1; --backend cpu or sim for now)\n",
+          "  --replicas N     N copies of the plan, each with its own device (cuda/pjrt:\n"
+          "                   device i; sim: its own simulated card of --device-mem; cpu:\n"
+          "                   its own KV and threads), each serving -np sequences; a\n"
+          "                   request goes to the one with the fewest (default 1)\n",
           out);
     gen_opts_usage(out);
 }

@@ -173,7 +173,8 @@ sw_status engine_create(const sw_model *model, const sw_plan *sp,
             *out = NULL;
         return sw_errorf(SW_ERR_ARG, "sw_engine_create: NULL argument");
     }
-    return engine_create_stage(model, plan_of(sp), 0, 0, 0, opt, hooks, out, failure);
+    return engine_create_stage(model, plan_of(sp), 0, 0, opt ? opt->device : 0, opt, hooks, out,
+                               failure);
 }
 
 sw_status sw_engine_create(const sw_model *model, const sw_plan *sp,
