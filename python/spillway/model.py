@@ -91,7 +91,8 @@ class Model:
             if split is not None:
                 if draft_model is not None:
                     raise ValueError("device_mem with several devices (a split) takes no "
-                                     "draft model yet (draft_ngram drafts without one)")
+                                     "draft model from Python yet (draft_ngram drafts without "
+                                     "one; `spillway run --device-mem A,B -md PATH` does)")
                 self._launch_split(opts, split, devices)
             elif devices is not None:
                 raise ValueError("devices picks the devices of a split: give device_mem as "

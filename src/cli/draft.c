@@ -9,10 +9,13 @@
  */
 #include "cli/draft.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/model_arg.h"
+#include "plan/split.h"
+#include "util/error.h"
 
 int draft_flags_parse(draft_flags *d, int argc, char **argv, int i) {
     const char *f = argv[i];
@@ -81,6 +84,9 @@ sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target) 
     } else if (target->draft_device_bytes) { /* its share, reserved in the target's plan */
         p.device_mem_bytes = target->draft_device_bytes;
         p.device_mem_fraction = 0;
+    } else if (d->n_split) { /* on the split's first device */
+        p.device_mem_bytes = d->split[0];
+        p.device_mem_fraction = 0;
     }
     return p;
 }
@@ -100,24 +106,42 @@ static sw_status draft_device_bytes(const draft_flags *d, const sw_model *m,
         dp.device_mem_bytes = budget;
         dp.device_mem_fraction = 0;
     }
-    sw_plan *plan = NULL;
+    sw_plan *sp = NULL;
     sw_plan_summary s;
-    sw_status st = sw_plan_create(m, NULL, &dp, &plan);
+    sw_status st = sw_plan_create(m, NULL, &dp, &sp);
     if (st == SW_OK)
-        st = sw_plan_get_summary(plan, &s);
+        st = sw_plan_get_summary(sp, &s);
     *out = st == SW_OK ? s.device_bytes : 0;
-    sw_plan_destroy(plan);
+    sw_plan_destroy(sp);
     return st;
 }
 
-/* Whether the target plans with `reserve` device bytes kept for a drafter. */
-static bool target_fits(const sw_model *target, const char *catalog, const sw_plan_options *p,
-                        uint64_t reserve) {
+/* The target's split planned with p (its drafter's reserve included), for
+ * whether it fits and the context it resolves (*n_ctx, may be NULL). */
+static sw_status split_plan(const draft_flags *d, const sw_model *target,
+                            const sw_plan_options *p, uint32_t *n_ctx) {
+    plan_split *s = malloc(sizeof *s);
+    if (s == NULL)
+        return sw_errorf(SW_ERR_OOM_HOST, "out of host memory planning a split");
+    const sw_status st = plan_split_create(target, NULL, p, d->split, d->split_devices,
+                                           d->n_split, s);
+    if (st == SW_OK && n_ctx != NULL)
+        *n_ctx = s->stage[0].workload.n_ctx;
+    free(s);
+    return st;
+}
+
+/* Whether the target plans with `reserve` device bytes kept for a drafter
+ * (with a split: off its first device's budget). */
+static bool target_fits(const draft_flags *d, const sw_model *target, const char *catalog,
+                        const sw_plan_options *p, uint64_t reserve) {
     sw_plan_options t = *p;
     t.draft_device_bytes = reserve;
-    sw_plan *plan = NULL;
-    const sw_status st = sw_plan_create(target, catalog, &t, &plan);
-    sw_plan_destroy(plan);
+    if (d->n_split)
+        return split_plan(d, target, &t, NULL) == SW_OK;
+    sw_plan *sp = NULL;
+    const sw_status st = sw_plan_create(target, catalog, &t, &sp);
+    sw_plan_destroy(sp);
     return st == SW_OK;
 }
 
@@ -129,15 +153,15 @@ static bool target_fits(const sw_model *target, const char *catalog, const sw_pl
 static sw_status reserve_model(const draft_flags *d, const sw_model *m, const sw_model *target,
                                const char *catalog, sw_plan_options *p) {
     uint64_t want = 0, got = 0;
-    const sw_status st = draft_device_bytes(d, m, p, 0, &want);
+    const sw_status st = draft_device_bytes(d, m, p, d->n_split ? d->split[0] : 0, &want);
     if (st != SW_OK || want == 0)
         return st; /* an error, no device, or nothing of it wanted */
-    if (!target_fits(target, catalog, p, want)) {
+    if (!target_fits(d, target, catalog, p, want)) {
         uint64_t lo = 0, hi = want, best = 0;
         while (hi - lo > want / 64 + 1) {
             const uint64_t mid = lo + (hi - lo) / 2;
             if (draft_device_bytes(d, m, p, mid, &got) == SW_OK && got <= mid &&
-                target_fits(target, catalog, p, got)) {
+                target_fits(d, target, catalog, p, got)) {
                 lo = mid;
                 best = got;
             } else {
@@ -155,15 +179,18 @@ static sw_status reserve_model(const draft_flags *d, const sw_model *m, const sw
 
 /* -c 0: the context the target's plan resolves (the drafter holds the
  * target's sequences whole, so it is planned at that context). */
-static sw_status resolve_ctx(const sw_model *target, const char *catalog, sw_plan_options *p) {
+static sw_status resolve_ctx(const draft_flags *d, const sw_model *target, const char *catalog,
+                             sw_plan_options *p) {
     if (p->n_ctx != 0)
         return SW_OK;
-    sw_plan *plan = NULL;
+    if (d->n_split)
+        return split_plan(d, target, p, &p->n_ctx);
+    sw_plan *sp = NULL;
     sw_plan_summary s;
-    sw_status st = sw_plan_create(target, catalog, p, &plan);
-    if (st == SW_OK && (st = sw_plan_get_summary(plan, &s)) == SW_OK)
+    sw_status st = sw_plan_create(target, catalog, p, &sp);
+    if (st == SW_OK && (st = sw_plan_get_summary(sp, &s)) == SW_OK)
         p->n_ctx = s.n_ctx;
-    sw_plan_destroy(plan);
+    sw_plan_destroy(sp);
     return st;
 }
 
@@ -172,7 +199,7 @@ int draft_reserve(const draft_flags *d, const sw_model *target, const char *cata
     *assistant = false;
     if (d->model == NULL)
         return CLI_EXIT_OK;
-    sw_status rs = resolve_ctx(target, catalog, p);
+    sw_status rs = resolve_ctx(d, target, catalog, p);
     if (rs != SW_OK)
         return cli_fail(rs);
     sw_model *m = NULL;
@@ -181,6 +208,13 @@ int draft_reserve(const draft_flags *d, const sw_model *target, const char *cata
         return rc;
     uint64_t bytes = 0;
     sw_status st = SW_OK;
+    if (sw_model_is_assistant(m) && d->n_split) {
+        sw_model_close(m);
+        cli_error("the assistant '%s' drafts over the target's caches, which a split spreads "
+                  "over devices: not yet (--draft-ngram, or a draft model, drafts with a "
+                  "split)", d->model);
+        return CLI_EXIT_USAGE;
+    }
     if (sw_model_is_assistant(m)) {
         *assistant = true;
         st = sw_assistant_device_bytes(m, p->n_seq ? p->n_seq : 1, &bytes);
@@ -203,7 +237,7 @@ int draft_reserve(const draft_flags *d, const sw_model *target, const char *cata
     return CLI_EXIT_OK;
 }
 
-int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_model *target,
+int draft_start(const draft_flags *d, const sw_plan_options *target_opts, const sw_model *target,
                 sw_scheduler *q, draft_ctx *ctx) {
     memset(ctx, 0, sizeof *ctx);
     if (d->model == NULL && !d->ngram)
@@ -224,9 +258,11 @@ int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_mode
         o.assistant = ctx->model;
         kind = "Gemma 4 assistant";
     } else if (d->model != NULL) {
-        const sw_plan_options p = draft_plan(d, plan);
+        const sw_plan_options p = draft_plan(d, target_opts);
         sw_engine_options eo = sw_engine_options_default();
         eo.load_progress = cli_load_progress;
+        if (d->n_split) /* with the target's first layers, on the split's first device */
+            eo.device = d->split_devices ? d->split_devices[0] : 0;
         sw_status st = sw_engine_launch(ctx->model, &p, &eo, &ctx->engine);
         if (st != SW_OK) { /* one line: which model, and the planner's or loader's why */
             cli_error("the draft model '%s': %s", d->model,

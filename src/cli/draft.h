@@ -27,6 +27,12 @@ typedef struct draft_flags {
     bool ngram;                 /* --draft-ngram */
     long max;                   /* --draft-max; 0: the library's default */
     uint64_t device_mem_bytes;  /* --draft-device-mem; 0: the target's budget */
+    /* The target's split over devices (--device-mem A,B,...), set by the
+     * command before draft_reserve: the draft model goes on the split's
+     * first device, its bytes off that device's budget. n_split 0: none. */
+    const uint64_t *split;
+    uint32_t n_split;
+    const uint32_t *split_devices; /* --devices, or NULL: 0, 1, ... */
 } draft_flags;
 
 /* What a drafter holds until the scheduler using it is destroyed. */
@@ -57,8 +63,10 @@ sw_plan_options draft_plan(const draft_flags *d, const sw_plan_options *target);
  * off its budget): a Gemma 4 assistant's (*assistant set), or a draft
  * model's plan on the device (planned first, on p's budget, as draft_plan
  * plans it, giving back what the target needs to fit; not with
- * --draft-device-mem, a budget of its own). Returns an exit status (error
- * printed). */
+ * --draft-device-mem, a budget of its own). With a split (d->n_split), the
+ * drafter's share comes off the first device's budget and the split is
+ * what must still fit; a Gemma 4 assistant is refused there. Returns an
+ * exit status (error printed). */
 int draft_reserve(const draft_flags *d, const sw_model *target, const char *catalog,
                   sw_plan_options *p, bool *assistant);
 

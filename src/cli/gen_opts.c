@@ -233,15 +233,18 @@ int gen_opts_parse_all(gen_opts *o, int argc, char **argv, void (*usage)(FILE *o
     return draft_flags_check(&o->draft);
 }
 
-/* --device-mem A,B,...: the split planned, then an engine per device
+/* --device-mem A,B,...: the split planned (a draft model's share off the
+ * first device's budget), then an engine per device
  * (sw_engine_launch_split). Returns an exit status (error printed). */
-static int start_split(const gen_opts *o, const sw_model *m, const sw_engine_options *eo,
+static int start_split(gen_opts *o, const sw_model *m, const sw_engine_options *eo,
                        sw_engine **out) {
-    if (o->draft.model) { /* n-grams need no device; a model would need its bytes on one */
-        cli_error("--device-mem with several budgets (a split over devices) takes no draft "
-                  "model yet: --draft-ngram drafts without one");
-        return CLI_EXIT_USAGE;
-    }
+    o->draft.split = o->split;
+    o->draft.n_split = o->n_split;
+    o->draft.split_devices = o->n_devices ? o->devices : NULL;
+    bool assistant = false;
+    const int rc = draft_reserve(&o->draft, m, NULL, &o->plan, &assistant);
+    if (rc != CLI_EXIT_OK)
+        return rc;
     const sw_status st = sw_engine_launch_split(m, &o->plan, o->split,
                                                 o->n_devices ? o->devices : NULL, o->n_split,
                                                 eo, out);

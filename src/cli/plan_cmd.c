@@ -111,8 +111,8 @@ static int parse_args(plan_args *a, int argc, char **argv) {
     if (plan_opts_check_devices(a->n_devices, a->n_split) != 0)
         return CLI_EXIT_USAGE;
     if (a->n_split && (a->draft.model || a->draft.ngram)) {
-        cli_error("--device-mem with several budgets (a split over devices) takes no drafter "
-                  "yet");
+        cli_error("plan --device-mem A,B (a split) shows no drafter yet; run, chat, batch and "
+                  "serve take --draft-ngram or --draft-model with a split");
         return CLI_EXIT_USAGE;
     }
     return draft_flags_check(&a->draft);

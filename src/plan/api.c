@@ -426,9 +426,8 @@ sw_status plan_split_create(const sw_model *model, const char *catalog_name,
         return sw_errorf(SW_ERR_ARG, "plan_split_create: give exactly one of a model and a "
                          "catalog name, options, 1 to %d budgets and an output",
                          PLAN_MAX_DEVICES);
-    if (opt->draft_device_bytes || opt->device_mem_fraction > 0)
-        return sw_errorf(SW_ERR_ARG, "a split over several devices takes budgets as sizes, "
-                         "and no drafter yet");
+    if (opt->device_mem_fraction > 0)
+        return sw_errorf(SW_ERR_ARG, "a split over several devices takes budgets as sizes");
     uint32_t ids[PLAN_MAX_DEVICES];
     uint64_t bytes[PLAN_MAX_DEVICES];
     for (uint32_t d = 0; d < n_dev; d++) {
@@ -446,6 +445,14 @@ sw_status plan_split_create(const sw_model *model, const char *catalog_name,
     sw_status st = gather(model, catalog_name, &o, in);
     if (st == SW_OK)
         st = split_budgets(&in->budget, ids, n_dev, bytes);
+    /* a drafter beside the first layers, on the first device (gather named it) */
+    if (st == SW_OK && in->budget.drafter_bytes >= bytes[0])
+        st = sw_errorf(SW_ERR_OOM_DEVICE, "device 0 of the split: the drafter takes %llu "
+                       "bytes of its %llu-byte budget (raise its --device-mem)",
+                       (unsigned long long)in->budget.drafter_bytes,
+                       (unsigned long long)bytes[0]);
+    if (st == SW_OK)
+        bytes[0] -= in->budget.drafter_bytes;
     if (st == SW_OK)
         st = plan_split_build(&in->model, &in->budget, bytes, n_dev, &in->rates, &in->work,
                               &in->pins, out);

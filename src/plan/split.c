@@ -102,6 +102,10 @@ static void stage_pins(const split_search *s, uint32_t first, uint32_t end, plan
 static plan_budget stage_budget(const split_search *s, uint32_t d, uint64_t host_bytes) {
     plan_budget b = *s->b;
     b.device_bytes = b.device_total_bytes = s->dev_bytes[d];
+    if (d != 0) { /* a drafter sits beside the first layers only */
+        b.drafter_bytes = 0;
+        b.drafter[0] = '\0';
+    }
     b.host_bytes = host_bytes;
     snprintf(b.device_name, sizeof b.device_name, "%.12s:%u", s->b->backend, d);
     return b;

@@ -85,8 +85,9 @@ sw_status plan_split_build(const plan_model *model, const plan_budget *budget,
  * is capped by its device's free memory, and with an expert cache on
  * each device that keeps experts on the host (plan_split_expert_cache).
  * Reads the machine as sw_plan_create does. Errors: as plan_split_build
- * and plan_split_expert_cache; SW_ERR_ARG for a drafter or a device named
- * twice;
+ * and plan_split_expert_cache; a drafter's bytes (opt->draft_device_bytes)
+ * come off the first device's budget (its drafter row). SW_ERR_ARG for a
+ * device named twice;
  * SW_ERR_NO_DEVICE for a device that is not there. */
 sw_status plan_split_create(const sw_model *model, const char *catalog_name,
                             const sw_plan_options *opt, const uint64_t *device_bytes,

@@ -57,6 +57,11 @@ static void print_device(FILE *out, const plan_split *s, uint32_t d) {
                                            : "");
     fprintf(out, "  device memory %s of %s: weights %s, KV %s, ring %s, activations and "
             "the rest %s\n", planned, budget, w, kv, ring, other);
+    if (p->budget.drafter_bytes) {
+        char dr[32];
+        plan_format_size(p->budget.drafter_bytes, dr, sizeof dr);
+        fprintf(out, "  drafter %s: %s beside the budget above\n", p->budget.drafter, dr);
+    }
     if (p->expert_slots) {
         char cache[32];
         plan_format_size(p->expert_cache_bytes, cache, sizeof cache);
