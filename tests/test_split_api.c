@@ -6,7 +6,8 @@
  * to the cpu backend's, each device's figures (its layers, peak within plan
  * within budget, the stream device to device), the split's JSON, and the
  * refusals (one device, a budget of 0, budgets nothing fits in, a device
- * named twice, a drafter's bytes) with their messages.
+ * named twice, a drafter's share filling the first device) with their
+ * messages.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,10 +92,11 @@ static void refusals(const sw_model *m) {
     const uint32_t twice[2] = {1, 1};
     SW_CHECK(sw_engine_launch_split(m, &o, two, twice, 2, NULL, &e) == SW_ERR_ARG,
              "device 1 named twice taken");
-    sw_plan_options xo = o;
-    xo.draft_device_bytes = 1ull << 20;
-    SW_CHECK(sw_engine_launch_split(m, &xo, two, NULL, 2, NULL, &e) == SW_ERR_ARG,
-             "a drafter's bytes with a split taken");
+    sw_plan_options xo = o; /* a drafter's share as large as the first device's budget */
+    xo.draft_device_bytes = two[0];
+    SW_CHECK(sw_engine_launch_split(m, &xo, two, NULL, 2, NULL, &e) == SW_ERR_OOM_DEVICE,
+             "a drafter filling device 0 taken");
+    SW_CHECK(strstr(sw_last_error(), "drafter") != NULL, "%s", sw_last_error());
     SW_CHECK(sw_engine_launch_split(m, &o, NULL, NULL, 2, NULL, &e) == SW_ERR_ARG,
              "no budgets taken");
 }
@@ -132,6 +134,30 @@ int main(void) {
             check_plan_json(e, n_dev);
             printf("  %u simulated devices through the public API: same logits\n", n_dev);
             free(got);
+            sw_engine_destroy(e);
+        }
+        /* a drafter's share off device 0's budget: its plan holds it, the
+         * budget reported is the whole device's, the JSON has its row */
+        o.draft_device_bytes = 8ull << 20;
+        o.drafter = "the drafter";
+        sw_engine *e = NULL;
+        SW_CHECK_OK(sw_engine_launch_split(m, &o, budget, NULL, 2, NULL, &e));
+        if (e != NULL) {
+            float *got = prompt_logits(e, ids, n_vocab);
+            SW_CHECK(memcmp(got, ref, (size_t)N_PROMPT * n_vocab * sizeof(float)) == 0,
+                     "with a drafter's share: the logits differ from the cpu backend's");
+            free(got);
+            check_devices(e, budget, 2, sum.n_layer);
+            sw_engine_device r;
+            SW_CHECK_OK(sw_engine_device_report(e, 0, &r));
+            SW_CHECK(r.plan_bytes >= o.draft_device_bytes, "device 0 plans %llu bytes, less "
+                     "than the drafter's share", (unsigned long long)r.plan_bytes);
+            size_t n = 0;
+            SW_CHECK_OK(sw_engine_format_plan(e, 1, NULL, 0, &n));
+            char *text = malloc(n + 1);
+            SW_CHECK_OK(sw_engine_format_plan(e, 1, text, n + 1, &n));
+            SW_CHECK(strstr(text, "\"drafter_bytes\":8388608") != NULL, "no drafter row");
+            free(text);
             sw_engine_destroy(e);
         }
         free(ref);

@@ -24,8 +24,9 @@ typedef struct sink {
 static void sink_put(sink *s, const char *p, size_t n) {
     if (s->full)
         return;
-    if (s->len + n + 1 > s->cap) {
-        n = s->cap - 1 - s->len;
+    const size_t room = s->cap - 1 - s->len;
+    if (n > room) { /* (n shrinks only: p[n] stays inside what the caller gave) */
+        n = room;
         /* Back off to a UTF-8 character boundary. */
         while (n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80)
             n--;

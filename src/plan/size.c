@@ -98,8 +98,10 @@ sw_status plan_parse_size(const char *s, uint64_t whole, uint64_t *out) {
     size_t n = strlen(rest);
     if (n >= sizeof suffix)
         return sw_errorf(SW_ERR_ARG, "size '%s': unknown unit '%s'", s, rest);
-    for (size_t i = 0; i <= n; i++)
-        suffix[i] = (char)tolower((unsigned char)rest[i]);
+    size_t k = 0;
+    for (; k < n && k + 1 < sizeof suffix; k++)
+        suffix[k] = (char)tolower((unsigned char)rest[k]);
+    suffix[k] = '\0';
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(suffix, units[i].name) != 0)
             continue;
