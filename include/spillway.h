@@ -408,6 +408,7 @@ SW_API sw_status sw_engine_format_plan(const sw_engine *engine, int json, char *
 
 /* One device of an engine: what `--report` says per device. */
 typedef struct sw_engine_device {
+    uint32_t device;                   /* the backend's device number (cuda:N) */
     uint32_t first_layer, end_layer;   /* the layers it holds: [first, end) */
     uint64_t budget_bytes, plan_bytes, peak_bytes;
     uint64_t bytes_to_device;          /* over the link from the host */

@@ -84,7 +84,7 @@ def refused(binary, model, extra, want):
 def main():
     binary, model = sys.argv[1], sys.argv[2]
     # one replica per GPU: more than any CI machine has
-    refused(binary, model, ["--replicas", "8", "--backend", "cuda"], "one replica per GPU")
+    refused(binary, model, ["--replicas", "8", "--backend", "cuda"], "GPU per replica")
     refused(binary, model, ["--replicas", "0"], "--replicas")
     refused(binary, model, ["--replicas", "9"], "--replicas")
     port = free_port()

@@ -37,7 +37,7 @@ class ExpertOptions(Structure):   # spillway_experts.h
 
 
 class EngineDevice(Structure):   # sw_engine_device: one device of an engine
-    _fields_ = [("first_layer", c_uint32), ("end_layer", c_uint32),
+    _fields_ = [("device", c_uint32), ("first_layer", c_uint32), ("end_layer", c_uint32),
                 ("budget_bytes", c_uint64), ("plan_bytes", c_uint64), ("peak_bytes", c_uint64),
                 ("bytes_to_device", c_uint64), ("peer_bytes", c_uint64), ("peer_in", c_int),
                 ("busy_s", c_double)]

@@ -303,7 +303,8 @@ class Model:
 
     def devices(self):
         """What each device the engine drives did (none on the cpu backend):
-        its layers [first_layer, end_layer), budget, plan and peak bytes,
+        which (device), its layers [first_layer, end_layer), budget, plan
+        and peak bytes,
         bytes over the link, bytes device to device from the one before
         (peer_in), seconds busy."""
         self._live()

@@ -238,7 +238,7 @@ int draft_reserve(const draft_flags *d, const sw_model *target, const char *cata
 }
 
 int draft_start(const draft_flags *d, const sw_plan_options *target_opts, const sw_model *target,
-                sw_scheduler *q, draft_ctx *ctx) {
+                uint32_t device, sw_scheduler *q, draft_ctx *ctx) {
     memset(ctx, 0, sizeof *ctx);
     if (d->model == NULL && !d->ngram)
         return CLI_EXIT_OK;
@@ -261,8 +261,7 @@ int draft_start(const draft_flags *d, const sw_plan_options *target_opts, const 
         const sw_plan_options p = draft_plan(d, target_opts);
         sw_engine_options eo = sw_engine_options_default();
         eo.load_progress = cli_load_progress;
-        if (d->n_split) /* with the target's first layers, on the split's first device */
-            eo.device = d->split_devices ? d->split_devices[0] : 0;
+        eo.device = device; /* beside the target's first layers */
         sw_status st = sw_engine_launch(ctx->model, &p, &eo, &ctx->engine);
         if (st != SW_OK) { /* one line: which model, and the planner's or loader's why */
             cli_error("the draft model '%s': %s", d->model,

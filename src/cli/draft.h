@@ -73,10 +73,11 @@ int draft_reserve(const draft_flags *d, const sw_model *target, const char *cata
 /* Gives scheduler q the drafter d asks for (none: nothing). A draft model
  * is opened and planned like the target (plan: the target's options) but
  * with no placement pins, all of its own budget, and the target's context
- * and sequences; its engine and model go to *ctx. Returns an exit status
- * (error printed). */
+ * and sequences, and runs on `device` (where the target's first layers
+ * are: a replica's or a split's); its engine and model go to *ctx. Returns
+ * an exit status (error printed). */
 int draft_start(const draft_flags *d, const sw_plan_options *plan, const sw_model *target,
-                sw_scheduler *q, draft_ctx *ctx);
+                uint32_t device, sw_scheduler *q, draft_ctx *ctx);
 /* After the scheduler is destroyed. Accepts a zeroed ctx. */
 void draft_end(draft_ctx *ctx);
 

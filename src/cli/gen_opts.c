@@ -293,5 +293,10 @@ int gen_opts_start_scheduler(const gen_opts *o, const sw_model *m, sw_engine *e,
      * target's plan resolved (-c 0 is each model's own default) */
     sw_plan_options p = o->plan;
     p.n_ctx = sw_engine_n_ctx(e);
-    return draft_start(&o->draft, &p, m, *q, draft);
+    /* the drafter beside the target's first layers: a replica's device, a
+     * split's first */
+    sw_engine_device first = {0};
+    if (sw_engine_n_devices(e) > 0 && sw_engine_device_report(e, 0, &first) != SW_OK)
+        first.device = 0;
+    return draft_start(&o->draft, &p, m, first.device, *q, draft);
 }

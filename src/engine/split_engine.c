@@ -173,6 +173,7 @@ sw_status engine_device_stats(const sw_engine *e, uint32_t d, engine_device_stat
     backend_stats bs;
     s->device->vt->get_stats(s->device, &bs);
     memset(out, 0, sizeof *out);
+    out->device = s->device_index;
     out->first_layer = s->first_layer;
     out->end_layer = s->stage_end ? s->stage_end : s->config.n_layer;
     out->budget_bytes = s->plan->budget.device_bytes + s->plan->budget.drafter_bytes;

@@ -25,6 +25,7 @@ sw_status engine_create_split(const sw_model *model, const plan_split *s,
 
 /* One device of an engine: its layers, budget, plan and what it used. */
 typedef struct engine_device_stat {
+    uint32_t device;           /* the backend's device number */
     uint32_t first_layer, end_layer;
     uint64_t budget_bytes, plan_bytes, peak_bytes, bytes_to_device;
     double copy_busy_s;

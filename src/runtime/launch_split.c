@@ -51,7 +51,8 @@ sw_status sw_engine_device_report(const sw_engine *e, uint32_t d, sw_engine_devi
     if (out == NULL)
         return sw_errorf(SW_ERR_ARG, "sw_engine_device_report: NULL argument");
     SW_TRY(engine_device_stats(e, d, &ds));
-    *out = (sw_engine_device){.first_layer = ds.first_layer, .end_layer = ds.end_layer,
+    *out = (sw_engine_device){.device = ds.device, .first_layer = ds.first_layer,
+                              .end_layer = ds.end_layer,
                               .budget_bytes = ds.budget_bytes, .plan_bytes = ds.plan_bytes,
                               .peak_bytes = ds.peak_bytes,
                               .bytes_to_device = ds.bytes_to_device,
