@@ -50,10 +50,12 @@ if out="$("$bin" run --backend cpu --device-mem 1G,2G -p Hi -n 1 2>&1)" || ! gre
 else
   echo "ok   2  run --backend cpu --device-mem 1G,2G"
 fi
-if out="$("$bin" serve --backend sim --device-mem 1G,1G --replicas 2 2>&1)" || ! grep -q "runs as one replica" <<< "$out"; then
-  echo "FAIL: serve --replicas 2 with a split: $out"; fail=1
+# replicas of a split take their devices in order: --devices is refused
+if out="$(timeout 60 "$bin" serve --backend sim --device-mem 1G,1G --devices 0,1 --replicas 2 2>&1)" ||
+   ! grep -q "drop --devices" <<< "$out"; then
+  echo "FAIL: serve --replicas 2 with a split and --devices: $out"; fail=1
 else
-  echo "ok   2  serve --replicas 2 --device-mem 1G,1G"
+  echo "ok   2  serve --replicas 2 --device-mem 1G,1G --devices 0,1"
 fi
 expect 0 "usage: spillway plan" --help
 exit $fail

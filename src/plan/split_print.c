@@ -91,8 +91,8 @@ void plan_split_print_table(FILE *out, const plan_split *s) {
     plan_format_size(s->hop_bytes[0], hd, sizeof hd);
     plan_format_size(s->hop_bytes[1], hp, sizeof hp);
     fprintf(out, "hops: %u, each %s per decode step (%.1f us) and %s per prefill chunk (%.2f ms), "
-            "priced through pinned host memory (an upper bound: a backend that copies between its "
-            "devices, sim and cuda, hops device to device)\n", s->n_dev - 1, hd, s->hop_s[0] * 1e6, hp,
+            "priced through pinned host memory (an upper bound: sim, cuda and pjrt hop device to "
+            "device where both ends are on a device)\n", s->n_dev - 1, hd, s->hop_s[0] * 1e6, hp,
             s->hop_s[1] * 1e3);
     fprintf(out, "predicted: decode %.2f tok/s (the devices in turn), prefill %.1f tok/s "
             "(chunks pipelined through the devices; one chunk alone %.1f tok/s)\n",
