@@ -171,21 +171,29 @@ new MutationObserver((records) => {
 # Hands the page a chat stream's server-sent events window.slowMs apart:
 # the tiny model writes its answer in milliseconds, often into one TCP
 # segment, so the page would draw it at once; spaced, each event is drawn on
-# its own, and Stop can land mid-stream.
+# its own, and Stop can land mid-stream. The request's abort signal ends the
+# spaced stream too, as it would a slow network's: the whole answer may have
+# arrived already, and an abort after that would otherwise change nothing.
 SLOW = """
 const real = window.fetch;
 window.slowMs = 40;
-const pause = () => new Promise((ok) => setTimeout(ok, window.slowMs));
+const pause = (signal) => new Promise((ok, no) => {
+  const stop = () => no(new DOMException('the request was stopped', 'AbortError'));
+  if (signal && signal.aborted) return stop();
+  const t = setTimeout(ok, window.slowMs);
+  if (signal) signal.addEventListener('abort', () => { clearTimeout(t); stop(); }, {once: true});
+});
 window.fetch = async (url, init) => {
   const r = await real(url, init);
   if (!String(url).includes('chat/completions')) return r;
+  const signal = init && init.signal;
   const slow = new TransformStream({async transform(chunk, c) {
     let start = 0;
     for (let i = 0; i + 1 < chunk.length; i++)
       if (chunk[i] === 10 && chunk[i + 1] === 10) {
-        await pause(); c.enqueue(chunk.slice(start, i + 2)); start = i + 2;
+        await pause(signal); c.enqueue(chunk.slice(start, i + 2)); start = i + 2;
       }
-    if (start < chunk.length) { await pause(); c.enqueue(chunk.slice(start)); }
+    if (start < chunk.length) { await pause(signal); c.enqueue(chunk.slice(start)); }
   }});
   return new Response(r.body.pipeThrough(slow), {status: r.status, headers: r.headers});
 };
