@@ -217,6 +217,19 @@ static void test_failures(void) {
                  SW_ERR_OOM_DEVICE, "100M,100M is short");
     SW_CHECK(strstr(sw_last_error(), "device 0:") && strstr(sw_last_error(), "--device-mem"),
              "names the short device and a fitting budget: %s", sw_last_error());
+    /* a small model's fitting budgets in MiB, and they fit */
+    make(&in, "gemma3-270m", 64 * GIB, 4096);
+    const uint64_t small[2] = {1ull << 20, 1ull << 20};
+    SW_CHECK(plan_split_build(&in.m, &in.b, small, 2, &in.r, &in.w, NULL, &s) ==
+                 SW_ERR_OOM_DEVICE, "1M,1M is short for gemma3-270m");
+    unsigned long long fit0 = 0, fit1 = 0;
+    const char *at = strstr(sw_last_error(), "--device-mem ");
+    SW_CHECK(at != NULL && sscanf(at, "--device-mem %lluM,%lluM", &fit0, &fit1) == 2,
+             "the fitting budgets in MiB: %s", sw_last_error());
+    const uint64_t fits[2] = {fit0 << 20, fit1 << 20};
+    SW_CHECK(fit0 > 0 && fit1 > 0 &&
+                 plan_split_build(&in.m, &in.b, fits, 2, &in.r, &in.w, NULL, &s) == SW_OK,
+             "the suggested %lluM,%lluM does not fit: %s", fit0, fit1, sw_last_error());
     make(&in, "gemma3-27b", 1ull << 20, 4096);
     const uint64_t big[2] = {16 * GIB, 16 * GIB};
     SW_CHECK(plan_split_build(&in.m, &in.b, big, 2, &in.r, &in.w, NULL, &s) == SW_ERR_OOM_HOST,

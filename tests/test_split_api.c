@@ -44,8 +44,9 @@ static void check_devices(sw_engine *e, const uint64_t *budget, uint32_t n_dev,
     for (uint32_t d = 0; d < n_dev; d++) {
         sw_engine_device r;
         SW_CHECK_OK(sw_engine_device_report(e, d, &r));
-        SW_CHECK(r.first_layer == next && r.end_layer > r.first_layer, "device %u: layers "
-                 "%u-%u after %u", d, r.first_layer, r.end_layer, next);
+        SW_CHECK(r.device == d && r.first_layer == next && r.end_layer > r.first_layer,
+                 "device %u: number %u, layers %u-%u after %u", d, r.device, r.first_layer,
+                 r.end_layer, next);
         SW_CHECK(r.peak_bytes > 0 && r.peak_bytes <= r.plan_bytes &&
                      r.plan_bytes <= r.budget_bytes && r.budget_bytes == budget[d],
                  "device %u: peak %llu, plan %llu, budget %llu", d,

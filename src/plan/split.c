@@ -345,10 +345,19 @@ static sw_status explain(split_search *s, const split_cand *c) {
                                   "%u-%u (their smallest plan needs %s of it);", d, a, first,
                                   c->cut[d] - 1, b);
         }
-        /* a size that fits, rounded up to a tenth of a GiB */
-        const double gib = (double)(((need + (1ull << 30) / 10 - 1) / ((1ull << 30) / 10))) / 10;
-        if (nf < sizeof fit)
-            nf += (size_t)snprintf(fit + nf, sizeof fit - nf, "%s%.1fG", d ? "," : "", gib);
+        /* a size that fits, rounded up to a tenth of a GiB (under 1 GiB to
+         * a MiB, under 1 MiB to a KiB: a tenth of a GiB could be ten times
+         * the need) */
+        const uint64_t tenth = (1ull << 30) / 10, mib = 1ull << 20, kib = 1024;
+        if (nf < sizeof fit && need < mib)
+            nf += (size_t)snprintf(fit + nf, sizeof fit - nf, "%s%lluK", d ? "," : "",
+                                   (unsigned long long)((need + kib - 1) / kib));
+        else if (nf < sizeof fit && need < (1ull << 30))
+            nf += (size_t)snprintf(fit + nf, sizeof fit - nf, "%s%lluM", d ? "," : "",
+                                   (unsigned long long)((need + mib - 1) / mib));
+        else if (nf < sizeof fit)
+            nf += (size_t)snprintf(fit + nf, sizeof fit - nf, "%s%.1fG", d ? "," : "",
+                                   (double)((need + tenth - 1) / tenth) / 10);
     }
     if (n < sizeof msg)
         snprintf(msg + n, sizeof msg - n, " changes that fit: --device-mem %s (this split), or "
