@@ -31,6 +31,7 @@ install(TARGETS spillway ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS spillway_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
 install(FILES ${CMAKE_SOURCE_DIR}/include/spillway.h ${CMAKE_SOURCE_DIR}/include/spillway_grammar.h
               ${CMAKE_SOURCE_DIR}/include/spillway_experts.h
+              ${CMAKE_SOURCE_DIR}/include/spillway_doctor.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT spillwayTargets NAMESPACE spillway::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spillway)

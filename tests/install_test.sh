@@ -30,7 +30,8 @@ grep -v '^sw_' "$tmp/exported" >"$tmp/foreign"
 check "only sw_* exported ($(wc -l <"$tmp/exported") symbols; others: $(head -3 "$tmp/foreign" | tr '\n' ' '))" \
     [ ! -s "$tmp/foreign" ]
 sed -n 's/^SW_API .*[ *]\(sw_[a-z0-9_]*\)(.*/\1/p' "$prefix/include/spillway.h" \
-    "$prefix/include/spillway_grammar.h" | sort -u >"$tmp/declared"
+    "$prefix/include/spillway_grammar.h" "$prefix/include/spillway_doctor.h" |
+    sort -u >"$tmp/declared"
 comm -23 "$tmp/declared" "$tmp/exported" >"$tmp/missing"
 check "every SW_API function exported ($(wc -l <"$tmp/declared") declared; missing: $(head -3 "$tmp/missing" | tr '\n' ' '))" \
     [ -s "$tmp/declared" -a ! -s "$tmp/missing" ]
